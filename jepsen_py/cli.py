@@ -1,0 +1,84 @@
+"""The `jepsen-py` command line. Each subcommand lives in its own module under jepsen_py/commands/.
+
+A subcommand module exposes `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`.
+Every error a user can cause ends as one line on stderr and an exit code (errors.py), never a
+traceback; anything else is a framework failure (255) with the traceback in the log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, JepsenError
+
+# Subcommand modules in the order --help lists them. An issue that adds a subcommand adds it here.
+COMMANDS: tuple[str, ...] = ()
+
+log = logging.getLogger("jepsen_py")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but bad flags exit 254 (bad arguments) instead of argparse's 2 (our 'unknown')."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def _load(name: str) -> ModuleType:
+    return importlib.import_module(f"jepsen_py.commands.{name}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="jepsen-py",
+        description=(
+            "Jepsen-style testing of distributed systems: provision a cluster, drive concurrent "
+            "clients, inject faults, record every operation and check the history. "
+            "Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments or input, "
+            "255 framework failure."
+        ),
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        mod = _load(name)
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if getattr(args, "_run", None) is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        return int(args._run(args))
+    except JepsenError as e:
+        print(f"jepsen-py: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("jepsen-py: interrupted", file=sys.stderr)
+        return EXIT_FRAMEWORK
+    except Exception as e:  # the framework itself failed: say so in one line, keep the detail
+        log.debug("framework failure", exc_info=True)
+        print(f"jepsen-py: internal error: {type(e).__name__}: {e} (run with -v for the traceback)",
+              file=sys.stderr)
+        return EXIT_FRAMEWORK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,36 @@
+"""Errors and exit codes. A CI gate reads the exit code, so each has one meaning (DESIGN.md section 4)."""
+
+from __future__ import annotations
+
+EXIT_VALID = 0
+EXIT_INVALID = 1
+EXIT_UNKNOWN = 2
+EXIT_BAD_INPUT = 254
+EXIT_FRAMEWORK = 255
+
+
+class JepsenError(Exception):
+    """An error the CLI reports as one line and an exit code, never a traceback."""
+
+    exit_code = EXIT_FRAMEWORK
+
+
+class BadInput(JepsenError):
+    """Something the user gave us is wrong: a flag, a file, a history line. Exit 254."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class EnvironmentProblem(JepsenError):
+    """The world the test needs is not there (Docker not reachable, results dir not writable).
+
+    Counted as bad input (254): the user can fix it; the framework did nothing wrong.
+    """
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class FrameworkFailure(JepsenError):
+    """The framework itself failed while running a test. Exit 255."""
+
+    exit_code = EXIT_FRAMEWORK

@@ -1,0 +1,211 @@
+"""The contracts every part plugs into (DESIGN.md section 2), modelled on Jepsen's protocols.
+
+Small interfaces with plain data between them. Nothing here knows what system is under test: our
+Raft cluster (cluster/) is one DB among any a user names with `--db package.module:Name`.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from jepsen_py.history import Op
+from jepsen_py.verdict import Valid
+
+
+@dataclass(slots=True)
+class ExecResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@runtime_checkable
+class Remote(Protocol):
+    """Runs things on one node. argv lists only: never a shell string built from input."""
+
+    node: str
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float | None = None,
+        check: bool = True,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult: ...
+
+    def upload(self, local: Path, remote: str) -> None:
+        """Copies a local file or directory tree to `remote` on the node."""
+
+    def download(self, remote: str, local: Path) -> None:
+        """Copies a file or directory tree from the node to `local`."""
+
+    def start_daemon(
+        self,
+        argv: Sequence[str],
+        *,
+        pidfile: str,
+        logfile: str,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> None:
+        """Starts a long-running process detached from the call, its pid in `pidfile`."""
+
+    def signal(self, pidfile: str, sig: str) -> bool:
+        """Sends a signal ("KILL", "STOP", "CONT", "TERM") to the pid in `pidfile`; False if none ran."""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Provisions the nodes a test runs on: docker (default), ssh, or local processes."""
+
+    name: str
+
+    def setup(self, test: Test) -> dict[str, Remote]:
+        """Creates or connects to every node in test.nodes and returns a Remote for each."""
+
+    def peer_address(self, node: str) -> str:
+        """The address other nodes use to reach `node` (what goes in --peers)."""
+
+    def client_endpoint(self, node: str, port: int) -> tuple[str, int]:
+        """Where the controller connects to reach `port` on `node` (may differ from the peer
+        address, e.g. a published port where container addresses are not routable)."""
+
+    def teardown(self, test: Test) -> None: ...
+
+
+@runtime_checkable
+class Client(Protocol):
+    """A connection to one node for one worker. Jepsen's rules for outcomes:
+    ok took effect, fail certainly did not, info may or may not have (timeout after sending)."""
+
+    def open(self, test: Test, node: str) -> Client:
+        """A new client bound to `node`; the receiver is a template and is not changed."""
+
+    def invoke(self, test: Test, op: Op) -> Op:
+        """Performs `op` (an invocation) and returns its completion. Expected errors become
+        fail or info completions; an exception escaping here is recorded as info."""
+
+    def close(self, test: Test) -> None: ...
+
+
+@runtime_checkable
+class DB(Protocol):
+    """The system under test's lifecycle on the nodes, and the clients that talk to it."""
+
+    def setup(self, test: Test, node: str) -> None:
+        """Installs and starts the system on `node`."""
+
+    def teardown(self, test: Test, node: str) -> None:
+        """Stops it and wipes its data on `node`."""
+
+    def start(self, test: Test, node: str) -> None: ...
+
+    def kill(self, test: Test, node: str) -> None: ...
+
+    def pause(self, test: Test, node: str) -> None: ...
+
+    def resume(self, test: Test, node: str) -> None: ...
+
+    def primaries(self, test: Test) -> list[str]:
+        """The nodes that consider themselves leader right now."""
+
+    def status(self, test: Test, node: str) -> dict[str, Any] | None:
+        """The node's own view: at least role, term and leader; None when it does not answer."""
+
+    def log_files(self, test: Test, node: str) -> list[str]:
+        """Paths on the node to download into the store after the test."""
+
+    def client(self, workload: str) -> Client:
+        """A client template for the named workload; BadInput if the workload is unsupported."""
+
+
+@runtime_checkable
+class Nemesis(Protocol):
+    """Injects faults. Every op it performs is recorded; heal undoes every fault it made."""
+
+    def fs(self) -> frozenset[str]:
+        """The op names (f) this nemesis handles, e.g. {"start-partition", "stop-partition"}."""
+
+    def setup(self, test: Test) -> None: ...
+
+    def invoke(self, test: Test, op: Op) -> Op:
+        """Performs a fault op; returns an info completion whose value says what was done
+        (which nodes, which grudge, which offset)."""
+
+    def heal(self, test: Test) -> None:
+        """Undoes every fault still in force."""
+
+    def teardown(self, test: Test) -> None: ...
+
+
+@runtime_checkable
+class Checker(Protocol):
+    """History in, result out. The result is plain JSON-able data with "valid": true/false/"unknown"."""
+
+    name: str
+
+    def check(self, test: Test | None, history: Sequence[Op]) -> dict[str, Any]: ...
+
+
+@dataclass
+class TestSpec:
+    """Everything that defines a test run, as given on the command line (written to test.json)."""
+
+    name: str
+    workload: str
+    nemesis: list[str]
+    nodes: list[str]
+    time_limit: float
+    concurrency: int
+    rate: float
+    nemesis_interval: float
+    seed: int
+    backend: str
+    read_mode: str
+    bugs: list[str]
+    db: str
+    results_dir: Path
+    leave_db_running: bool = False
+    test_count: int = 1
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Test:
+    """A running test: the spec plus the live things every component needs."""
+
+    spec: TestSpec
+    store_dir: Path
+    log: logging.Logger
+    rng: random.Random
+    backend: Backend | None = None
+    db: DB | None = None
+    remotes: dict[str, Remote] = field(default_factory=dict)
+    # Faults the nemesis must be able to undo even after a crash of the controller go in here too.
+    state: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def nodes(self) -> list[str]:
+        return self.spec.nodes
+
+
+Result = dict[str, Any]
+__all__ = [
+    "DB",
+    "Backend",
+    "Checker",
+    "Client",
+    "ExecResult",
+    "Nemesis",
+    "Remote",
+    "Result",
+    "Test",
+    "TestSpec",
+    "Valid",
+]

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The README's test command: lint, then the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ruff check .
+python3 -m pytest -q "$@"
