@@ -1,0 +1,189 @@
+"""RawNode: the edges' handle on the core (etcd-io/raft's RawNode and its Ready/Advance loop).
+
+The node's event loop does, single-threaded:
+
+    node.tick()                    # every tick interval of the edges' clock
+    node.step(msg)                 # every message from the network (decoded, validated)
+    node.propose(data) / node.read_index(ctx)
+    while node.has_ready():
+        rd = node.ready()
+        persist rd.snapshot, rd.entries, rd.hard_state (fsync), then mirror them into the
+          MemoryStorage (apply_snapshot / append / set_hard_state)
+        send rd.messages
+        apply rd.snapshot and rd.committed_entries; answer rd.read_states once applied >= index
+        node.advance(rd)
+
+Nothing here touches a socket, a clock, a disk or a thread: the same RawNode runs in-process under
+the simulated network of the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .config import Config
+from .errors import StepLocalMessageError
+from .messages import (
+    LOCAL_MESSAGE_TYPES,
+    MSG_HUP,
+    MSG_PROP,
+    MSG_READ_INDEX,
+    MSG_SNAP_STATUS,
+    MSG_TRANSFER_LEADER,
+    MSG_UNREACHABLE,
+    Entry,
+    HardState,
+    Message,
+    Ready,
+    SoftState,
+)
+from .raft import Raft
+from .storage import MemoryStorage
+
+
+class RawNode:
+    """One Raft peer, stepped by the caller. Not thread-safe: drive it from one loop."""
+
+    def __init__(self, id: str, peers: Sequence[str], storage: MemoryStorage, config: Config) -> None:
+        """peers: every voter's id, including this one (ignored if storage holds a snapshot's)."""
+        self.raft = Raft(id, peers, storage, config)
+        self._prev_soft = self.raft.soft_state()
+        self._prev_hard = self.raft.hard_state()
+
+    # ---- inputs ----
+
+    def tick(self) -> None:
+        """Advances the logical clock by one tick (elections, heartbeats, CheckQuorum, leases)."""
+        self.raft.tick()
+
+    def campaign(self) -> None:
+        """Starts an election now (PreVote first when enabled)."""
+        self.raft.step(Message(type=MSG_HUP, src=self.raft.id, dst=self.raft.id))
+
+    def propose(self, data: dict[str, Any]) -> None:
+        """Proposes a command. A follower forwards it to the leader.
+
+        Raises ProposalDropped if there is no known leader, a leader transfer is in flight, or the
+        uncommitted-entries limit is reached. Success means only "handed on": the caller learns the
+        outcome when the entry shows up in committed_entries (match it by a request id in data).
+        """
+        self.raft.step(
+            Message(type=MSG_PROP, src=self.raft.id, dst=self.raft.id, entries=(Entry(0, 0, data),))
+        )
+
+    def step(self, msg: Message) -> None:
+        """Feeds one message received from a peer. Node-local types are refused."""
+        if msg.type in LOCAL_MESSAGE_TYPES:
+            raise StepLocalMessageError(f"{msg.type} cannot arrive from the network")
+        if msg.dst != self.raft.id:
+            return
+        if msg.src not in self.raft.prs and msg.type not in _RESPONSE_FREE_FROM_UNKNOWN:
+            # A message from a node outside the membership (e.g. a stale config) is ignored.
+            return
+        self.raft.step(msg)
+
+    def read_index(self, context: str) -> None:
+        """Requests a linearizable read. The answer is a ReadState(index, context) in a later Ready:
+        serve the read once the state machine has applied that index. With no leader, or a leader
+        that has not committed an entry in its term, the request is dropped (the caller retries or
+        times out). Mode: Config.read_only ("safe" = ReadIndex, "lease" = lease read).
+        """
+        self.raft.step(
+            Message(
+                type=MSG_READ_INDEX,
+                src=self.raft.id,
+                dst=self.raft.id,
+                context=context,
+            )
+        )
+
+    def transfer_leader(self, target: str) -> None:
+        """Asks the leader to hand leadership to `target` (it catches it up, then sends MsgTimeoutNow)."""
+        self.raft.step(Message(type=MSG_TRANSFER_LEADER, src=target, dst=self.raft.id))
+
+    def report_unreachable(self, peer: str) -> None:
+        """The transport failed to deliver to `peer`: the leader falls back to probing it."""
+        self.raft.step(Message(type=MSG_UNREACHABLE, src=peer, dst=self.raft.id))
+
+    def report_snapshot(self, peer: str, failed: bool) -> None:
+        """The transport finished sending a MsgSnap to `peer` (failed: it did not arrive)."""
+        self.raft.step(Message(type=MSG_SNAP_STATUS, src=peer, dst=self.raft.id, reject=failed))
+
+    # ---- outputs ----
+
+    def has_ready(self) -> bool:
+        r = self.raft
+        return bool(
+            r.soft_state() != self._prev_soft
+            or (not (hs := r.hard_state()).is_empty() and hs != self._prev_hard)
+            or r.raft_log.has_pending_snapshot()
+            or r.raft_log.unstable_entries()
+            or r.msgs
+            or r.raft_log.has_next_committed_entries()
+            or r.read_states
+        )
+
+    def ready(self) -> Ready:
+        """Collects what to persist, send and apply. Call advance(ready) when it is done."""
+        r = self.raft
+        soft = r.soft_state()
+        hard = r.hard_state()
+        snap = r.raft_log.pending_snapshot()
+        rd = Ready(
+            soft_state=None if soft == self._prev_soft else soft,
+            hard_state=None if hard == self._prev_hard or hard.is_empty() else hard,
+            entries=tuple(r.raft_log.unstable_entries()),
+            snapshot=snap,
+            messages=tuple(r.msgs),
+            committed_entries=tuple(r.raft_log.next_committed_entries()),
+            read_states=tuple(r.read_states),
+            must_sync=(
+                hard.term != self._prev_hard.term
+                or hard.vote != self._prev_hard.vote
+                or bool(r.raft_log.unstable_entries())
+                or snap is not None
+            ),
+        )
+        r.msgs = []
+        r.read_states = []
+        if rd.soft_state is not None:
+            self._prev_soft = rd.soft_state
+        return rd
+
+    def advance(self, rd: Ready) -> None:
+        """Tells the core that everything in `rd` was persisted, sent and applied."""
+        r = self.raft
+        if rd.hard_state is not None:
+            self._prev_hard = rd.hard_state
+        if rd.snapshot is not None:
+            r.raft_log.stable_snap_to(rd.snapshot.index)
+        if rd.entries:
+            last = rd.entries[-1]
+            r.raft_log.stable_to(last.index, last.term)
+        if rd.committed_entries:
+            r.raft_log.applied_to(rd.committed_entries[-1].index)
+        elif rd.snapshot is not None:
+            r.raft_log.applied_to(max(r.raft_log.applied, rd.snapshot.index))
+        r.reduce_uncommitted_size(len(rd.committed_entries))
+
+    # ---- introspection ----
+
+    def status(self) -> dict[str, Any]:
+        """id, role, term, leader, vote, commit, applied, last_index (+ progress when leader)."""
+        return self.raft.status()
+
+    @property
+    def id(self) -> str:
+        return self.raft.id
+
+    def hard_state(self) -> HardState:
+        return self.raft.hard_state()
+
+    def soft_state(self) -> SoftState:
+        return self.raft.soft_state()
+
+
+# Responses a node may legitimately get from a peer it does not list (none today: membership is static,
+# so anything from outside it is dropped). Kept as the one place to widen when membership changes land.
+_RESPONSE_FREE_FROM_UNKNOWN: frozenset[str] = frozenset()
