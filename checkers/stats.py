@@ -1,0 +1,51 @@
+"""ok / fail / info counts per op type, as Jepsen's stats checker.
+
+An op type that never once succeeded is a finding on its own: the test exercised nothing for it (the
+leader-on-follower bug: commits for some partitions fail all run long), and every other checker would
+vacuously pass on it. Final reads (process numbers of the final phase are ordinary clients) count too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from jepsen_py.history import FAIL, INFO, OK, Op, pairs
+from jepsen_py.protocols import Test
+
+
+class StatsChecker:
+    """Counts outcomes per f; invalid when an f that was attempted has no ok at all."""
+
+    name = "stats"
+
+    def __init__(self, *, ignore_fs: frozenset[str] = frozenset()) -> None:
+        # fs expected to never succeed (e.g. a probe of a deliberately absent name) can be excused.
+        self.ignore_fs = ignore_fs
+
+    def check(self, test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
+        by_f: dict[str, dict[str, int]] = {}
+        for p in pairs(history):
+            if not isinstance(p.invoke.process, int):
+                continue
+            c = by_f.setdefault(p.invoke.f, {"count": 0, OK: 0, FAIL: 0, INFO: 0})
+            c["count"] += 1
+            c[p.type] += 1
+        total = {"count": 0, OK: 0, FAIL: 0, INFO: 0}
+        for c in by_f.values():
+            for k in total:
+                total[k] += c[k]
+        for c in [*by_f.values(), total]:
+            c["ok_fraction"] = round(c[OK] / c["count"], 4) if c["count"] else 0.0
+        never_ok = sorted(f for f, c in by_f.items() if c[OK] == 0 and f not in self.ignore_fs)
+        anomalies = [
+            {"kind": "never-ok", "ops": [],
+             "explanation": f"{f!r} was attempted {by_f[f]['count']} times and never succeeded "
+                            f"({by_f[f][FAIL]} fail, {by_f[f][INFO]} info)"}
+            for f in never_ok
+        ]
+        valid: bool | str = not never_ok
+        if total["count"] == 0:
+            valid = "unknown"  # no client op at all: nothing was tested
+        return {"valid": valid, "by_f": by_f, **{k: total[k] for k in ("count", OK, FAIL, INFO)},
+                "ok_fraction": total["ok_fraction"], "never_ok": never_ok, "anomalies": anomalies}

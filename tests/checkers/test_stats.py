@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+from checkers.stats import StatsChecker
+from tests.checkers.histories import H
+
+
+def test_counts_per_f_and_overall():
+    h = H()
+    h.op(0, "commit", "k", 1, 0, 1)
+    h.op(0, "commit", "k", 2, 2, 3, kind="fail", error="not_leader")
+    h.op(0, "fetch", "k", None, 4, 5, result=2)
+    h.op(0, "commit", "k", 3, 6, 7, kind="info", error="timeout")
+    h.op(1, "fetch", "k", None, 8, None)  # never completed: info
+    h.nemesis("start-partition", 0, 1, {"grudge": {}})
+    h.sample(3, "n1", "leader", 1)
+    r = StatsChecker().check(None, h.build())
+    assert r["valid"] is True
+    assert r["by_f"]["commit"] == {"count": 3, "ok": 1, "fail": 1, "info": 1, "ok_fraction": 0.3333}
+    assert r["by_f"]["fetch"]["info"] == 1 and r["by_f"]["fetch"]["ok"] == 1
+    assert (r["count"], r["ok"], r["fail"], r["info"]) == (5, 2, 1, 2)
+    assert "status" not in r["by_f"] and "start-partition" not in r["by_f"]
+
+
+def test_an_f_that_never_succeeds_is_a_finding():
+    h = H()
+    h.op(0, "fetch", "k", None, 0, 1, result=None)
+    for i in range(3):
+        h.op(0, "commit", "k", i, 2 + 2 * i, 3 + 2 * i, kind="fail", error="unavailable")
+    r = StatsChecker().check(None, h.build())
+    assert r["valid"] is False and r["never_ok"] == ["commit"]
+    assert r["anomalies"][0]["kind"] == "never-ok" and "3 times" in r["anomalies"][0]["explanation"]
+    assert StatsChecker(ignore_fs=frozenset({"commit"})).check(None, h.build())["valid"] is True
+
+
+def test_no_client_ops_is_unknown():
+    h = H()
+    h.sample(0, "n1", "leader", 1)
+    assert StatsChecker().check(None, h.build())["valid"] == "unknown"
