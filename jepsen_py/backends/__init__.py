@@ -1,0 +1,65 @@
+"""Backends: where a test's nodes come from (docker | ssh | local | none), chosen with --backend.
+
+Implementations load lazily so `jepsen-py --help` and tests of other parts never import the docker
+SDK or paramiko. Backend-specific command-line options land in `TestSpec.options` (keyed by their
+argparse dest): `add_backend_arguments` puts them on the `run` parser, `backend_options` collects
+them after parsing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Any
+
+from jepsen_py.errors import BadInput
+from jepsen_py.protocols import Backend, TestSpec
+
+# name -> (module, class); each class is constructed as Cls(spec).
+BACKENDS: dict[str, tuple[str, str]] = {
+    "docker": ("jepsen_py.backends.docker", "DockerBackend"),
+    "ssh": ("jepsen_py.backends.ssh", "SSHBackend"),
+    "local": ("jepsen_py.backends.local", "LocalBackend"),
+    "none": ("jepsen_py.backends.none", "NoneBackend"),
+}
+
+_OPTION_DESTS = "_backend_option_dests"
+
+
+def get_backend(name: str, spec: TestSpec) -> Backend:
+    """The backend called `name`, constructed for `spec`; BadInput for an unknown name."""
+    if name not in BACKENDS:
+        raise BadInput(f"--backend: unknown backend {name!r} (choose from {', '.join(BACKENDS)})")
+    module_name, cls_name = BACKENDS[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name == module_name:
+            raise BadInput(f"--backend: the {name} backend is not available in this build") from None
+        raise
+    return getattr(module, cls_name)(spec)
+
+
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds every backend's own options to `parser` (the `run` command), in one argument group.
+
+    A backend module may define `add_arguments(group)`; the values end up in TestSpec.options
+    under each argument's dest (e.g. --image-base -> options["image_base"]).
+    """
+    group = parser.add_argument_group("backend options")
+    before = len(group._group_actions)
+    for module_name, _ in BACKENDS.values():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            continue
+        hook = getattr(module, "add_arguments", None)
+        if callable(hook):
+            hook(group)
+    dests = [a.dest for a in group._group_actions[before:]]
+    parser.set_defaults(**{_OPTION_DESTS: dests})
+
+
+def backend_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The parsed values of the options `add_backend_arguments` added."""
+    return {d: getattr(args, d) for d in getattr(args, _OPTION_DESTS, [])}
