@@ -1,0 +1,85 @@
+"""Length-prefixed JSON frames: the one wire format of the cluster (peer traffic and the client API).
+
+A frame is a 4-byte big-endian payload length followed by that many bytes of UTF-8 JSON holding one
+object. A length prefix (rather than newline-delimited JSON) lets a reader reject an oversized frame
+before buffering it, which is how a peer or client speaking garbage is cut off without harming the node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+from typing import Any
+
+HEADER = struct.Struct(">I")
+#: Client requests are small; a larger frame is hostile or broken.
+MAX_CLIENT_FRAME = 1 << 20
+#: Peer frames carry batches of entries and whole snapshots.
+MAX_PEER_FRAME = 64 << 20
+
+
+class FrameError(Exception):
+    """The byte stream is not a sequence of valid frames; the connection must be closed."""
+
+
+def encode(obj: dict[str, Any]) -> bytes:
+    """One frame holding `obj` as compact JSON."""
+    payload = json.dumps(obj, separators=(",", ":")).encode()
+    return HEADER.pack(len(payload)) + payload
+
+
+def decode_payload(payload: bytes) -> dict[str, Any]:
+    """The JSON object in one frame's payload, or FrameError saying what is wrong with it."""
+    try:
+        obj = json.loads(payload)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise FrameError(f"frame is not valid JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise FrameError(f"frame holds a JSON {type(obj).__name__}, not an object")
+    return obj
+
+
+async def read_frame(reader: asyncio.StreamReader, max_size: int) -> dict[str, Any] | None:
+    """The next frame's object; None at a clean end of stream (EOF between frames).
+
+    Raises FrameError for an oversized frame, a stream cut inside a frame, or a payload that is not a
+    JSON object.
+    """
+    try:
+        header = await reader.readexactly(HEADER.size)
+    except asyncio.IncompleteReadError as e:
+        if not e.partial:
+            return None
+        raise FrameError("stream ended inside a frame header") from None
+    (length,) = HEADER.unpack(header)
+    if length > max_size:
+        raise FrameError(f"frame of {length} bytes exceeds the limit of {max_size} bytes")
+    try:
+        payload = await reader.readexactly(length)
+    except asyncio.IncompleteReadError:
+        raise FrameError("stream ended inside a frame payload") from None
+    return decode_payload(payload)
+
+
+class FrameDecoder:
+    """Incremental decoder for blocking sockets: feed bytes, take whole frames out."""
+
+    def __init__(self, max_size: int) -> None:
+        self.max_size = max_size
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[dict[str, Any]]:
+        """Adds bytes; returns every frame now complete. Raises FrameError on a bad frame."""
+        self._buf += data
+        out: list[dict[str, Any]] = []
+        while len(self._buf) >= HEADER.size:
+            (length,) = HEADER.unpack_from(self._buf)
+            if length > self.max_size:
+                raise FrameError(f"frame of {length} bytes exceeds the limit of {self.max_size} bytes")
+            end = HEADER.size + length
+            if len(self._buf) < end:
+                break
+            out.append(decode_payload(bytes(self._buf[HEADER.size : end])))
+            del self._buf[:end]
+        return out
