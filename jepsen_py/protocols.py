@@ -174,6 +174,10 @@ class TestSpec:
     leave_db_running: bool = False
     test_count: int = 1
     options: dict[str, Any] = field(default_factory=dict)
+    # Controller bounds: an op not completed within op_timeout is recorded as info; recovery waits
+    # at most recovery_timeout for a stable leader after heal.
+    op_timeout: float = 10.0
+    recovery_timeout: float = 30.0
 
 
 @dataclass
