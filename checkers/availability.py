@@ -1,0 +1,157 @@
+"""Availability and churn: did the cluster serve, how long was it down, did it come back after heal?
+
+Safety checkers pass a cluster that refuses everything; this one does not. From the client ops it
+measures the ok fraction per second and the longest stretch with attempts but no success; from the
+observer's samples (and what completions said of their server) the leader changes and term growth per
+minute (election churn: the unordered-send bug makes terms grow by hundreds). The hard line is
+recovery: once the last fault is healed, an ok client op must follow within `max_recovery_s`, or the
+run fails, whatever the nemesis did before. Other thresholds are off (None) unless asked for.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from checkers.samples import leader_claims, samples
+from jepsen_py.history import NEMESIS, OK, Op, pairs
+from jepsen_py.protocols import Test
+
+S = 1_000_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """When availability fails a run. None: report only."""
+
+    max_recovery_s: float | None = 30.0
+    min_ok_fraction: float | None = None
+    max_unavailable_s: float | None = None
+    max_terms_per_minute: float | None = 120.0
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> Thresholds:
+        """Reads `availability_<field>` keys (the run command's --availability-* flags)."""
+        d = cls()
+        kw: dict[str, Any] = {}
+        for f in ("max_recovery_s", "min_ok_fraction", "max_unavailable_s", "max_terms_per_minute"):
+            v = options.get(f"availability_{f}", getattr(d, f))
+            kw[f] = None if v is None or (isinstance(v, int | float) and v < 0) else float(v)
+        return cls(**kw)
+
+
+def _ms(ns: float) -> float:
+    return round(ns / 1e6, 3)
+
+
+class AvailabilityChecker:
+    """Ok fraction per second, longest outage, churn, recovery after heal."""
+
+    name = "availability"
+
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        self.thresholds = thresholds or Thresholds()
+
+    def check(self, test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
+        th = self.thresholds
+        ps = [p for p in pairs(history) if isinstance(p.invoke.process, int)]
+        if not ps:
+            return {"valid": "unknown", "reason": "no client ops", "thresholds": asdict(th)}
+        start = min(p.invoke.time for p in ps)
+        end = max(op.time for op in history)
+        ok_times = sorted(p.complete.time for p in ps if p.type == OK and p.complete is not None)
+        attempt_times = sorted(
+            [p.invoke.time for p in ps] + [p.complete.time for p in ps if p.complete is not None])
+
+        # Ok fraction per second, by completion time (ops that never completed count where invoked).
+        n_sec = int((end - start) // S) + 1
+        total = [0] * n_sec
+        oks = [0] * n_sec
+        for p in ps:
+            t = p.complete.time if p.complete is not None else p.invoke.time
+            b = min(int((t - start) // S), n_sec - 1)
+            total[b] += 1
+            oks[b] += p.type == OK
+        per_second = [round(o / t, 4) if t else None for o, t in zip(oks, total, strict=True)]
+        ok_fraction = round(sum(oks) / sum(total), 4)
+
+        outage = _longest_outage(start, end, ok_times, attempt_times)
+
+        # Churn, from who claimed leadership of which term.
+        claims = leader_claims(history)
+        terms = [s.term for s in samples(history) if s.term is not None] + [c.term for c in claims]
+        minutes = max((end - start) / (60 * S), 1 / 60)
+        leader_changes = max(len({c.term for c in claims}) - 1, 0)
+        term_growth = (max(terms) - min(terms)) if terms else 0
+
+        # Recovery: the first ok client op invoked after the last fault op finished.
+        nemesis_done = [op.time for op in history if op.process == NEMESIS and op.type != "invoke"]
+        heal = max(nemesis_done) if nemesis_done else None
+        recovery: dict[str, Any]
+        if heal is None:
+            recovery = {"faults": False, "recovered": bool(ok_times)}
+        else:
+            after = [p.complete for p in ps if p.type == OK and p.complete is not None
+                     and p.invoke.time >= heal]
+            first = min(after, key=lambda o: o.time) if after else None
+            leaders_after = sorted({c.node for c in claims if c.time >= heal})
+            recovery = {
+                "faults": True,
+                "healed_at_ms": _ms(heal - start),
+                "recovered": first is not None,
+                "recovery_ms": None if first is None else _ms(first.time - heal),
+                "first_ok_after_heal": None if first is None else first.index,
+                "ok_after_heal": len(after),
+                "leaders_after_heal": leaders_after,
+            }
+
+        problems: list[str] = []
+        if not recovery["recovered"]:
+            problems.append("the cluster never served an ok op after the faults were healed"
+                            if heal is not None else "the cluster never served an ok op")
+        elif (th.max_recovery_s is not None and recovery.get("recovery_ms") is not None
+              and recovery["recovery_ms"] > th.max_recovery_s * 1000):
+            problems.append(f"recovery after heal took {recovery['recovery_ms'] / 1000:.1f} s "
+                            f"(limit {th.max_recovery_s:g} s)")
+        if th.min_ok_fraction is not None and ok_fraction < th.min_ok_fraction:
+            problems.append(f"ok fraction {ok_fraction:.3f} below {th.min_ok_fraction:g}")
+        if th.max_unavailable_s is not None and outage["ms"] > th.max_unavailable_s * 1000:
+            problems.append(f"unavailable for {outage['ms'] / 1000:.1f} s "
+                            f"(limit {th.max_unavailable_s:g} s)")
+        tpm = term_growth / minutes
+        if th.max_terms_per_minute is not None and tpm > th.max_terms_per_minute:
+            problems.append(f"terms grew {tpm:.0f} per minute (limit {th.max_terms_per_minute:g}): "
+                            "election churn")
+        return {
+            "valid": not problems,
+            "problems": problems,
+            "ok_fraction": ok_fraction,
+            "ok_fraction_per_second": per_second,
+            "longest_unavailable_ms": outage["ms"],
+            "longest_unavailable": outage,
+            "leader_changes": leader_changes,
+            "leader_changes_per_minute": round(leader_changes / minutes, 2),
+            "term_growth": term_growth,
+            "terms_per_minute": round(tpm, 2),
+            "leaders": [{"term": c.term, "node": c.node, "seen_ms": _ms(c.time - start)}
+                        for c in claims[:500]],
+            "recovery": recovery,
+            "thresholds": asdict(th),
+            "anomalies": [{"kind": "unavailable", "ops": [], "explanation": p} for p in problems],
+        }
+
+
+def _longest_outage(start: int, end: int, ok_times: list[int], attempts: list[int]) -> dict[str, Any]:
+    """The longest stretch between successes (or the run's edges) in which ops were attempted."""
+    edges = [start, *ok_times, end]
+    best = (0, start, start)
+    for a, b in itertools.pairwise(edges):
+        if b - a <= best[0]:
+            continue
+        i = bisect.bisect_right(attempts, a)
+        if i < len(attempts) and attempts[i] < b:  # something was tried in between and did not succeed
+            best = (b - a, a, b)
+    return {"ms": _ms(best[0]), "from_ms": _ms(best[1] - start), "to_ms": _ms(best[2] - start)}

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+from checkers.availability import AvailabilityChecker, Thresholds
+from tests.checkers.histories import H
+
+
+def steady(h: H, t0: float, t1: float, *, kind: str = "ok", every: float = 100, proc: int = 0) -> int:
+    """One op every `every` ms on process `proc` from t0 to t1; returns the next free process."""
+    t = t0
+    while t < t1:
+        h.op(proc, "fetch", "k", None, t, t + 10, kind=kind, result=1,
+             error=None if kind == "ok" else "unavailable")
+        if kind == "info":
+            proc += 1
+        t += every
+    return proc
+
+
+def test_healthy_run_with_fault_and_recovery():
+    h = H()
+    h.sample(0, "n1", "leader", 1, "n1")
+    steady(h, 0, 2000)
+    h.nemesis("start-partition", 2000, 2010, {"isolated": ["n1"]})
+    steady(h, 2000, 4000, kind="fail")
+    h.sample(3000, "n2", "leader", 2, "n2")
+    h.nemesis("stop-partition", 4000, 4010, "healed")
+    steady(h, 4020, 6000)
+    r = AvailabilityChecker().check(None, h.build())
+    assert r["valid"] is True, r["problems"]
+    assert r["ok_fraction"] == 0.6667
+    assert r["ok_fraction_per_second"][:2] == [1.0, 1.0]
+    assert r["ok_fraction_per_second"][2:4] == [0.0, 0.0]
+    assert r["ok_fraction_per_second"][4:] == [1.0, 1.0]
+    assert 2000 <= r["longest_unavailable_ms"] <= 2120
+    assert r["leader_changes"] == 1 and r["term_growth"] == 1
+    rec = r["recovery"]
+    assert rec["recovered"] is True and rec["recovery_ms"] == 20.0 and rec["leaders_after_heal"] == []
+
+
+def test_a_cluster_that_never_recovers_after_heal_fails_the_run():
+    h = H()
+    steady(h, 0, 1000)
+    h.nemesis("start-partition", 1000, 1010)
+    h.nemesis("stop-partition", 2000, 2010)
+    steady(h, 1000, 5000, kind="fail")
+    r = AvailabilityChecker().check(None, h.build())
+    assert r["valid"] is False and r["recovery"]["recovered"] is False
+    assert "never served" in r["problems"][0]
+    assert r["anomalies"][0]["kind"] == "unavailable"
+
+
+def test_slow_recovery_fails_only_past_the_threshold():
+    h = H()
+    steady(h, 0, 1000)
+    h.nemesis("kill", 1000, 1010)
+    h.nemesis("restart", 2000, 2010)
+    steady(h, 1000, 7000, kind="info")
+    steady(h, 7000, 8000, proc=1000)
+    ops = h.build()
+    assert AvailabilityChecker(Thresholds(max_recovery_s=10)).check(None, ops)["valid"] is True
+    r = AvailabilityChecker(Thresholds(max_recovery_s=3)).check(None, ops)
+    assert r["valid"] is False and "recovery after heal took 5.0 s" in r["problems"][0]
+
+
+def test_churn_and_ok_fraction_thresholds():
+    h = H()
+    steady(h, 0, 60_000, every=1000)
+    for term in range(1, 301):  # 300 elections in a minute
+        h.sample(term * 190, f"n{term % 5 + 1}", "leader", term)
+    ops = h.build()
+    r = AvailabilityChecker().check(None, ops)
+    assert r["valid"] is False and r["terms_per_minute"] > 250 and "churn" in r["problems"][0]
+    assert r["leader_changes"] == 299
+    off = AvailabilityChecker(Thresholds(max_terms_per_minute=None)).check(None, ops)
+    assert off["valid"] is True
+    strict = AvailabilityChecker(Thresholds(max_terms_per_minute=None, min_ok_fraction=1.01))
+    assert strict.check(None, ops)["valid"] is False
+
+
+def test_thresholds_from_run_options():
+    th = Thresholds.from_options({"availability_max_recovery_s": 5, "availability_max_terms_per_minute": -1})
+    assert th.max_recovery_s == 5.0 and th.max_terms_per_minute is None and th.min_ok_fraction is None
+
+
+def test_no_client_ops_is_unknown():
+    h = H()
+    h.sample(0, "n1", "leader", 1)
+    assert AvailabilityChecker().check(None, h.build())["valid"] == "unknown"
