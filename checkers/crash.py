@@ -1,0 +1,199 @@
+"""Crash detection: a node process that died when no one killed it, or a traceback in a node's log.
+
+A crash is a finding even when every read was right: a node that dies under a partition (or on
+restart, replaying a WAL with duplicate entries) is a bug a release manager must see. Two witnesses:
+
+- the observer's samples: a node that stopped answering its status polls for `min_down_s` when no
+  process fault (kill / pause) was aimed at it just before, or that is still silent at the end of the
+  run although the faults were healed `min_down_s` earlier (heal restarts killed nodes and resumes
+  paused ones; a node that stays down crashed, e.g. on restart);
+- the node logs downloaded into <run dir>/nodes/<node>/: a Python traceback or a fatal error line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from checkers.samples import Sample, samples
+from jepsen_py.history import INVOKE, NEMESIS, Op
+from jepsen_py.protocols import Test
+
+S = 1_000_000_000
+# Nemesis op names that take a node process down on purpose (kill nemesis, pause nemesis).
+PROCESS_FAULT_F = re.compile(r"kill|pause|crash|stop-node|stop-process|sigstop|freeze|suspend", re.I)
+TRACEBACK = re.compile(r"Traceback \(most recent call last\)|Fatal Python error|^\s*panic:")
+MAX_LOG_BYTES = 64 * 1024 * 1024  # a log larger than this is scanned in its first 64 MiB only
+
+
+def _mentions(value: Any, node: str) -> bool | None:
+    """Does the nemesis op's value name `node`? None when it names no node at all (hits anyone)."""
+    found: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str):
+            found.append(v)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                walk(k)
+                walk(x)
+        elif isinstance(v, list | tuple | set | frozenset):
+            for x in v:
+                walk(x)
+
+    walk(value)
+    return node in found if found else None
+
+
+class CrashChecker:
+    """Invalid when a node died outside a process fault, or its log holds a traceback."""
+
+    name = "crash"
+
+    def __init__(self, *, min_down_s: float = 5.0, slack_s: float = 2.0,
+                 store_dir: Path | None = None) -> None:
+        self.min_down = int(min_down_s * S)
+        self.slack = int(slack_s * S)
+        self.store_dir = store_dir
+
+    def check(self, test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
+        store = self.store_dir or (test.store_dir if test is not None else None)
+        nodes = list(test.nodes) if test is not None else []
+        smp = samples(history)
+        for s in smp:
+            if s.node not in nodes:
+                nodes.append(s.node)
+
+        faults = self._process_faults(history)
+        nemesis_done = [op.time for op in history if op.process == NEMESIS and op.type != INVOKE]
+        heal = max(nemesis_done) if nemesis_done else None
+        end = max((op.time for op in history), default=0)
+
+        findings: list[dict[str, Any]] = []
+        outages: dict[str, list[dict[str, Any]]] = {}
+        for node in nodes:
+            mine = [s for s in smp if s.node == node]
+            outages[node] = []
+            for st in _stretches(mine):
+                first, last_fail, prev_ok, recovered = st
+                length = (recovered.time if recovered else end) - first.time
+                explained = self._explained(faults, node, prev_ok.time if prev_ok else first.time,
+                                            first.time)
+                rec = {"from_ms": round(first.time / 1e6, 3), "ms": round(length / 1e6, 3),
+                       "recovered": recovered is not None, "explained_by_fault": explained,
+                       "ops": [first.index, last_fail.index]}
+                outages[node].append(rec)
+                still_down_after_heal = (recovered is None and heal is not None
+                                         and end - max(heal, first.time) >= self.min_down)
+                if still_down_after_heal:
+                    findings.append({
+                        "node": node, "kind": "down-at-end", "ops": rec["ops"],
+                        "explanation": f"{node} stopped answering at {rec['from_ms'] / 1000:.1f} s and "
+                                       f"was still down {(end - heal) / 1e9:.1f} s after the faults "
+                                       "were healed"})
+                elif not explained and length >= self.min_down and (recovered is not None or heal is None):
+                    findings.append({
+                        "node": node, "kind": "died", "ops": rec["ops"],
+                        "explanation": f"{node} stopped answering for {length / 1e9:.1f} s from "
+                                       f"{rec['from_ms'] / 1000:.1f} s with no kill or pause aimed at it"})
+
+        logs = self._scan_logs(store, nodes) if store is not None else None
+        for hit in logs or []:
+            findings.append({"node": hit["node"], "kind": "traceback", "ops": [],
+                             "explanation": f"{hit['file']}:{hit['line']}: {hit['error']}"})
+
+        valid: bool | str = not findings
+        if valid and logs is None and not smp:
+            valid = "unknown"  # no observer samples and no logs: nothing to judge by
+        return {
+            "valid": valid,
+            "findings": findings,
+            "outages": {n: o for n, o in outages.items() if o},
+            "logs_scanned": None if logs is None else self._scanned,
+            "anomalies": [{"kind": "crash", "ops": f["ops"], "explanation": f["explanation"]}
+                          for f in findings],
+        }
+
+    @staticmethod
+    def _process_faults(history: Sequence[Op]) -> list[Op]:
+        """Completions (and lone invokes) of nemesis ops that take processes down."""
+        out: list[Op] = []
+        for op in history:
+            if op.process == NEMESIS and PROCESS_FAULT_F.search(op.f or ""):
+                out.append(op)
+        return out
+
+    def _explained(self, faults: list[Op], node: str, lo: int, first_fail: int) -> bool:
+        for op in faults:
+            near = lo - self.slack <= op.time <= first_fail + self.slack
+            if near and _mentions(op.value, node) is not False:
+                if op.type == INVOKE and op.value is None:
+                    # an invoke names nothing yet; its completion (if any) says whom it hit
+                    done = next((c for c in faults if c.time >= op.time and c.type != INVOKE
+                                 and c.f == op.f), None)
+                    if done is not None and _mentions(done.value, node) is False:
+                        continue
+                return True
+        return False
+
+    def _scan_logs(self, store: Path, nodes: list[str]) -> list[dict[str, Any]]:
+        hits: list[dict[str, Any]] = []
+        self._scanned = 0
+        base = Path(store) / "nodes"
+        if not base.is_dir():
+            return hits
+        for node_dir in sorted(p for p in base.iterdir() if p.is_dir()):
+            for f in sorted(p for p in node_dir.rglob("*") if p.is_file()):
+                if not _looks_like_text_log(f):
+                    continue
+                with open(f, "rb") as fh:
+                    raw = fh.read(MAX_LOG_BYTES)
+                if b"\0" in raw[:4096]:
+                    continue  # binary (a WAL, a snapshot): not a log
+                self._scanned += 1
+                data = raw.decode("utf-8", "replace")
+                lines = data.splitlines()
+                for i, line in enumerate(lines):
+                    if TRACEBACK.search(line):
+                        hits.append({"node": node_dir.name, "file": str(f.relative_to(store)),
+                                     "line": i + 1, "error": _exception_line(lines, i)})
+        return hits
+
+
+def _looks_like_text_log(p: Path) -> bool:
+    name = p.name.lower()
+    return name.endswith((".log", ".txt", ".out", ".err")) or "log" in name or name in {"stdout", "stderr"}
+
+
+def _exception_line(lines: list[str], i: int) -> str:
+    """The 'SomeError: message' line that ends the traceback starting at line i."""
+    if not lines[i].lstrip().startswith("Traceback"):
+        return lines[i].strip()[:300]
+    for j in range(i + 1, min(i + 400, len(lines))):
+        line = lines[j]
+        if line and not line[0].isspace() and not line.startswith("Traceback"):
+            return line.strip()[:300]
+    return lines[i].strip()[:300]
+
+
+def _stretches(mine: list[Sample]) -> list[tuple[Sample, Sample, Sample | None, Sample | None]]:
+    """Maximal runs of unanswered polls: (first fail, last fail, last ok before, first ok after)."""
+    out: list[tuple[Sample, Sample, Sample | None, Sample | None]] = []
+    prev_ok: Sample | None = None
+    first: Sample | None = None
+    last: Sample | None = None
+    for s in mine:
+        if s.answered:
+            if first is not None and last is not None:
+                out.append((first, last, prev_ok, s))
+                first = last = None
+            prev_ok = s
+        else:
+            if first is None:
+                first = s
+            last = s
+    if first is not None and last is not None:
+        out.append((first, last, prev_ok, None))
+    return out

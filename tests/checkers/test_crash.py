@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from checkers.crash import CrashChecker
+from tests.checkers.histories import H
+
+
+def poll(h: H, node: str, t0: float, t1: float, *, answered: bool = True, every: float = 100) -> None:
+    t = t0
+    while t < t1:
+        h.sample(t, node, "follower", 1, "n1", answered=answered)
+        t += every
+
+
+def test_a_killed_node_that_comes_back_is_not_a_crash():
+    h = H()
+    poll(h, "n1", 0, 20_000)
+    poll(h, "n2", 0, 5_000)
+    h.nemesis("kill", 5_050, 5_080, {"killed": ["n2"]})
+    poll(h, "n2", 5_100, 12_000, answered=False)
+    h.nemesis("start", 12_000, 12_500, {"started": ["n2"]})
+    poll(h, "n2", 12_600, 20_000)
+    r = CrashChecker().check(None, h.build())
+    assert r["valid"] is True, r["findings"]
+    assert r["outages"]["n2"][0]["explained_by_fault"] is True
+
+
+def test_a_node_that_dies_with_no_fault_aimed_at_it_is_found():
+    h = H()
+    poll(h, "n1", 0, 20_000)
+    poll(h, "n2", 0, 5_000)
+    h.nemesis("kill", 5_050, 5_080, {"killed": ["n1"]})  # aimed at someone else
+    poll(h, "n2", 5_100, 12_000, answered=False)
+    poll(h, "n2", 12_000, 20_000)
+    h.nemesis("start-partition", 15_000, 15_010)
+    h.nemesis("stop-partition", 16_000, 16_010)
+    r = CrashChecker().check(None, h.build())
+    assert r["valid"] is False
+    (f,) = r["findings"]
+    assert f["node"] == "n2" and f["kind"] == "died" and "6.9 s" in f["explanation"]
+    assert r["anomalies"][0]["kind"] == "crash"
+
+
+def test_a_short_missed_poll_is_not_a_crash():
+    h = H()
+    poll(h, "n1", 0, 2_000)
+    poll(h, "n1", 2_000, 3_000, answered=False)
+    poll(h, "n1", 3_000, 6_000)
+    assert CrashChecker().check(None, h.build())["valid"] is True
+
+
+def test_a_node_still_down_well_after_heal_crashed_on_restart():
+    h = H()
+    poll(h, "n3", 0, 4_000)
+    h.nemesis("kill", 4_000, 4_010, {"killed": ["n3"]})
+    poll(h, "n3", 4_100, 20_000, answered=False)
+    h.nemesis("start", 10_000, 10_500, {"started": ["n3"]})
+    r = CrashChecker().check(None, h.build())
+    assert r["valid"] is False and r["findings"][0]["kind"] == "down-at-end"
+    # Just healed, not yet back: not (yet) a finding.
+    h2 = H()
+    poll(h2, "n3", 0, 4_000)
+    h2.nemesis("kill", 4_000, 4_010, {"killed": ["n3"]})
+    poll(h2, "n3", 4_100, 11_000, answered=False)
+    h2.nemesis("start", 10_000, 10_500, {"started": ["n3"]})
+    assert CrashChecker().check(None, h2.build())["valid"] is True
+
+
+def test_a_traceback_in_a_node_log_fails_the_run(tmp_path: Path):
+    h = H()
+    poll(h, "n1", 0, 1_000)
+    ops = h.build()
+    (tmp_path / "nodes" / "n1").mkdir(parents=True)
+    (tmp_path / "nodes" / "n2").mkdir(parents=True)
+    (tmp_path / "nodes" / "n1" / "node.log").write_text("role follower term 1\nall good\n")
+    (tmp_path / "nodes" / "n2" / "wal").write_bytes(b"\0\0Traceback (most recent call last)\0")  # binary
+    assert CrashChecker(store_dir=tmp_path).check(None, ops)["valid"] is True
+    (tmp_path / "nodes" / "n2" / "node.log").write_text(
+        "started\nTraceback (most recent call last):\n  File \"wal.py\", line 3, in recover\n"
+        "    raise ValueError(x)\nValueError: two entries for index 17\n")
+    r = CrashChecker(store_dir=tmp_path).check(None, ops)
+    assert r["valid"] is False and r["logs_scanned"] == 2
+    (f,) = r["findings"]
+    assert f["kind"] == "traceback" and f["node"] == "n2"
+    assert f["explanation"] == "nodes/n2/node.log:2: ValueError: two entries for index 17"
+
+
+def test_nothing_to_judge_by_is_unknown():
+    h = H()
+    h.op(0, "fetch", "k", None, 0, 1, result=None)
+    assert CrashChecker().check(None, h.build())["valid"] == "unknown"
