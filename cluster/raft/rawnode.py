@@ -78,7 +78,9 @@ class RawNode:
             raise StepLocalMessageError(f"{msg.type} cannot arrive from the network")
         if msg.dst != self.raft.id:
             return
-        if msg.src not in self.raft.prs and msg.type not in _RESPONSE_FREE_FROM_UNKNOWN:
+        if msg.term == 0 and msg.type not in (MSG_PROP, MSG_READ_INDEX):
+            return  # only forwarded proposals and read requests travel without a term
+        if msg.src not in self.raft.voters and msg.type not in _RESPONSE_FREE_FROM_UNKNOWN:
             # A message from a node outside the membership (e.g. a stale config) is ignored.
             return
         self.raft.step(msg)
@@ -161,11 +163,11 @@ class RawNode:
         if rd.entries:
             last = rd.entries[-1]
             r.raft_log.stable_to(last.index, last.term)
+        if rd.snapshot is not None and rd.snapshot.index > r.raft_log.applied:
+            r.raft_log.applied_to(rd.snapshot.index)
         if rd.committed_entries:
             r.raft_log.applied_to(rd.committed_entries[-1].index)
-        elif rd.snapshot is not None:
-            r.raft_log.applied_to(max(r.raft_log.applied, rd.snapshot.index))
-        r.reduce_uncommitted_size(len(rd.committed_entries))
+        r.reduce_uncommitted_size(sum(1 for e in rd.committed_entries if e.data is not None))
 
     # ---- introspection ----
 
