@@ -1,0 +1,118 @@
+"""Composition: several nemeses behind one, and the schedule that drives them.
+
+`ComposedNemesis` routes each op to the member whose fs() names it (Jepsen's `compose`), and heals
+every member. `FaultSchedule` is the generator: every interval it picks one fault family at random
+and toggles it, starting it when it is not in force and stopping it when it is, so families overlap
+the way Jepsen's combined nemesis mixes them. A single family simply alternates start and stop.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from jepsen_py.generator import Context, Generator, Pending, Step, Template
+from jepsen_py.history import Op
+from jepsen_py.protocols import Nemesis, Test
+
+
+@dataclass(frozen=True)
+class Family:
+    """One kind of fault as the schedule sees it: how to start it, how to stop it."""
+
+    name: str
+    start: Callable[[random.Random], Template]
+    stop: Callable[[random.Random], Template]
+
+
+class FaultSchedule(Generator):
+    """Every `interval` seconds (the first after one interval of calm), toggle one random family."""
+
+    def __init__(self, families: Sequence[Family], interval: float) -> None:
+        if interval <= 0:
+            raise ValueError("the nemesis interval must be > 0")
+        self.families = list(families)
+        self.interval = interval
+        self.next_time: float | None = None
+        self.active: set[str] = set()
+
+    def op(self, ctx: Context) -> Step:
+        if not self.families:
+            return None
+        if self.next_time is None:
+            self.next_time = ctx.time + self.interval
+        if ctx.time < self.next_time:
+            return Pending(self.next_time)
+        fam = ctx.rng.choice(self.families)
+        if fam.name in self.active:
+            self.active.discard(fam.name)
+            tpl = fam.stop(ctx.rng)
+        else:
+            self.active.add(fam.name)
+            tpl = fam.start(ctx.rng)
+        self.next_time = max(self.next_time + self.interval, ctx.time)
+        return tpl
+
+
+class NoopNemesis:
+    """`--nemesis none`: handles nothing, heals nothing."""
+
+    def fs(self) -> frozenset[str]:
+        return frozenset()
+
+    def setup(self, test: Test) -> None:
+        pass
+
+    def invoke(self, test: Test, op: Op) -> Op:
+        raise ValueError(f"no nemesis handles {op.f!r}")
+
+    def heal(self, test: Test) -> None:
+        pass
+
+    def teardown(self, test: Test) -> None:
+        pass
+
+
+class ComposedNemesis:
+    """Many nemeses as one; op.f decides which member acts. Heal and teardown reach every member
+    even when one of them fails (the first error is raised after all have run)."""
+
+    def __init__(self, members: Sequence[Nemesis]) -> None:
+        self.members = list(members)
+        self._route: dict[str, Nemesis] = {}
+        for m in self.members:
+            for f in m.fs():
+                if f in self._route:
+                    raise ValueError(f"two nemeses both handle {f!r}")
+                self._route[f] = m
+
+    def fs(self) -> frozenset[str]:
+        return frozenset(self._route)
+
+    def setup(self, test: Test) -> None:
+        for m in self.members:
+            m.setup(test)
+
+    def invoke(self, test: Test, op: Op) -> Op:
+        member = self._route.get(op.f)
+        if member is None:
+            raise ValueError(f"no nemesis handles {op.f!r} (handled: {sorted(self._route)})")
+        return member.invoke(test, op)
+
+    def _all(self, test: Test, method: str) -> None:
+        first: BaseException | None = None
+        for m in self.members:
+            try:
+                getattr(m, method)(test)
+            except Exception as e:
+                test.log.error("nemesis %s %s failed: %s", type(m).__name__, method, e)
+                first = first or e
+        if first is not None:
+            raise first
+
+    def heal(self, test: Test) -> None:
+        self._all(test, "heal")
+
+    def teardown(self, test: Test) -> None:
+        self._all(test, "teardown")

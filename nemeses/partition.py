@@ -1,0 +1,173 @@
+"""Network partitions by grudge (Jepsen's jepsen.nemesis): who drops packets from whom.
+
+A grudge maps each node to the nodes it refuses to hear from; every grudge made here is symmetric.
+Shapes, after Jepsen's:
+  leader     the current leader alone on one side (the zombie-leader scenario)
+  random     the nodes shuffled and cut into two halves
+  one        one random node isolated
+  ring       majorities ring: every node sees a majority, and no two see the same one
+  bridge     two halves that can only reach each other through one bridge node
+
+Ops: {"f": "start-partition", "value": shape} and {"f": "stop-partition"}. The info completion's
+value says which shape, the sides, and the exact grudge installed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+from jepsen_py.history import INFO, Op
+from jepsen_py.protocols import Test
+from nemeses import net
+from nemeses.targets import majority, primaries
+
+SHAPES = ("leader", "random", "one", "ring", "bridge")
+Grudge = dict[str, list[str]]
+
+
+def complete_grudge(sides: Sequence[Sequence[str]]) -> Grudge:
+    """Nodes in different sides drop each other; a node in several sides (a bridge) drops no one
+    it shares a side with."""
+    nodes = sorted({n for side in sides for n in side})
+    grudge: Grudge = {}
+    for n in nodes:
+        mine = [set(s) for s in sides if n in s]
+        visible = set().union(*mine)
+        grudge[n] = sorted(m for m in nodes if m not in visible)
+    return {n: g for n, g in grudge.items() if g}
+
+
+def isolate(nodes: Sequence[str], alone: Sequence[str]) -> Grudge:
+    rest = [n for n in nodes if n not in alone]
+    return complete_grudge([list(alone), rest])
+
+
+def random_halves(nodes: Sequence[str], rng: random.Random) -> list[list[str]]:
+    shuffled = list(nodes)
+    rng.shuffle(shuffled)
+    cut = len(shuffled) // 2
+    return [sorted(shuffled[:cut]), sorted(shuffled[cut:])]
+
+
+def majorities_ring(nodes: Sequence[str], rng: random.Random) -> Grudge:
+    """Nodes placed on a shuffled ring; each sees the window of radius r around itself, a majority.
+
+    Visibility by window is symmetric, and windows differ as long as 2r+1 < n, so each node sees a
+    different majority. Needs at least 4 nodes (with 3, any majority window is the whole ring).
+    """
+    n = len(nodes)
+    r = majority(n) // 2
+    if 2 * r + 1 >= n:
+        raise ValueError(f"a majorities ring needs at least 4 nodes, got {n}")
+    ring = list(nodes)
+    rng.shuffle(ring)
+    grudge: Grudge = {}
+    for i, node in enumerate(ring):
+        visible = {ring[(i + d) % n] for d in range(-r, r + 1)}
+        dropped = sorted(m for m in ring if m not in visible)
+        if dropped:
+            grudge[node] = dropped
+    return grudge
+
+
+def bridge(nodes: Sequence[str], rng: random.Random) -> tuple[list[list[str]], Grudge]:
+    shuffled = list(nodes)
+    rng.shuffle(shuffled)
+    half = len(shuffled) // 2
+    a, mid, b = shuffled[:half], shuffled[half], shuffled[half + 1:]
+    sides = [sorted([*a, mid]), sorted([mid, *b])]
+    return sides, complete_grudge(sides)
+
+
+class PartitionNemesis:
+    """Installs grudges with iptables inside the nodes; heal removes every rule it labelled."""
+
+    def __init__(self, shapes: Sequence[str] = SHAPES) -> None:
+        unknown = [s for s in shapes if s not in SHAPES]
+        if unknown:
+            raise ValueError(f"unknown partition shapes {unknown}")
+        self.shapes = list(shapes)
+        self.active: Grudge = {}
+
+    def fs(self) -> frozenset[str]:
+        return frozenset({"start-partition", "stop-partition"})
+
+    def setup(self, test: Test) -> None:
+        self._heal_all(test)
+
+    def grudge_for(self, shape: str, test: Test, rng: random.Random) -> tuple[Grudge, dict[str, object]]:
+        nodes = list(test.nodes)
+        detail: dict[str, object] = {}
+        if shape == "leader":
+            leaders = primaries(test)
+            if leaders:
+                alone = [rng.choice(sorted(leaders))]
+                detail["leader"] = alone[0]
+            else:
+                alone = [rng.choice(nodes)]
+                detail["leader"] = None  # nobody claimed leadership: a random node instead
+            detail["sides"] = [alone, sorted(n for n in nodes if n not in alone)]
+            return isolate(nodes, alone), detail
+        if shape == "one":
+            alone = [rng.choice(nodes)]
+            detail["sides"] = [alone, sorted(n for n in nodes if n not in alone)]
+            return isolate(nodes, alone), detail
+        if shape == "random":
+            sides = random_halves(nodes, rng)
+            detail["sides"] = sides
+            return complete_grudge(sides), detail
+        if shape == "ring":
+            return majorities_ring(nodes, rng), detail
+        if shape == "bridge":
+            sides, grudge = bridge(nodes, rng)
+            detail["sides"] = sides
+            detail["bridge"] = next(n for n in sides[0] if n in sides[1])
+            return grudge, detail
+        raise ValueError(f"unknown partition shape {shape!r}")
+
+    def invoke(self, test: Test, op: Op) -> Op:
+        if op.f == "start-partition":
+            shape = op.value if op.value in self.shapes else test.rng.choice(self.shapes)
+            if shape == "ring" and len(test.nodes) < 4:
+                shape = "one"
+            grudge, detail = self.grudge_for(shape, test, test.rng)
+            if self.active:
+                self._heal_all(test)
+            self.install(test, grudge)
+            return replace(op, type=INFO, value={"shape": shape, "grudge": grudge, **detail})
+        if op.f == "stop-partition":
+            healed = self._heal_all(test)
+            return replace(op, type=INFO, value={"healed": healed})
+        raise ValueError(f"partition nemesis cannot do {op.f!r}")
+
+    def install(self, test: Test, grudge: Grudge) -> None:
+        """Makes every node in the grudge drop packets from the peers it names."""
+        assert test.backend is not None, "partitions need a backend to resolve peer addresses"
+        backend = test.backend
+        self.active = {k: list(v) for k, v in grudge.items()}
+        test.state["partition"] = self.active
+
+        def apply(node: str) -> None:
+            net.drop_from(test.remotes[node], [backend.peer_address(m) for m in grudge[node]])
+
+        with ThreadPoolExecutor(max_workers=max(1, len(grudge))) as pool:
+            list(pool.map(apply, grudge))
+
+    def _heal_all(self, test: Test) -> dict[str, int]:
+        """Removes our rules on every node (not only those in the last grudge: a crash between
+        install and bookkeeping must not leave a rule behind)."""
+        nodes = [n for n in test.nodes if n in test.remotes]
+        with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+            counts = dict(zip(nodes, pool.map(lambda n: net.heal(test.remotes[n]), nodes), strict=True))
+        self.active = {}
+        test.state.pop("partition", None)
+        return {n: c for n, c in counts.items() if c}
+
+    def heal(self, test: Test) -> None:
+        self._heal_all(test)
+
+    def teardown(self, test: Test) -> None:
+        self._heal_all(test)

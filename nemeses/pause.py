@@ -1,0 +1,21 @@
+"""Pause: SIGSTOP the node process (leader, one, or a minority); SIGCONT at resume and heal.
+
+Ops: {"f": "pause", "value": target} / {"f": "resume"}; done through DB.pause / DB.resume.
+"""
+
+from __future__ import annotations
+
+from jepsen_py.protocols import Test
+from nemeses.process import ProcessNemesis
+
+
+class PauseNemesis(ProcessNemesis):
+    """SIGSTOP the node's process; SIGCONT at resume and heal."""
+
+    start_f, stop_f, state_key = "pause", "resume", "paused"
+
+    def fault(self, test: Test, node: str) -> None:
+        test.db.pause(test, node)  # type: ignore[union-attr]
+
+    def undo(self, test: Test, node: str) -> None:
+        test.db.resume(test, node)  # type: ignore[union-attr]

@@ -1,0 +1,50 @@
+"""Which nodes a fault hits: the leader, one random node, a minority, a majority, all.
+
+Asking the DB who leads is part of choosing a target, so a fault aimed at "the leader" hits the node
+that leads at that moment (Jepsen's `primaries`), or, when no node claims leadership, a random one
+(the value recorded says which happened).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from jepsen_py.protocols import Test
+
+TARGETS = ("leader", "one", "minority", "majority", "all")
+
+
+def majority(n: int) -> int:
+    return n // 2 + 1
+
+
+def primaries(test: Test) -> list[str]:
+    """The nodes that claim leadership now; [] if the DB cannot say."""
+    if test.db is None:
+        return []
+    try:
+        return [n for n in test.db.primaries(test) if n in test.nodes]
+    except Exception:  # a DB that cannot answer mid-fault is not a nemesis failure
+        test.log.debug("primaries() failed while choosing a target", exc_info=True)
+        return []
+
+
+def pick(kind: str, test: Test, rng: random.Random, nodes: Sequence[str] | None = None) -> list[str]:
+    """The nodes `kind` names, in a stable order."""
+    pool = list(nodes if nodes is not None else test.nodes)
+    if not pool:
+        return []
+    if kind == "leader":
+        leaders = [n for n in primaries(test) if n in pool]
+        return [rng.choice(sorted(leaders))] if leaders else [rng.choice(pool)]
+    if kind == "one":
+        return [rng.choice(pool)]
+    if kind == "minority":
+        k = rng.randint(1, max(1, (len(pool) - 1) // 2))
+        return sorted(rng.sample(pool, k))
+    if kind == "majority":
+        return sorted(rng.sample(pool, majority(len(pool))))
+    if kind == "all":
+        return sorted(pool)
+    raise ValueError(f"unknown target {kind!r} (choose from {', '.join(TARGETS)})")
