@@ -39,6 +39,22 @@ log = logging.getLogger(__name__)
 CAPS = ["NET_ADMIN", "NET_RAW", "SYS_PTRACE"]
 
 
+def add_arguments(group: Any) -> None:
+    """The Docker backend's options on `jepsen-py run` (values land in TestSpec.options)."""
+    from jepsen_py.backends.image import ROUTES, default_route
+
+    group.add_argument(
+        "--image-base", choices=ROUTES, default=default_route(),
+        help="how the node image is built: debootstrap (Debian packages + docker import, no registry "
+             "needed) or debian (FROM debian:bookworm-slim, needs a pull); default from "
+             "JEPSEN_PY_IMAGE_BASE, else debootstrap",
+    )
+    group.add_argument(
+        "--docker-image", metavar="IMAGE", default=None,
+        help="run the nodes from this existing image instead of building the node image",
+    )
+
+
 def docker_client() -> Any:
     """A connected docker SDK client, or one clear EnvironmentProblem line when no engine answers."""
     try:
