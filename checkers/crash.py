@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +29,14 @@ TRACEBACK = re.compile(r"Traceback \(most recent call last\)|Fatal Python error|
 MAX_LOG_BYTES = 64 * 1024 * 1024  # a log larger than this is scanned in its first 64 MiB only
 
 
-def _mentions(value: Any, node: str) -> bool | None:
-    """Does the nemesis op's value name `node`? None when it names no node at all (hits anyone)."""
-    found: list[str] = []
+def _named_nodes(value: Any, nodes: set[str]) -> set[str] | None:
+    """The node names a nemesis op's value mentions; None when it names none (it may hit anyone)."""
+    found: set[str] = set()
 
     def walk(v: Any) -> None:
         if isinstance(v, str):
-            found.append(v)
+            if v in nodes:
+                found.add(v)
         elif isinstance(v, dict):
             for k, x in v.items():
                 walk(k)
@@ -44,7 +46,16 @@ def _mentions(value: Any, node: str) -> bool | None:
                 walk(x)
 
     walk(value)
-    return node in found if found else None
+    return found or None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessFault:
+    """A kill or pause: from its invocation to its completion, aimed at `nodes` (None: unknown)."""
+
+    start: int
+    end: int
+    nodes: set[str] | None
 
 
 class CrashChecker:
@@ -66,7 +77,7 @@ class CrashChecker:
             if s.node not in nodes:
                 nodes.append(s.node)
 
-        faults = self._process_faults(history)
+        faults = self._process_faults(history, set(nodes))
         nemesis_done = [op.time for op in history if op.process == NEMESIS and op.type != INVOKE]
         heal = max(nemesis_done) if nemesis_done else None
         end = max((op.time for op in history), default=0)
@@ -117,26 +128,34 @@ class CrashChecker:
         }
 
     @staticmethod
-    def _process_faults(history: Sequence[Op]) -> list[Op]:
-        """Completions (and lone invokes) of nemesis ops that take processes down."""
-        out: list[Op] = []
+    def _process_faults(history: Sequence[Op], nodes: set[str]) -> list[ProcessFault]:
+        """Kill / pause nemesis ops, each with whom its completion says it hit."""
+        out: list[ProcessFault] = []
+        open_: Op | None = None
         for op in history:
-            if op.process == NEMESIS and PROCESS_FAULT_F.search(op.f or ""):
-                out.append(op)
+            if op.process != NEMESIS or not PROCESS_FAULT_F.search(op.f or ""):
+                continue
+            if op.type == INVOKE:
+                open_ = op
+                continue
+            begin = open_.time if open_ is not None and open_.f == op.f else op.time
+            named = _named_nodes(op.value, nodes)
+            if named is None and open_ is not None:
+                named = _named_nodes(open_.value, nodes)
+            out.append(ProcessFault(begin, op.time, named))
+            open_ = None
+        if open_ is not None:  # still in flight at the end: it may have hit anyone
+            out.append(ProcessFault(open_.time, open_.time, _named_nodes(open_.value, nodes)))
         return out
 
-    def _explained(self, faults: list[Op], node: str, lo: int, first_fail: int) -> bool:
-        for op in faults:
-            near = lo - self.slack <= op.time <= first_fail + self.slack
-            if near and _mentions(op.value, node) is not False:
-                if op.type == INVOKE and op.value is None:
-                    # an invoke names nothing yet; its completion (if any) says whom it hit
-                    done = next((c for c in faults if c.time >= op.time and c.type != INVOKE
-                                 and c.f == op.f), None)
-                    if done is not None and _mentions(done.value, node) is False:
-                        continue
-                return True
-        return False
+    def _explained(self, faults: list[ProcessFault], node: str, lo: int, first_fail: int) -> bool:
+        """Was a kill or pause aimed at `node` (or at no one in particular) between its last answer
+        and its first silence (give or take the slack)?"""
+        return any(
+            f.start - self.slack <= first_fail and f.end + self.slack >= lo
+            and (f.nodes is None or node in f.nodes)
+            for f in faults
+        )
 
     def _scan_logs(self, store: Path, nodes: list[str]) -> list[dict[str, Any]]:
         hits: list[dict[str, Any]] = []

@@ -17,9 +17,10 @@ def test_a_killed_node_that_comes_back_is_not_a_crash():
     h = H()
     poll(h, "n1", 0, 20_000)
     poll(h, "n2", 0, 5_000)
-    h.nemesis("kill", 5_050, 5_080, {"killed": ["n2"]})
+    # The kill nemesis's own shapes: invoke value is the target, the completion names the nodes.
+    h.nemesis("kill", 5_050, 5_080, {"target": "leader", "nodes": ["n2"], "results": {"n2": "ok"}})
     poll(h, "n2", 5_100, 12_000, answered=False)
-    h.nemesis("start", 12_000, 12_500, {"started": ["n2"]})
+    h.nemesis("start", 12_000, 12_500, {"nodes": ["n2"], "results": {"n2": "ok"}})
     poll(h, "n2", 12_600, 20_000)
     r = CrashChecker().check(None, h.build())
     assert r["valid"] is True, r["findings"]
