@@ -20,7 +20,12 @@ MAX_PEER_FRAME = 64 << 20
 
 
 class FrameError(Exception):
-    """The byte stream is not a sequence of valid frames; the connection must be closed."""
+    """A bad frame. fatal: the stream lost its framing (oversized or cut short) and must be closed;
+    otherwise only this frame's payload was bad and the next frame can still be read."""
+
+    def __init__(self, message: str, fatal: bool = True) -> None:
+        super().__init__(message)
+        self.fatal = fatal
 
 
 def encode(obj: dict[str, Any]) -> bytes:
@@ -34,9 +39,9 @@ def decode_payload(payload: bytes) -> dict[str, Any]:
     try:
         obj = json.loads(payload)
     except (UnicodeDecodeError, ValueError) as e:
-        raise FrameError(f"frame is not valid JSON: {e}") from None
+        raise FrameError(f"frame is not valid JSON: {e}", fatal=False) from None
     if not isinstance(obj, dict):
-        raise FrameError(f"frame holds a JSON {type(obj).__name__}, not an object")
+        raise FrameError(f"frame holds a JSON {type(obj).__name__}, not an object", fatal=False)
     return obj
 
 

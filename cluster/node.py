@@ -1,0 +1,570 @@
+"""The node daemon: `python3 -m cluster.node --id n1 --peers n1=h:p,... --data-dir D --client-port P`.
+
+One process, one asyncio event loop, one thread. The pure Raft core (cluster.raft) is driven here
+with ticks from a timer, messages from the transport and requests from the client server, and every
+Ready it yields is handled in the order its contract demands: persist (one fsync per Ready, so
+proposals that arrived together share it), then send, then apply, then advance. Standard library only:
+the node starts on any bare python3 after an upload.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cluster import snapshots
+from cluster.raft.config import READ_ONLY_LEASE, READ_ONLY_SAFE, Config
+from cluster.raft.errors import ProposalDropped, RaftError
+from cluster.raft.messages import LEADER, Entry, Message, Ready
+from cluster.raft.rawnode import RawNode
+from cluster.raft.storage import MemoryStorage
+from cluster.state_machine import MetadataState
+from cluster.transport import Transport, describe_stats
+from cluster.wal import WAL, WALError
+
+READ_MODES = ("read-index", "lease", "local")
+#: Bug names (issue 7). Accepted so the CLI contract is stable; each lives in one place when built.
+KNOWN_BUGS = (
+    "split-brain-metadata",
+    "volatile-offsets",
+    "leader-on-follower",
+    "drop-unconnected",
+    "recovery-duplicates",
+    "unordered-send",
+    "zombie-leader",
+    "lease-no-drift-bound",
+)
+MAX_PENDING = 20_000
+
+
+class StartupError(Exception):
+    """The node cannot start; the message is the one line printed and logged."""
+
+
+@dataclass
+class NodeConfig:
+    id: str
+    peers: dict[str, tuple[str, int]]
+    data_dir: str
+    client_port: int
+    client_host: str | None = None
+    peer_listen_host: str | None = None
+    read_mode: str = "read-index"
+    bugs: tuple[str, ...] = ()
+    tick_ms: int = 50
+    election_tick: int = 10
+    heartbeat_tick: int = 1
+    snapshot_entries: int = 10_000
+    retain_entries: int = 1_000
+    fsync: bool = True
+    cluster_id: str = ""
+    log_file: str = ""
+    request_timeout: float = 5.0
+    max_batch_entries: int = 256
+    max_inflight_msgs: int = 256
+    seed: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.cluster_id:
+            self.cluster_id = default_cluster_id(self.peers)
+        if not self.log_file:
+            self.log_file = os.path.join(self.data_dir, "node.log")
+
+
+def default_cluster_id(peers: dict[str, tuple[str, int]]) -> str:
+    """A stable id derived from the membership: the same --peers means the same cluster."""
+    spec = ",".join(f"{n}={h}:{p}" for n, (h, p) in sorted(peers.items()))
+    return hashlib.sha256(spec.encode()).hexdigest()[:16]
+
+
+def parse_peers(spec: str) -> dict[str, tuple[str, int]]:
+    """`n1=host:port,n2=host:port` -> {"n1": ("host", port)}; StartupError naming the bad part."""
+    peers: dict[str, tuple[str, int]] = {}
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, eq, addr = part.partition("=")
+        host, colon, port = addr.rpartition(":")
+        if not eq or not colon or not name or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise StartupError(f"--peers: {part!r} is not of the form id=host:port")
+        if name in peers:
+            raise StartupError(f"--peers: node {name!r} is listed twice")
+        peers[name] = (host.strip("[]"), int(port))
+    if not peers:
+        raise StartupError("--peers: no peers given")
+    return peers
+
+
+class NodeLog:
+    """Appends timestamped lines to the node's log file (flushed per line: a kill -9 loses nothing)."""
+
+    def __init__(self, path: str, node_id: str) -> None:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self._f = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the node
+        self.node_id = node_id
+
+    def __call__(self, line: str) -> None:
+        t = time.time()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
+        self._f.write(f"{stamp} {self.node_id} {line}\n")
+
+    def close(self) -> None:
+        self._f.close()
+
+
+@dataclass
+class ReadRound:
+    """One ReadIndex (or lease) request to the core, serving every read that arrived before it."""
+
+    context: str
+    started: float
+    waiters: list[asyncio.Future[int]]
+
+
+class Node:
+    """One Raft peer with its storage, state machine, transport and client API."""
+
+    def __init__(self, cfg: NodeConfig, log: Callable[[str], None]) -> None:
+        self.cfg = cfg
+        self.log = log
+        self.boot = os.urandom(4).hex()
+        self._seq = 0
+        self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.read_queue: list[asyncio.Future[int]] = []
+        self.read_round: ReadRound | None = None
+        self.read_waiting: list[tuple[int, asyncio.Future[int]]] = []
+        self._ready_scheduled = False
+        self._last_seen: tuple[str, int, str | None] | None = None
+        self._announced_term = -1
+        self.stopping = asyncio.Event()
+        self.started_at = time.time()
+        self.applied_entries = 0
+        self.readies = 0
+        self._lock_fd: int | None = None
+        self.transport: Transport | None = None
+        self._open_storage()
+
+    # ---- startup ----------------------------------------------------------------------------------
+
+    def _open_storage(self) -> None:
+        cfg = self.cfg
+        os.makedirs(cfg.data_dir, exist_ok=True)
+        self._lock_fd = os.open(os.path.join(cfg.data_dir, "LOCK"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise StartupError(f"{cfg.data_dir} is in use by another node process") from None
+        try:
+            self.wal, rec = WAL.open(cfg.data_dir, cfg.cluster_id, cfg.id, log=self.log, fsync=cfg.fsync)
+            snap = snapshots.load_newest(cfg.data_dir, cfg.cluster_id, rec.snapshot_index, log=self.log)
+        except (WALError, OSError) as e:
+            raise StartupError(str(e)) from None
+        self.storage = MemoryStorage(list(cfg.peers))
+        self.state = MetadataState()
+        applied = 0
+        if snap is not None:
+            self.storage.apply_snapshot(snap)
+            try:
+                self.state = MetadataState.restore(snap.data)
+            except (KeyError, TypeError, ValueError) as e:
+                raise StartupError(f"snapshot {snap.index} in {cfg.data_dir} is malformed: {e!r}") from None
+            applied = snap.index
+            self.log(f"recovered snapshot at index {snap.index} term {snap.term}")
+        entries = [e for e in rec.entries if e.index > applied]
+        if entries and entries[0].index != applied + 1:
+            raise StartupError(
+                f"{cfg.data_dir}: WAL entries start at {entries[0].index} but the snapshot ends at {applied}"
+            )
+        self.storage.append(entries)
+        hs = rec.hard_state
+        last = self.storage.last_index()
+        if hs.commit > last:
+            raise StartupError(f"{cfg.data_dir}: hard state commit {hs.commit} is past the last entry {last}")
+        if hs.commit < applied:
+            hs = type(hs)(term=hs.term, vote=hs.vote, commit=applied)
+        self.storage.set_hard_state(hs)
+        raft_cfg = Config(
+            election_tick=cfg.election_tick,
+            heartbeat_tick=cfg.heartbeat_tick,
+            pre_vote=True,
+            check_quorum=True,
+            read_only=READ_ONLY_LEASE if cfg.read_mode == "lease" else READ_ONLY_SAFE,
+            max_inflight_msgs=cfg.max_inflight_msgs,
+            max_batch_entries=cfg.max_batch_entries,
+            applied=applied,
+            seed=cfg.seed if cfg.seed is not None else int.from_bytes(os.urandom(4), "big"),
+        )
+        try:
+            self.raw = RawNode(cfg.id, list(cfg.peers), self.storage, raft_cfg)
+        except RaftError as e:
+            raise StartupError(f"raft: {e}") from None
+        self.log(
+            f"started: cluster {cfg.cluster_id}, peers {','.join(cfg.peers)}, read mode {cfg.read_mode}, "
+            f"term {hs.term}, commit {hs.commit}, last index {last}, pid {os.getpid()}"
+        )
+
+    # ---- inputs -------------------------------------------------------------------------------------
+
+    def on_peer_message(self, msg: Message) -> None:
+        try:
+            self.raw.step(msg)
+        except RaftError as e:
+            self.log(f"raft rejected {msg.type} from {msg.src}: {e}")
+        self.schedule_ready()
+
+    def on_unreachable(self, peer: str) -> None:
+        self.raw.report_unreachable(peer)
+        self.schedule_ready()
+
+    def on_snapshot_status(self, peer: str, failed: bool) -> None:
+        self.raw.report_snapshot(peer, failed)
+        self.schedule_ready()
+
+    def propose(self, cmd: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
+        """Hands `cmd` to the core; the future resolves with its apply result on this node.
+
+        Raises ProposalDropped (definite: not in any log) when the core refuses it.
+        """
+        if len(self.pending) >= MAX_PENDING:
+            raise ProposalDropped("overloaded: too many proposals in flight")
+        self._seq += 1
+        rid = f"{self.cfg.id}.{self.boot}.{self._seq}"
+        self.raw.propose({**cmd, "rid": rid})
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.pending[rid] = fut
+        fut.add_done_callback(lambda _f: self.pending.pop(rid, None))
+        self.schedule_ready()
+        return fut
+
+    def read_barrier(self) -> asyncio.Future[int]:
+        """Resolves (with the read index) once a linearizable read may be served from local state.
+
+        Reads that arrive while a round is in flight wait for the next round (a round only covers
+        reads that arrived before it began), so under load one heartbeat round serves many reads.
+        """
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        if self.cfg.read_mode == "local":
+            fut.set_result(self.state.applied_index)
+            return fut
+        if self.raw.status().get("leader") is None:
+            raise ProposalDropped("no leader known")
+        self.read_queue.append(fut)
+        if self.read_round is None:
+            self._start_read_round()
+        return fut
+
+    def _start_read_round(self) -> None:
+        waiters = [f for f in self.read_queue if not f.done()]
+        self.read_queue = []
+        if not waiters:
+            return
+        self._seq += 1
+        ctx = f"{self.cfg.id}.{self.boot}.r{self._seq}"
+        self.read_round = ReadRound(ctx, time.monotonic(), waiters)
+        self.raw.read_index(ctx)
+        self.schedule_ready()
+
+    def tick(self) -> None:
+        self.raw.tick()
+        r = self.read_round
+        if r is not None and time.monotonic() - r.started > self.election_timeout_s():
+            # the round was dropped (no leader, leader changed): its reads join a fresh round
+            self.read_queue = r.waiters + self.read_queue
+            self.read_round = None
+            if self.raw.status().get("leader") is not None:
+                self._start_read_round()
+        self.schedule_ready()
+
+    def election_timeout_s(self) -> float:
+        return self.cfg.election_tick * self.cfg.tick_ms / 1000
+
+    # ---- the Ready loop -----------------------------------------------------------------------------
+
+    def schedule_ready(self) -> None:
+        if not self._ready_scheduled:
+            self._ready_scheduled = True
+            asyncio.get_running_loop().call_soon(self.process_ready)
+
+    def process_ready(self) -> None:
+        self._ready_scheduled = False
+        while self.raw.has_ready():
+            rd = self.raw.ready()
+            self.readies += 1
+            self._persist(rd)
+            if self.transport is not None and rd.messages:
+                self.transport.send(rd.messages)
+            if rd.snapshot is not None:
+                self.state = MetadataState.restore(rd.snapshot.data)
+                self.log(f"installed snapshot at index {rd.snapshot.index} term {rd.snapshot.term}")
+            self._apply(rd.committed_entries)
+            for rs in rd.read_states:
+                self._on_read_state(rs.index, rs.context)
+            self.raw.advance(rd)
+        self._after_ready()
+
+    def _persist(self, rd: Ready) -> None:
+        """Step 1 of the Ready contract: durable before anything is sent or applied."""
+        if rd.snapshot is not None:
+            snapshots.save(self.cfg.data_dir, self.cfg.cluster_id, rd.snapshot, fsync=self.cfg.fsync)
+            hs = rd.hard_state or self.storage.hard_state()
+            self.wal.rewrite(rd.snapshot.index, rd.snapshot.term, hs, [])
+            self.storage.apply_snapshot(rd.snapshot)
+        if rd.entries or rd.hard_state is not None:
+            self.wal.save(rd.hard_state, rd.entries, sync=rd.must_sync or bool(rd.entries))
+        if rd.entries:
+            self.storage.append(rd.entries)
+        if rd.hard_state is not None:
+            self.storage.set_hard_state(rd.hard_state)
+
+    def _apply(self, entries: tuple[Entry, ...]) -> None:
+        for e in entries:
+            if e.index <= self.state.applied_index:
+                continue  # covered by a snapshot installed in the same Ready
+            result = self.state.apply(e.index, e.term, e.data)
+            self.applied_entries += 1
+            if e.data is not None:
+                fut = self.pending.pop(str(e.data.get("rid")), None)
+                if fut is not None and not fut.done():
+                    fut.set_result(result)
+        if entries:
+            applied = self.state.applied_index
+            still = []
+            for idx, fut in self.read_waiting:
+                if fut.done():
+                    continue
+                if idx <= applied:
+                    fut.set_result(idx)
+                else:
+                    still.append((idx, fut))
+            self.read_waiting = still
+
+    def _on_read_state(self, index: int, context: str) -> None:
+        r = self.read_round
+        if r is None or r.context != context:
+            return
+        self.read_round = None
+        applied = self.state.applied_index
+        for fut in r.waiters:
+            if fut.done():
+                continue
+            if index <= applied:
+                fut.set_result(index)
+            else:
+                self.read_waiting.append((index, fut))
+        if self.read_queue:
+            self._start_read_round()
+
+    def _after_ready(self) -> None:
+        st = self.raw.status()
+        role, term, leader = st["role"], st["term"], st.get("leader")
+        seen = (role, term, leader)
+        if seen != self._last_seen:
+            prev = self._last_seen
+            self._last_seen = seen
+            was = f"{prev[0]} term {prev[1]}" if prev else "start"
+            self.log(f"role {role} term {term} leader {leader} (was {was})")
+        if role == LEADER and self._announced_term != term:
+            # partition leadership and ISR follow the Raft leader: announce through the log
+            self._announced_term = term
+            alive = [p for p, up in (self.transport.connected() if self.transport else {}).items() if up]
+            cmd = {"op": "leader_change", "leader": self.cfg.id, "term": term,
+                   "brokers": sorted(self.cfg.peers), "alive": sorted([*alive, self.cfg.id])}
+            try:
+                self.propose(cmd)
+            except ProposalDropped as e:
+                self.log(f"could not announce leadership: {e}")
+        self._maybe_snapshot()
+
+    def _maybe_snapshot(self) -> None:
+        applied = self.state.applied_index
+        snap_index = self.storage.snapshot().index
+        if applied - snap_index < self.cfg.snapshot_entries:
+            return
+        t0 = time.monotonic()
+        snap = self.storage.create_snapshot(applied, list(self.cfg.peers), self.state.snapshot())
+        snapshots.save(self.cfg.data_dir, self.cfg.cluster_id, snap, fsync=self.cfg.fsync)
+        last = self.storage.last_index()
+        tail = self.storage.entries(applied + 1, last + 1) if last > applied else []
+        self.wal.rewrite(snap.index, snap.term, self.storage.hard_state(), tail)
+        compact_to = applied - self.cfg.retain_entries
+        if compact_to >= self.storage.first_index():
+            self.storage.compact(compact_to)
+        self.log(
+            f"snapshot at index {snap.index} term {snap.term}; WAL rewritten with {len(tail)} entries, "
+            f"log compacted to {self.storage.first_index()} in {1000 * (time.monotonic() - t0):.1f} ms"
+        )
+
+    # ---- status -------------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        st = self.raw.status()
+        out = {
+            "id": self.cfg.id,
+            "role": st["role"],
+            "term": st["term"],
+            "leader": st.get("leader"),
+            "commit": st.get("commit"),
+            "applied": self.state.applied_index,
+            "last_index": st.get("last_index"),
+            "snapshot_index": self.storage.snapshot().index,
+            "read_mode": self.cfg.read_mode,
+            "bugs": list(self.cfg.bugs),
+            "cluster_id": self.cfg.cluster_id,
+            "pid": os.getpid(),
+            "uptime_s": round(time.time() - self.started_at, 3),
+            "pending_proposals": len(self.pending),
+            "wal_syncs": self.wal.syncs,
+            "readies": self.readies,
+        }
+        if self.transport is not None:
+            out["transport"] = describe_stats(self.transport)
+        return out
+
+    def whoami(self) -> dict[str, Any]:
+        """The node / role / term / leader every answer carries."""
+        st = self.raw.status()
+        return {"node": self.cfg.id, "role": st["role"], "term": st["term"], "leader": st.get("leader")}
+
+    # ---- running ------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        from cluster.server import ClientServer  # the server imports this module
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.stopping.set)
+        self.transport = Transport(
+            self.cfg.id,
+            self.cfg.cluster_id,
+            self.cfg.peers,
+            on_message=self.on_peer_message,
+            on_unreachable=self.on_unreachable,
+            on_snapshot_status=self.on_snapshot_status,
+            log=self.log,
+            listen_host=self.cfg.peer_listen_host,
+        )
+        client_host = self.cfg.client_host or self.cfg.peers[self.cfg.id][0]
+        server = ClientServer(self, client_host, self.cfg.client_port)
+        try:
+            await self.transport.start()
+            await server.start()
+        except OSError as e:
+            raise StartupError(f"cannot listen: {e}") from None
+        self.log(
+            f"listening: peers on {self.cfg.peers[self.cfg.id][0]}:{self.cfg.peers[self.cfg.id][1]}, "
+            f"clients on {server.host}:{server.port}"
+        )
+        ticker = asyncio.ensure_future(self._ticker())
+        try:
+            await self.stopping.wait()
+        finally:
+            self.log("stopping")
+            ticker.cancel()
+            await server.stop()
+            await self.transport.stop()
+            self.wal.close()
+
+    async def _ticker(self) -> None:
+        interval = self.cfg.tick_ms / 1000
+        loop = asyncio.get_running_loop()
+        next_at = loop.time() + interval
+        while True:
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
+            self.tick()
+            # after a stall (SIGSTOP, a long fsync) tick once, not a burst: time jumps are not ticks
+            next_at = max(next_at + interval, loop.time())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python3 -m cluster.node", description="A Raft metadata node.")
+    p.add_argument("--id", required=True, help="this node's id; must appear in --peers")
+    p.add_argument("--peers", required=True, help="every node: id=host:port,... (peer addresses)")
+    p.add_argument("--data-dir", required=True, help="WAL, snapshots and the default log live here")
+    p.add_argument("--client-port", type=int, required=True, help="TCP port of the client API")
+    p.add_argument("--client-host", default=None, help="address of the client API (default: the peer host)")
+    p.add_argument("--peer-listen-host", default=None, help="bind the peer port here (default: peer host)")
+    p.add_argument("--read-mode", choices=READ_MODES, default="read-index")
+    p.add_argument("--bug", action="append", default=[], choices=KNOWN_BUGS, help="reproduce a known bug")
+    p.add_argument("--log-file", default="", help="default: <data-dir>/node.log")
+    p.add_argument("--cluster-id", default="", help="default: derived from --peers")
+    p.add_argument("--tick-ms", type=int, default=50)
+    p.add_argument("--election-tick", type=int, default=10)
+    p.add_argument("--heartbeat-tick", type=int, default=1)
+    p.add_argument("--snapshot-entries", type=int, default=10_000, help="snapshot every N applied entries")
+    p.add_argument("--retain-entries", type=int, default=1_000, help="entries kept in memory after one")
+    p.add_argument("--request-timeout", type=float, default=5.0, help="default server-side deadline (s)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the election-timeout RNG")
+    p.add_argument("--no-fsync", action="store_true", help="UNSAFE: skip fsync (benchmarks only)")
+    return p
+
+
+def config_from_args(argv: list[str] | None = None) -> NodeConfig:
+    args = build_parser().parse_args(argv)
+    peers = parse_peers(args.peers)
+    if args.id not in peers:
+        raise StartupError(f"--id {args.id!r} is not one of --peers ({', '.join(peers)})")
+    if not 0 < args.client_port < 65536:
+        raise StartupError(f"--client-port {args.client_port} is not a TCP port")
+    if args.tick_ms <= 0 or args.heartbeat_tick <= 0 or args.election_tick <= args.heartbeat_tick:
+        raise StartupError("--tick-ms, --heartbeat-tick must be > 0 and --election-tick > --heartbeat-tick")
+    if args.snapshot_entries <= 0 or args.retain_entries < 0:
+        raise StartupError("--snapshot-entries must be > 0 and --retain-entries >= 0")
+    return NodeConfig(
+        id=args.id,
+        peers=peers,
+        data_dir=args.data_dir,
+        client_port=args.client_port,
+        client_host=args.client_host,
+        peer_listen_host=args.peer_listen_host,
+        read_mode=args.read_mode,
+        bugs=tuple(args.bug),
+        tick_ms=args.tick_ms,
+        election_tick=args.election_tick,
+        heartbeat_tick=args.heartbeat_tick,
+        snapshot_entries=args.snapshot_entries,
+        retain_entries=args.retain_entries,
+        fsync=not args.no_fsync,
+        cluster_id=args.cluster_id,
+        log_file=args.log_file,
+        request_timeout=args.request_timeout,
+        seed=args.seed,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Exit codes: 0 clean stop, 2 refused to start (bad flags, foreign or corrupt data dir)."""
+    log: NodeLog | None = None
+    try:
+        cfg = config_from_args(argv)
+        log = NodeLog(cfg.log_file, cfg.id)
+        node = Node(cfg, log)
+        asyncio.run(node.run())
+        return 0
+    except StartupError as e:
+        print(f"cluster.node: refusing to start: {e}", file=sys.stderr)
+        if log is not None:
+            log(f"refusing to start: {e}")
+        return 2
+    except OSError as e:
+        print(f"cluster.node: {e}", file=sys.stderr)
+        return 2
+    finally:
+        if log is not None:
+            log.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+"""Peer transport: one ordered, reconnecting TCP stream to each peer, asyncio, standard library only.
+
+Each node dials every peer once and sends all its messages for that peer down that one connection,
+in the order the core produced them; whatever is queued while a write is in flight goes out as one
+batch frame (pipelining: the core keeps many MsgApp in flight, the transport never waits for replies).
+Incoming connections (a peer's own outgoing stream) are only read.
+
+Nothing is lost silently. A message that cannot be delivered, because the connection is down, broke,
+or the peer is so slow that its bounded queue overflows, is dropped *and reported* to the core
+(`on_unreachable`), which moves that peer's progress back to probing and retransmits from next_index;
+a MsgSnap's fate is reported through `on_snapshot_status`. Raft itself tolerates the loss; what it
+cannot tolerate is a loss it is told was a success (the drop-unconnected bug of issue 7 would live in
+PeerSender.enqueue).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cluster.framing import MAX_PEER_FRAME, FrameError, encode, read_frame
+from cluster.raft.messages import LOCAL_MESSAGE_TYPES, MSG_SNAP, Message, MessageDecodeError
+
+HELLO_TIMEOUT = 5.0
+CONNECT_TIMEOUT = 1.0
+BACKOFF_MIN = 0.02
+BACKOFF_MAX = 0.5
+
+
+@dataclass
+class TransportStats:
+    """Counters for status() and the benchmark."""
+
+    sent: int = 0
+    received: int = 0
+    frames_sent: int = 0
+    dropped: int = 0
+    connects: int = 0
+    rejected_connections: int = 0
+    per_peer_connected: dict[str, bool] = field(default_factory=dict)
+
+
+class PeerSender:
+    """The outgoing stream to one peer: a bounded queue drained by one writer task."""
+
+    def __init__(self, transport: Transport, peer: str, host: str, port: int, max_queue: int) -> None:
+        self.t = transport
+        self.peer = peer
+        self.host = host
+        self.port = port
+        self.max_queue = max_queue
+        self.queue: collections.deque[Message] = collections.deque()
+        self.wakeup = asyncio.Event()
+        self.connected = False
+        self.task: asyncio.Task[None] | None = None
+
+    def enqueue(self, msg: Message) -> None:
+        """Queues `msg` for the ordered stream; on overflow drops it and tells the core."""
+        if len(self.queue) >= self.max_queue:
+            self._lost([msg], "send queue full")
+            return
+        self.queue.append(msg)
+        self.wakeup.set()
+
+    def _lost(self, msgs: Iterable[Message], why: str) -> None:
+        msgs = list(msgs)
+        if not msgs:
+            return
+        self.t.stats.dropped += len(msgs)
+        for m in msgs:
+            if m.type == MSG_SNAP:
+                self.t.on_snapshot_status(self.peer, True)
+        self.t.on_unreachable(self.peer)
+        self.t.log_limited(self.peer, f"transport: {len(msgs)} messages to {self.peer} not delivered ({why})")
+
+    async def run(self) -> None:
+        backoff = BACKOFF_MIN
+        while not self.t.closing:
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(self.host, self.port), CONNECT_TIMEOUT
+                )
+            except (TimeoutError, OSError) as e:
+                self._lost(self._take_all(), f"cannot connect to {self.host}:{self.port}: {e or 'timeout'}")
+                await self._sleep(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX)
+                continue
+            self.connected = True
+            self.t.stats.connects += 1
+            self.t.stats.per_peer_connected[self.peer] = True
+            self.t.log(f"transport: connected to {self.peer} at {self.host}:{self.port}")
+            backoff = BACKOFF_MIN
+            watcher = asyncio.ensure_future(self._watch_eof(reader))
+            try:
+                writer.write(encode({"hello": {"node": self.t.node_id, "cluster_id": self.t.cluster_id}}))
+                await self._pump(writer, watcher)
+            except (OSError, ConnectionError) as e:
+                self.t.log(f"transport: stream to {self.peer} broke: {e}")
+            finally:
+                self.connected = False
+                self.t.stats.per_peer_connected[self.peer] = False
+                watcher.cancel()
+                writer.close()
+                with contextlib.suppress(Exception):
+                    await writer.wait_closed()
+                self._lost(self._take_all(), "stream closed")
+            await self._sleep(BACKOFF_MIN)
+
+    async def _pump(self, writer: asyncio.StreamWriter, watcher: asyncio.Future[None]) -> None:
+        while not self.t.closing:
+            if not self.queue:
+                self.wakeup.clear()
+                waiter = asyncio.ensure_future(self.wakeup.wait())
+                done, _ = await asyncio.wait({waiter, watcher}, return_when=asyncio.FIRST_COMPLETED)
+                if watcher in done:
+                    waiter.cancel()
+                    raise ConnectionError("peer closed the stream")
+                continue
+            batch = self._take_all()
+            writer.write(encode({"m": [m.to_dict() for m in batch]}))
+            self.t.stats.sent += len(batch)
+            self.t.stats.frames_sent += 1
+            try:
+                await writer.drain()
+            except (OSError, ConnectionError):
+                # the batch may or may not have arrived: report it lost, the core re-probes
+                self._lost(batch, "write failed")
+                raise
+            for m in batch:
+                if m.type == MSG_SNAP:
+                    self.t.on_snapshot_status(self.peer, False)
+            if watcher.done():
+                raise ConnectionError("peer closed the stream")
+
+    async def _watch_eof(self, reader: asyncio.StreamReader) -> None:
+        """The peer never writes on our outgoing stream: any read completing means it closed."""
+        with contextlib.suppress(Exception):
+            await reader.read(1)
+
+    def _take_all(self) -> list[Message]:
+        batch = list(self.queue)
+        self.queue.clear()
+        return batch
+
+    async def _sleep(self, s: float) -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.t.closed_event.wait(), s)
+
+
+class Transport:
+    """All peer streams of one node. Callbacks run on the event loop, in arrival order."""
+
+    def __init__(
+        self,
+        node_id: str,
+        cluster_id: str,
+        peers: dict[str, tuple[str, int]],
+        on_message: Callable[[Message], None],
+        on_unreachable: Callable[[str], None],
+        on_snapshot_status: Callable[[str, bool], None],
+        log: Callable[[str], None],
+        max_queue: int = 4096,
+        listen_host: str | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self.peers = peers
+        self.on_message = on_message
+        self.on_unreachable = on_unreachable
+        self.on_snapshot_status = on_snapshot_status
+        self.log = log
+        self.max_queue = max_queue
+        self.listen_host = listen_host
+        self.stats = TransportStats()
+        self.closing = False
+        self.closed_event = asyncio.Event()
+        self.senders: dict[str, PeerSender] = {}
+        self._server: asyncio.base_events.Server | None = None
+        self._incoming: dict[str, asyncio.StreamWriter] = {}
+        self._last_log: dict[str, float] = {}
+
+    def log_limited(self, key: str, line: str, every: float = 5.0) -> None:
+        """Logs at most one line per `every` seconds per key: a dead peer must not flood the log."""
+        now = asyncio.get_running_loop().time()
+        if now - self._last_log.get(key, -1e9) >= every:
+            self._last_log[key] = now
+            self.log(line)
+
+    async def start(self) -> None:
+        host, port = self.peers[self.node_id]
+        self._server = await asyncio.start_server(
+            self._handle_incoming, self.listen_host or host, port, reuse_address=True
+        )
+        for peer, (h, p) in self.peers.items():
+            if peer == self.node_id:
+                continue
+            s = PeerSender(self, peer, h, p, self.max_queue)
+            s.task = asyncio.ensure_future(s.run())
+            self.senders[peer] = s
+
+    def send(self, msgs: Iterable[Message]) -> None:
+        for m in msgs:
+            s = self.senders.get(m.dst)
+            if s is None:
+                self.log_limited("unknown-dst", f"transport: no peer {m.dst!r} for a {m.type}; dropped")
+                continue
+            s.enqueue(m)
+
+    async def _handle_incoming(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        addr = writer.get_extra_info("peername")
+        peer = "?"
+        try:
+            hello = await asyncio.wait_for(read_frame(reader, MAX_PEER_FRAME), HELLO_TIMEOUT)
+            info = hello.get("hello") if hello else None
+            if not isinstance(info, dict):
+                raise FrameError("first frame is not a hello")
+            if info.get("cluster_id") != self.cluster_id:
+                raise FrameError(f"peer is from cluster {info.get('cluster_id')!r}, not {self.cluster_id!r}")
+            peer = info.get("node")
+            if peer not in self.peers or peer == self.node_id:
+                raise FrameError(f"hello names unknown node {peer!r}")
+            old = self._incoming.get(peer)
+            if old is not None:
+                old.close()  # a reconnect: the newest stream is the one stream from this peer
+            self._incoming[peer] = writer
+            while not self.closing:
+                frame = await read_frame(reader, MAX_PEER_FRAME)
+                if frame is None:
+                    break
+                batch = frame.get("m")
+                if not isinstance(batch, list):
+                    raise FrameError("peer frame has no message list")
+                for d in batch:
+                    msg = Message.from_dict(d)
+                    if msg.src != peer or msg.dst != self.node_id or msg.type in LOCAL_MESSAGE_TYPES:
+                        raise FrameError(f"{msg.type} from {msg.src} to {msg.dst} on {peer}'s stream")
+                    self.stats.received += 1
+                    self.on_message(msg)
+        except (TimeoutError, FrameError, MessageDecodeError) as e:
+            self.stats.rejected_connections += 1
+            self.log_limited(f"bad-{addr}", f"transport: closing connection from {peer} at {addr}: {e}")
+        except (OSError, ConnectionError):
+            pass
+        finally:
+            if self._incoming.get(peer) is writer:
+                del self._incoming[peer]
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    def connected(self) -> dict[str, bool]:
+        return {p: s.connected for p, s in self.senders.items()}
+
+    async def stop(self) -> None:
+        self.closing = True
+        self.closed_event.set()
+        if self._server is not None:
+            self._server.close()
+        for s in self.senders.values():
+            s.wakeup.set()
+            if s.task is not None:
+                s.task.cancel()
+        for w in list(self._incoming.values()):
+            w.close()
+        await asyncio.gather(*(s.task for s in self.senders.values() if s.task), return_exceptions=True)
+
+
+def describe_stats(t: Transport) -> dict[str, Any]:
+    s = t.stats
+    return {
+        "sent": s.sent,
+        "received": s.received,
+        "frames_sent": s.frames_sent,
+        "dropped": s.dropped,
+        "connects": s.connects,
+        "rejected_connections": s.rejected_connections,
+        "connected": t.connected(),
+    }
