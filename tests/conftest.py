@@ -34,3 +34,12 @@ def docker_available() -> bool:
 def docker_engine() -> None:
     """Use in any test that needs a Docker engine."""
     require("a Docker engine", docker_available())
+
+
+@pytest.fixture(scope="session")
+def node_image(docker_engine: None) -> str:
+    """The jepsen-py node image (built once by the route JEPSEN_PY_IMAGE_BASE names, debootstrap by
+    default; cached across sessions, so usually a lookup)."""
+    from jepsen_py.backends.image import ensure_image
+
+    return ensure_image()
