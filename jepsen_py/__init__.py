@@ -1,1 +1,4 @@
-"""jepsen-py: Jepsen-style fault-injection testing. The controller: CLI, history, generators, runner, store."""
+"""jepsen-py: Jepsen-style fault-injection testing.
+
+The controller: CLI, history, generators, runner, store.
+"""

@@ -1,0 +1,101 @@
+"""The observer: polls every node's own view (role, term, leader) about ten times a second into the
+history, so checkers and plots see leadership as the nodes saw it, fault by fault.
+
+Each node gets its own polling thread: a paused or partitioned node that answers slowly must not
+thin out the samples of the others. Samples are standalone records (process "observer", f
+"status"): ok with the node's status as value when it answered, fail when it did not.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from jepsen_py.history import FAIL, OBSERVER, OK, Op
+from jepsen_py.protocols import DB, Test
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL = 0.1
+
+
+class Observer:
+    """Background sampler of db.status(test, node) for every node."""
+
+    def __init__(
+        self,
+        test: Test,
+        db: DB,
+        record: Callable[[Op], Any],
+        clock_ns: Callable[[], int],
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        nodes: list[str] | None = None,
+    ) -> None:
+        self.test = test
+        self.db = db
+        self.record = record
+        self.clock_ns = clock_ns
+        self.interval = interval
+        self.nodes = list(nodes if nodes is not None else test.nodes)
+        self.latest: dict[str, dict[str, Any] | None] = dict.fromkeys(self.nodes)
+        self.samples = 0
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for node in self.nodes:
+            t = threading.Thread(target=self._poll, args=(node,), name=f"observer-{node}", daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        deadline = time.monotonic() + timeout
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+            if t.is_alive():
+                log.warning("observer thread %s still blocked in status(); leaving it", t.name)
+        self._threads.clear()
+
+    def __enter__(self) -> Observer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def leaders(self) -> dict[str, str | None]:
+        """Who each node last said leads (None when it did not answer or knows no leader)."""
+        return {n: (s or {}).get("leader") for n, s in self.latest.items()}
+
+    def _poll(self, node: str) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            sent = self.clock_ns()
+            error: str | None = None
+            try:
+                status = self.db.status(self.test, node)
+            except Exception as e:  # a status probe must never take the run down
+                status, error = None, f"{type(e).__name__}: {e}"
+            if self._stop.is_set():
+                break
+            self.latest[node] = status
+            self.samples += 1
+            try:
+                self.record(Op(
+                    index=-1, time=self.clock_ns(), type=OK if status is not None else FAIL,
+                    process=OBSERVER, f="status", value=status, node=node,
+                    error=error if status is None else None, meta={"sent": sent},
+                ))
+            except RuntimeError:  # history closed under us at the end of the run
+                break
+            next_at += self.interval
+            delay = next_at - time.monotonic()
+            if delay < 0:
+                next_at = time.monotonic()  # a slow answer: no burst of catch-up polls
+                delay = 0.0
+            self._stop.wait(delay)

@@ -1,0 +1,69 @@
+"""Live progress of a run on the terminal (rich): phase, elapsed time, ops so far.
+
+Draws only on a terminal; elsewhere (CI logs) each phase change prints one plain line, so logs stay
+readable. Counting is done by the runner; this only reads the numbers it is handed.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+
+class Progress:
+    """`with Progress(test_name, ops_fn) as p: p.phase("main") ...`"""
+
+    def __init__(
+        self,
+        test_name: str,
+        counts: Callable[[], tuple[int, int]] | None = None,
+        *,
+        enabled: bool = True,
+        console: Console | None = None,
+    ) -> None:
+        self.test_name = test_name
+        self.counts = counts or (lambda: (0, 0))
+        self.console = console or Console(stderr=True)
+        self.enabled = enabled
+        self.live_mode = enabled and self.console.is_terminal
+        self.current = "starting"
+        self.started = time.monotonic()
+        self.phase_started = self.started
+        self._live: Live | None = None
+        self._lock = threading.Lock()
+
+    def __rich__(self) -> Text:
+        ops, ok = self.counts()
+        now = time.monotonic()
+        t = Text()
+        t.append(f"{self.test_name} ", style="bold")
+        t.append(f"[{self.current}] ", style="cyan")
+        t.append(f"{now - self.started:7.1f}s  phase {now - self.phase_started:6.1f}s  ")
+        t.append(f"ops {ops}  ok {ok}")
+        return t
+
+    def phase(self, name: str) -> None:
+        with self._lock:
+            self.current = name
+            self.phase_started = time.monotonic()
+        if self.enabled and not self.live_mode:
+            ops, ok = self.counts()
+            print(f"[{time.monotonic() - self.started:7.1f}s] {self.test_name}: {name} "
+                  f"(ops {ops}, ok {ok})", file=sys.stderr, flush=True)
+
+    def __enter__(self) -> Progress:
+        if self.live_mode:
+            self._live = Live(self, console=self.console, refresh_per_second=4, transient=True)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+            self._live = None

@@ -1,0 +1,196 @@
+"""Command-line options -> TestSpec, and TestSpec <-> test.json.
+
+Jepsen's habits: nodes n1..n5 by default, `--concurrency 3n` means three clients per node, a time
+limit in seconds. Every value a user can get wrong is checked here and reported as one BadInput line
+naming the option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+
+from jepsen_py.errors import BadInput
+from jepsen_py.protocols import TestSpec
+
+DEFAULT_NODE_COUNT = 5
+DEFAULT_CONCURRENCY = "2n"
+DEFAULT_TIME_LIMIT = 60.0
+DEFAULT_RATE = 100.0
+DEFAULT_NEMESIS_INTERVAL = 10.0
+DEFAULT_DB = "cluster.db:RaftMetadataDB"
+READ_MODES = ("read-index", "lease", "local")
+_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+
+
+def parse_concurrency(text: str | int, node_count: int) -> int:
+    """`10` -> 10, `3n` -> 3 x node_count (Jepsen's notation)."""
+    s = str(text).strip().lower()
+    m = re.fullmatch(r"(\d+)\s*(n?)", s)
+    if not m:
+        raise BadInput(
+            f"--concurrency: expected a number or a multiple of the node count like 3n, got {text!r}"
+        )
+    n = int(m.group(1)) * (node_count if m.group(2) else 1)
+    if n < 1:
+        raise BadInput(f"--concurrency: needs at least one client, got {text!r}")
+    return n
+
+
+def parse_list(values: list[str] | str | None) -> list[str]:
+    """Comma lists, possibly repeated: ["a,b", "c"] -> [a, b, c]; duplicates dropped, order kept."""
+    if values is None:
+        return []
+    if isinstance(values, str):
+        values = [values]
+    out: list[str] = []
+    for v in values:
+        for part in v.split(","):
+            part = part.strip()
+            if part and part not in out:
+                out.append(part)
+    return out
+
+
+def parse_nodes(nodes: str | None, node_count: int | None) -> list[str]:
+    if nodes:
+        names = parse_list(nodes)
+        for n in names:
+            if not _NODE_NAME.match(n):
+                raise BadInput(f"--nodes: {n!r} is not a usable node name (letters, digits, . _ -)")
+        if node_count is not None and node_count != len(names):
+            raise BadInput(f"--nodes names {len(names)} nodes but --node-count says {node_count}")
+        return names
+    count = DEFAULT_NODE_COUNT if node_count is None else node_count
+    if count < 1:
+        raise BadInput(f"--node-count: needs at least one node, got {count}")
+    return [f"n{i}" for i in range(1, count + 1)]
+
+
+def default_test_name(workload: str, nemesis: list[str], bugs: list[str]) -> str:
+    """`<workload>-<nemesis>[-<bug>...]`, e.g. offsets-partition-leader-zombie-leader."""
+    parts = [workload, "+".join(nemesis) if nemesis else "none", *bugs]
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", "-".join(parts))
+
+
+def _positive(name: str, value: float, *, zero_ok: bool = False) -> float:
+    if value != value or value < 0 or (value == 0 and not zero_ok):  # NaN, negative, zero
+        raise BadInput(f"{name}: must be {'>= 0' if zero_ok else '> 0'}, got {value:g}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that define a test (the `run` command)."""
+    g = parser.add_argument_group("test")
+    g.add_argument("-w", "--workload", default="offsets",
+                   help="what the clients do (default: offsets)")
+    g.add_argument("--nemesis", action="append", metavar="NAMES",
+                   help="faults to inject, comma separated or repeated; 'none' for none "
+                        "(default: none)")
+    g.add_argument("--nemesis-interval", type=float, default=DEFAULT_NEMESIS_INTERVAL, metavar="S",
+                   help=f"seconds between fault operations (default: {DEFAULT_NEMESIS_INTERVAL:g})")
+    g.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="S",
+                   help=f"seconds of the main phase (default: {DEFAULT_TIME_LIMIT:g})")
+    g.add_argument("--concurrency", default=DEFAULT_CONCURRENCY, metavar="N|Kn",
+                   help="client threads; Kn means K per node (default: 2n)")
+    g.add_argument("--rate", type=float, default=DEFAULT_RATE, metavar="OPS",
+                   help=f"target ops/s over all clients, 0 = unlimited (default: {DEFAULT_RATE:g})")
+    g.add_argument("--seed", type=int, default=None,
+                   help="random seed for generators and fault choices (default: random, recorded)")
+    g.add_argument("--test-count", type=int, default=1, metavar="N",
+                   help="run the test N times, each in its own run directory (default: 1)")
+    g.add_argument("--name", default=None,
+                   help="test name in results/ (default: <workload>-<nemesis>[-<bugs>])")
+    g.add_argument("--op-timeout", type=float, default=10.0, metavar="S",
+                   help="an op not completed within S seconds is recorded as info (default: 10)")
+    g.add_argument("--recovery-timeout", type=float, default=30.0, metavar="S",
+                   help="after heal, wait at most S seconds for a stable leader (default: 30)")
+
+    c = parser.add_argument_group("cluster")
+    c.add_argument("--nodes", default=None, metavar="N1,N2,...",
+                   help="node names (default: n1..n5)")
+    c.add_argument("--node-count", type=int, default=None, metavar="N",
+                   help=f"number of nodes named n1..nN (default: {DEFAULT_NODE_COUNT})")
+    c.add_argument("--backend", default="docker",
+                   help="where nodes run: docker, ssh, local or none (default: docker)")
+    c.add_argument("--db", default=DEFAULT_DB, metavar="MODULE:CLASS",
+                   help=f"the system under test, constructed as CLASS(spec) (default: {DEFAULT_DB})")
+    c.add_argument("--read-mode", default="read-index", choices=READ_MODES,
+                   help="how nodes serve reads (default: read-index, linearizable)")
+    c.add_argument("--bug", action="append", metavar="NAMES",
+                   help="start the cluster with a known bug, comma separated or repeated")
+    c.add_argument("--leave-db-running", action="store_true",
+                   help="do not tear the nodes down after the test (for inspection)")
+
+    o = parser.add_argument_group("output")
+    o.add_argument("--results-dir", default="results", metavar="DIR",
+                   help="where run directories go (default: ./results)")
+    o.add_argument("--junit-xml", default=None, metavar="FILE",
+                   help="also write the verdict as JUnit XML (for CI)")
+    o.add_argument("--no-progress", action="store_true", help="no live progress display")
+
+
+def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -> TestSpec:
+    """Builds and checks the spec from parsed `run` arguments."""
+    nodes = parse_nodes(args.nodes, args.node_count)
+    nemesis = [n for n in parse_list(args.nemesis) if n != "none"]
+    bugs = parse_list(args.bug)
+    if args.test_count < 1:
+        raise BadInput(f"--test-count: must be >= 1, got {args.test_count}")
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    name = args.name or default_test_name(args.workload, nemesis, bugs)
+    if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name) or name in {".", ".."}:
+        raise BadInput(f"--name: {name!r} is not usable as a directory name")
+    return TestSpec(
+        name=name,
+        workload=args.workload,
+        nemesis=nemesis,
+        nodes=nodes,
+        time_limit=_positive("--time-limit", args.time_limit),
+        concurrency=parse_concurrency(args.concurrency, len(nodes)),
+        rate=_positive("--rate", args.rate, zero_ok=True),
+        nemesis_interval=_positive("--nemesis-interval", args.nemesis_interval),
+        seed=seed,
+        backend=args.backend,
+        read_mode=args.read_mode,
+        bugs=bugs,
+        db=args.db,
+        results_dir=Path(args.results_dir),
+        leave_db_running=bool(args.leave_db_running),
+        test_count=args.test_count,
+        options=dict(options or {}),
+        op_timeout=_positive("--op-timeout", args.op_timeout),
+        recovery_timeout=_positive("--recovery-timeout", args.recovery_timeout, zero_ok=True),
+    )
+
+
+def to_json(spec: TestSpec) -> dict[str, Any]:
+    d = dataclasses.asdict(spec)
+    d["results_dir"] = str(spec.results_dir)
+    return d
+
+
+def from_json(d: dict[str, Any], *, where: str = "test.json") -> TestSpec:
+    """A TestSpec from test.json; unknown keys are ignored (newer writers), missing ones BadInput."""
+    if not isinstance(d, dict):
+        raise BadInput(f"{where}: expected a JSON object")
+    fields = {f.name: f for f in dataclasses.fields(TestSpec)}
+    required = [n for n, f in fields.items()
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [n for n in required if n not in d]
+    if missing:
+        raise BadInput(f"{where}: missing {', '.join(missing)}")
+    kwargs = {k: v for k, v in d.items() if k in fields}
+    kwargs["results_dir"] = Path(kwargs["results_dir"])
+    try:
+        return TestSpec(**kwargs)
+    except TypeError as e:
+        raise BadInput(f"{where}: {e}") from None
+
+
+def with_seed(spec: TestSpec, seed: int) -> TestSpec:
+    return dataclasses.replace(spec, seed=seed, options=dict(spec.options))

@@ -1,0 +1,176 @@
+"""The store: one directory per run, created before anything else so nothing a run does is lost.
+
+    results/<test-name>/<YYYYMMDDTHHMMSS.fff>/  test.json history.jsonl results.json jepsen.log
+                                               nodes/<node>/...
+    results/latest -> newest run    results/<test-name>/latest -> newest run of that test
+
+JSON files are written atomically (temp file + rename): a reader never sees half a results.json.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from jepsen_py import spec as specmod
+from jepsen_py.errors import BadInput, EnvironmentProblem
+from jepsen_py.protocols import TestSpec
+
+TEST_JSON = "test.json"
+HISTORY = "history.jsonl"
+RESULTS = "results.json"
+LOG = "jepsen.log"
+NODES = "nodes"
+LATEST = "latest"
+
+
+def timestamp(now: float | None = None) -> str:
+    """YYYYMMDDTHHMMSS.fff in UTC: sorts as text, one per millisecond."""
+    t = time.time() if now is None else now
+    ms = min(int((t - int(t)) * 1000), 999)
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(int(t))) + f".{ms:03d}"
+
+
+def create_run_dir(results_dir: Path, test_name: str, *, now: float | None = None) -> Path:
+    """Makes results/<test-name>/<timestamp>/ (a fresh name even for runs in the same ms)."""
+    test_dir = Path(results_dir) / test_name
+    try:
+        test_dir.mkdir(parents=True, exist_ok=True)
+        base = timestamp(now)
+        for i in range(1000):
+            run_dir = test_dir / (base if i == 0 else f"{base}-{i}")
+            try:
+                run_dir.mkdir()
+                return run_dir
+            except FileExistsError:
+                continue
+    except PermissionError:
+        raise EnvironmentProblem(f"results directory {results_dir} is not writable") from None
+    except NotADirectoryError:
+        raise EnvironmentProblem(f"results directory {results_dir} is not a directory") from None
+    except OSError as e:
+        raise EnvironmentProblem(f"cannot create a run directory under {results_dir}: {e.strerror}") from None
+    raise EnvironmentProblem(f"cannot find a free run directory name under {test_dir}")
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Atomic: a temp file in the same directory, fsync'd, then renamed over `path`."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=2, sort_keys=False, default=_default)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, Path):
+        return str(o)
+    if isinstance(o, set | frozenset | tuple):
+        return list(o)
+    return repr(o)
+
+
+def read_json(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such file") from None
+    except json.JSONDecodeError as e:
+        raise BadInput(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+
+
+def write_test_json(run_dir: Path, spec: TestSpec, extra: dict[str, Any] | None = None) -> None:
+    d = specmod.to_json(spec)
+    if extra:
+        d.update(extra)
+    write_json(run_dir / TEST_JSON, d)
+
+
+def load_spec(run_dir: Path) -> TestSpec:
+    path = Path(run_dir) / TEST_JSON
+    return specmod.from_json(read_json(path), where=str(path))
+
+
+def update_latest(run_dir: Path) -> None:
+    """Points results/<test>/latest and results/latest at run_dir (relative symlinks, replaced
+    atomically). Best effort: a filesystem without symlinks does not fail the run."""
+    run_dir = Path(run_dir)
+    test_dir = run_dir.parent
+    results_dir = test_dir.parent
+    for link, target in ((test_dir / LATEST, Path(run_dir.name)),
+                         (results_dir / LATEST, Path(test_dir.name) / run_dir.name)):
+        tmp = link.with_name(f".{LATEST}.{os.getpid()}.tmp")
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            tmp.symlink_to(target, target_is_directory=True)
+            os.replace(tmp, link)
+        except OSError as e:
+            logging.getLogger(__name__).warning("could not update %s: %s", link, e)
+
+
+def resolve_run_dir(path: Path | str) -> Path:
+    """A run directory given as itself, a `latest` link, or a test directory (its latest run)."""
+    p = Path(path)
+    if not p.exists():
+        raise BadInput(f"{p}: no such run directory")
+    if not p.is_dir():
+        raise BadInput(f"{p}: not a directory")
+    if (p / TEST_JSON).exists():
+        return p.resolve()
+    if (p / LATEST / TEST_JSON).exists():
+        return (p / LATEST).resolve()
+    raise BadInput(f"{p}: not a run directory (no {TEST_JSON})")
+
+
+# Chatty libraries whose DEBUG lines would drown the run's own log.
+_QUIET = ("urllib3", "docker", "paramiko", "asyncio", "py4j", "matplotlib", "PIL")
+
+
+@contextlib.contextmanager
+def capture_log(path: Path, *, level: int = logging.DEBUG) -> Iterator[logging.Handler]:
+    """Copies every log record (the framework's and the plugged-in parts') into `path` for the
+    duration, without making the console any chattier than it was."""
+    root = logging.getLogger()
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setLevel(level)
+    handler.setFormatter(logging.Formatter(
+        "%(asctime)s.%(msecs)03d %(levelname)-7s %(threadName)s %(name)s: %(message)s",
+        "%Y-%m-%d %H:%M:%S"))
+    old_level = root.level
+    old_handler_levels = {h: h.level for h in root.handlers}
+    quiet_old = {n: logging.getLogger(n).level for n in _QUIET}
+    for h in root.handlers:
+        if h.level == logging.NOTSET:
+            h.setLevel(old_level if old_level != logging.NOTSET else logging.WARNING)
+    for n in _QUIET:
+        if logging.getLogger(n).level == logging.NOTSET:
+            logging.getLogger(n).setLevel(logging.INFO)
+    root.addHandler(handler)
+    root.setLevel(min(level, old_level) if old_level != logging.NOTSET else level)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+        root.setLevel(old_level)
+        for h, lvl in old_handler_levels.items():
+            h.setLevel(lvl)
+        for n, lvl in quiet_old.items():
+            logging.getLogger(n).setLevel(lvl)
