@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -209,8 +209,12 @@ class Pair:
         return self.complete.type if self.complete is not None else INFO
 
 
-def validate(ops: Iterable[Op], *, source: str = "history") -> None:
+def validate(
+    ops: Iterable[Op], *, source: str = "history", locate: Callable[[Op], str] | None = None
+) -> None:
     """Checks Jepsen's rules; raises BadInput naming the first op that breaks one.
+
+    `locate(op)` names where an op came from (e.g. "history.jsonl:17"); default "<source>: op N".
 
     - a completion needs an invocation in flight on the same process;
     - a process has at most one invocation in flight;
@@ -222,7 +226,7 @@ def validate(ops: Iterable[Op], *, source: str = "history") -> None:
     for op in ops:
         if op.process in SAMPLE_PROCESSES:
             continue
-        where = f"{source}: op {op.index}"
+        where = locate(op) if locate is not None else f"{source}: op {op.index}"
         if op.type == INVOKE:
             if op.process in in_flight:
                 raise BadInput(
