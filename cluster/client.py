@@ -97,20 +97,23 @@ class ClusterClient:
         """Creates a topic; the answer holds created=True and the topic's description."""
         return self.call("create_topic", name=name, partitions=partitions, rf=rf)
 
-    def describe_topic(self, name: str) -> dict[str, Any]:
-        """Linearizable (in read-index mode) description; answer["topic"] is None when absent."""
-        return self.call("describe_topic", name=name)
+    def describe_topic(self, name: str, local: bool = False) -> dict[str, Any]:
+        """Linearizable (in read-index mode) description; answer["topic"] is None when absent.
 
-    def list_topics(self) -> dict[str, Any]:
+        local=True reads this node's applied state without a barrier (may be stale, by design).
+        """
+        return self.call("describe_topic", name=name, local=local)
+
+    def list_topics(self, local: bool = False) -> dict[str, Any]:
         """answer["topics"]: the sorted topic names."""
-        return self.call("list_topics")
+        return self.call("list_topics", local=local)
 
     def commit_offset(self, group: str, topic: str, partition: int, offset: int) -> dict[str, Any]:
         return self.call("commit_offset", group=group, topic=topic, partition=partition, offset=offset)
 
-    def fetch_offset(self, group: str, topic: str, partition: int) -> dict[str, Any]:
+    def fetch_offset(self, group: str, topic: str, partition: int, local: bool = False) -> dict[str, Any]:
         """answer["offset"]: the committed offset, or None if none was ever committed."""
-        return self.call("fetch_offset", group=group, topic=topic, partition=partition)
+        return self.call("fetch_offset", group=group, topic=topic, partition=partition, local=local)
 
     def status(self) -> dict[str, Any]:
         """The node's own view: id, role, term, leader, commit, applied, last_index, read_mode, ..."""

@@ -248,14 +248,14 @@ class Node:
         self.schedule_ready()
         return fut
 
-    def read_barrier(self) -> asyncio.Future[int]:
+    def read_barrier(self, local: bool = False) -> asyncio.Future[int]:
         """Resolves (with the read index) once a linearizable read may be served from local state.
 
         Reads that arrive while a round is in flight wait for the next round (a round only covers
         reads that arrived before it began), so under load one heartbeat round serves many reads.
         """
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        if self.cfg.read_mode == "local":
+        if local or self.cfg.read_mode == "local":
             fut.set_result(self.state.applied_index)
             return fut
         if self.raw.status().get("leader") is None:

@@ -9,9 +9,10 @@ Answer:   {"id": 7, "ok": true, "result": {...}, "node": "n2", "role": "follower
 
 Writes are proposed to the Raft core (a follower's proposal is forwarded to the leader by the core)
 and answered when this node applies them. Reads wait for a ReadIndex (or lease) barrier and are then
-served from this node's applied state, or served at once in local mode. `unavailable`, `not_leader`
-and the validation errors are definite (nothing was proposed); `timeout` is indeterminate. Requests on
-one connection may be pipelined: each answer carries its request's id.
+served from this node's applied state, or served at once in local mode (or when the request says
+"local": true, the explicit stale-allowed read a final-state check uses on every node).
+`unavailable`, `not_leader` and the validation errors are definite (nothing was proposed); `timeout`
+is indeterminate. Requests on one connection may be pipelined: each answer carries its request's id.
 """
 
 from __future__ import annotations
@@ -170,8 +171,11 @@ class ClientServer:
 
     async def _read(self, op: str, req: dict[str, Any], timeout: float) -> dict[str, Any]:
         args = self._read_args(op, req)
+        local = req.get("local", False)
+        if not isinstance(local, bool):
+            raise RequestError("bad_request", "local must be true or false")
         try:
-            fut = self.node.read_barrier()
+            fut = self.node.read_barrier(local=local)
         except ProposalDropped as e:
             raise self._not_served(str(e)) from None
         try:

@@ -1,0 +1,146 @@
+"""3- and 5-node clusters of real node processes on 127.0.0.1: election, the API, leader death."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from cluster.client import AlreadyExists, ClusterError, InvalidRequest
+from cluster.localcluster import LocalCluster
+
+TICK_MS = 50
+ELECTION_TICK = 10
+ELECTION_TIMEOUT_S = TICK_MS * ELECTION_TICK / 1000  # the randomized timeout is in [1x, 2x)
+
+
+def retry(fn, seconds: float = 10.0):
+    """Retries a client call across the brief unavailability of an election."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return fn()
+        except ClusterError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_cluster_elects_serves_and_survives_leader_death(tmp_path, n):
+    with LocalCluster(n, str(tmp_path), tick_ms=TICK_MS, election_tick=ELECTION_TICK) as c:
+        c.start_all()
+        leader = c.wait_for_leader(20)
+        statuses = {nid: c.status(nid) for nid in c.nodes}
+        assert sum(s["role"] == "leader" for s in statuses.values()) == 1
+        assert len({s["term"] for s in statuses.values()}) == 1
+
+        # the API works through every node: followers forward writes to the leader
+        for i, nid in enumerate(c.nodes):
+            with c.client(nid) as cl:
+                ans = retry(lambda cl=cl, i=i: cl.commit_offset("g1", "orders", i, 100 + i))
+                assert ans["offset"] == 100 + i and ans["node"] == nid and ans["term"] >= 1
+                assert ans["role"] in ("leader", "follower")
+        follower = next(nid for nid in c.nodes if nid != leader)
+        with c.client(follower) as cl:
+            created = cl.create_topic("orders", partitions=3, rf=min(3, n))
+            assert created["created"] and created["node"] == follower and created["leader"] == leader
+            with pytest.raises(AlreadyExists) as e:
+                cl.create_topic("orders", partitions=1, rf=1)
+            assert e.value.node == follower and e.value.term is not None
+            with pytest.raises(InvalidRequest):
+                cl.create_topic("too-replicated", partitions=1, rf=n + 1)
+            desc = cl.describe_topic("orders")["topic"]
+            assert [p["leader"] for p in desc["partitions"]] == [leader] * 3
+            assert cl.list_topics()["topics"] == ["orders"]
+            assert cl.fetch_offset("g1", "orders", 0)["offset"] == 100
+            assert cl.fetch_offset("g1", "orders", 99)["offset"] is None
+            # a linearizable read at a follower reflects a write acknowledged just before via another node
+            with c.client(leader) as lc:
+                lc.commit_offset("g1", "orders", 0, 555)
+            got = cl.fetch_offset("g1", "orders", 0)
+            assert got["offset"] == 555 and got["read_index"] <= got["applied"]
+
+        # kill the leader: the rest elect a new one within a few election timeouts
+        t0 = time.monotonic()
+        c.kill(leader)
+        survivors = [nid for nid in c.nodes if nid != leader]
+        new_leader = c.wait_for_leader(20, among=survivors)
+        took = time.monotonic() - t0
+        assert new_leader != leader
+        assert took < 6 * ELECTION_TIMEOUT_S, f"re-election took {took:.2f}s"
+        with c.client(new_leader) as cl:
+            # everything acknowledged before the crash is there
+            assert cl.fetch_offset("g1", "orders", 0)["offset"] == 555
+            assert [cl.fetch_offset("g1", "orders", i)["offset"] for i in range(1, n)] == [
+                100 + i for i in range(1, n)
+            ]
+            # partition leadership followed the Raft leader, with a new epoch
+            parts = retry(lambda cl=cl: _moved(cl, new_leader))
+            assert all(p["leader_epoch"] >= 2 for p in parts)
+            retry(lambda cl=cl: cl.commit_offset("g2", "orders", 0, 1))
+
+        # the old leader restarts from its disk and catches up as a follower
+        c.start(leader)
+        final = c.wait_for_leader(20)
+        with c.client(leader) as cl:
+            got = retry(lambda cl=cl: cl.fetch_offset("g2", "orders", 0))
+            assert got["offset"] == 1 and got["node"] == leader and got["role"] == "follower"
+            assert got["leader"] == final
+        log = c.log_text(leader)
+        assert "role leader" in log and "role follower" in log
+        for nid in c.nodes:
+            assert "Traceback" not in open(c.nodes[nid].data_dir + "/stderr.log").read()
+
+
+def _moved(cl, new_leader: str) -> list[dict]:
+    parts = cl.describe_topic("orders")["topic"]["partitions"]
+    if any(p["leader"] != new_leader for p in parts):
+        raise ClusterError("partition leadership has not moved yet")
+    return parts
+
+
+@pytest.mark.parametrize("mode", ["lease", "local"])
+def test_other_read_modes_serve_reads(tmp_path, mode):
+    with LocalCluster(3, str(tmp_path), read_mode=mode, tick_ms=TICK_MS) as c:
+        c.start_all()
+        leader = c.wait_for_leader(20)
+        with c.client(leader) as cl:
+            retry(lambda: cl.commit_offset("g", "t", 0, 42))
+            ans = retry(lambda: cl.fetch_offset("g", "t", 0))
+            assert ans["offset"] == 42 and ans["role"] == "leader"
+            assert cl.status()["read_mode"] == mode
+        if mode == "local":
+            # local reads never wait for a leader: a follower answers from what it has applied
+            follower = next(n for n in c.nodes if n != leader)
+            with c.client(follower) as cl:
+                deadline = time.monotonic() + 5
+                while cl.fetch_offset("g", "t", 0)["offset"] != 42 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                assert cl.fetch_offset("g", "t", 0)["offset"] == 42
+
+
+def test_minority_side_answers_definitely_or_times_out(tmp_path):
+    """With a quorum gone, writes at the survivor must not be acknowledged."""
+    with LocalCluster(3, str(tmp_path), tick_ms=TICK_MS) as c:
+        c.start_all()
+        leader = c.wait_for_leader(20)
+        others = [n for n in c.nodes if n != leader]
+        for o in others:
+            c.kill(o)
+        with c.client(leader, timeout=2.0) as cl:
+            with pytest.raises(ClusterError) as e:
+                cl.commit_offset("g", "t", 0, 7)
+            # check-quorum makes the lone leader step down: either not accepted, or indeterminate
+            assert e.value.error in ("timeout", "unavailable", "not_leader") or not e.value.definite
+        # once it stepped down it answers at once with a definite unavailable
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            st = c.status(leader)
+            if st and st["role"] != "leader":
+                break
+            time.sleep(0.05)
+        assert st and st["role"] != "leader"
+        with c.client(leader, timeout=2.0) as cl, pytest.raises(ClusterError) as e:
+            cl.fetch_offset("g", "t", 0)
+        assert e.value.error in ("unavailable", "timeout")
