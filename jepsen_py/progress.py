@@ -67,3 +67,44 @@ class Progress:
         if self._live is not None:
             self._live.__exit__(None, None, None)
             self._live = None
+
+
+def print_summary(
+    *,
+    valid: object,
+    invokes: int,
+    oks: int,
+    anomalies: int,
+    run_dir: object,
+    checkers: dict[str, dict[str, object]] | None = None,
+    error: str | None = None,
+    title: str = "jepsen-py",
+    console: Console | None = None,
+) -> None:
+    """The short verdict table printed at the end of `run` and `analyze`."""
+    from rich.table import Table
+
+    console = console or Console()
+    style = "bold " + _verdict_style(valid)
+    table = Table(title=title, show_header=False, box=None, pad_edge=False)
+    table.add_column(style="dim")
+    table.add_column()
+    table.add_row("verdict", Text(str(valid).lower(), style=style))
+    table.add_row("ops", str(invokes))
+    table.add_row("ok", f"{oks / invokes:.1%}" if invokes else "-")
+    table.add_row("anomalies", str(anomalies))
+    for name, r in (checkers or {}).items():
+        v = r.get("valid") if isinstance(r, dict) else None
+        table.add_row(f"  {name}", Text(str(v).lower(), style=_verdict_style(v)))
+    if error:
+        table.add_row("error", Text(error, style="red"))
+    table.add_row("stored in", str(run_dir))
+    console.print(table)
+
+
+def _verdict_style(v: object) -> str:
+    if v is True:
+        return "green"
+    if v is False:
+        return "red"
+    return "yellow"

@@ -1,0 +1,124 @@
+"""`jepsen-py analyze RUN_DIR`: re-check a stored history without any cluster.
+
+Rebuilds the workload from test.json (so its checkers are the ones the run used, or newer ones),
+checks history.jsonl, rewrites results.json and re-runs the post-run renderers. A malformed
+history is reported as one line naming the file and line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from jepsen_py import store
+from jepsen_py.errors import BadInput
+from jepsen_py.history import Op, parse_line, validate
+from jepsen_py.protocols import Test
+from jepsen_py.verdict import exit_code
+
+NAME = "analyze"
+HELP = "re-check a stored run's history (no cluster needed) and rewrite its results.json"
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", metavar="RUN_DIR", nargs="?", default="results/latest",
+                        help="a run directory, a test directory or a latest link (default: results/latest)")
+    parser.add_argument("--junit-xml", default=None, metavar="FILE", help="also write JUnit XML")
+    parser.add_argument("--no-render", action="store_true",
+                        help="do not re-run the post-run renderers (timeline, plots)")
+
+
+def load_history(path: Path) -> tuple[list[Op], dict[int, int], int | None]:
+    """The ops, each op's line number (keyed by id(op)), and the line of a torn tail if one was
+    skipped.
+
+    A line without its newline at the very end is what a writer killed mid-write leaves: it is
+    skipped with a warning. Anything else malformed is BadInput naming file:line.
+    """
+    ops: list[Op] = []
+    lines: dict[int, int] = {}
+    torn: int | None = None
+    try:
+        f = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such history file") from None
+    with f:
+        for lineno, raw in enumerate(f, start=1):
+            if not raw.strip():
+                continue
+            where = f"{path}:{lineno}"
+            if not raw.endswith("\n"):
+                try:
+                    op = parse_line(raw, where=where)
+                except BadInput:
+                    torn = lineno
+                    break
+            else:
+                op = parse_line(raw, where=where)
+            lines[id(op)] = lineno
+            ops.append(op)
+    return ops, lines, torn
+
+
+def analyze(run_dir: Path) -> dict[str, Any]:
+    """Re-checks one run; returns the new results (also written to results.json)."""
+    from jepsen_py.commands.run import workload_registry
+    from jepsen_py.runner import client_stats, run_checkers
+
+    spec = store.load_spec(run_dir)
+    history_path = run_dir / store.HISTORY
+    ops, lines, torn = load_history(history_path)
+    if torn is not None:
+        print(f"jepsen-py: warning: {history_path}:{torn}: torn last line skipped "
+              "(the writer stopped mid-write)", file=sys.stderr)
+    validate(ops, locate=lambda op: f"{history_path}:{lines.get(id(op), '?')}")
+    workloads = workload_registry()
+    if spec.workload not in workloads:
+        raise BadInput(f"{run_dir / store.TEST_JSON}: workload {spec.workload!r} is not registered here "
+                       f"(known: {', '.join(sorted(workloads)) or 'none'})")
+    workload = workloads[spec.workload](spec)
+    test = Test(spec=spec, store_dir=run_dir, log=logging.getLogger("jepsen_py.test"),
+                rng=random.Random(spec.seed))
+    old: dict[str, Any] = {}
+    if (run_dir / store.RESULTS).exists():
+        try:
+            old = store.read_json(run_dir / store.RESULTS)
+        except BadInput:
+            old = {}
+    results = run_checkers(workload.checkers, test, ops)
+    invokes, oks = client_stats(ops)
+    stats = dict(old.get("stats") or {}) if isinstance(old, dict) else {}
+    stats.update({"invokes": invokes, "ok": oks})
+    results["stats"] = stats
+    for k in ("notes", "error"):
+        if isinstance(old, dict) and k in old:
+            results[f"run_{k}" if k == "error" else k] = old[k]
+    results["analyzed"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    store.write_json(run_dir / store.RESULTS, results)
+    return results
+
+
+def run(args: argparse.Namespace) -> int:
+    from jepsen_py.progress import print_summary
+    from jepsen_py.runner import count_anomalies, run_post_hooks
+
+    run_dir = store.resolve_run_dir(Path(args.run_dir))
+    results = analyze(run_dir)
+    if not args.no_render:
+        run_post_hooks(run_dir)
+    if args.junit_xml:
+        from jepsen_py.commands.run import write_junit
+
+        write_junit(results, Path(args.junit_xml))
+    stats = results.get("stats", {})
+    print_summary(valid=results["valid"], invokes=stats.get("invokes", 0), oks=stats.get("ok", 0),
+                  anomalies=count_anomalies(results), run_dir=run_dir, checkers=results.get("checkers"),
+                  title=f"analyze {run_dir.parent.name}/{run_dir.name}")
+    return exit_code(results["valid"])

@@ -1,0 +1,120 @@
+"""`jepsen-py run`: build a test from names (workload, nemeses, db, backend) and run it.
+
+Registries are imported here, lazily, so the controller works (and its tests run) whatever state
+the workload, nemesis and cluster packages are in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import logging
+from pathlib import Path
+from typing import Any
+
+from jepsen_py import spec as specmod
+from jepsen_py.backends import BACKENDS, add_backend_arguments, backend_options, get_backend
+from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, BadInput
+from jepsen_py.protocols import TestSpec
+from jepsen_py.verdict import exit_code, merge
+
+NAME = "run"
+HELP = "run a test: provision nodes, drive clients and faults, record and check the history"
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = (
+        "example: jepsen-py run --workload offsets --nemesis partition-leader --time-limit 60. "
+        "Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments or input, 255 framework failure."
+    )
+    specmod.add_arguments(parser)
+    add_backend_arguments(parser)
+
+
+def workload_registry() -> dict[str, Any]:
+    try:
+        mod = importlib.import_module("workloads")
+    except ModuleNotFoundError:
+        return {}
+    return dict(getattr(mod, "WORKLOADS", {}) or {})
+
+
+def nemesis_names() -> list[str]:
+    try:
+        mod = importlib.import_module("nemeses")
+    except ModuleNotFoundError:
+        return []
+    return list(getattr(mod, "NEMESES", []) or [])
+
+
+def check_names(spec: TestSpec) -> None:
+    """Unknown workload, nemesis or backend: one line naming it and the choices."""
+    workloads = workload_registry()
+    if spec.workload not in workloads:
+        choices = ", ".join(sorted(workloads)) or "none registered"
+        raise BadInput(f"--workload: unknown workload {spec.workload!r} (choose from {choices})")
+    if spec.nemesis:
+        known = nemesis_names()
+        for n in spec.nemesis:
+            if n not in known:
+                raise BadInput(f"--nemesis: unknown nemesis {n!r} (choose from "
+                               f"{', '.join(['none', *known])})")
+    if spec.backend not in BACKENDS:
+        raise BadInput(f"--backend: unknown backend {spec.backend!r} (choose from {', '.join(BACKENDS)})")
+
+
+def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
+    """One run: the workload, db, nemesis and backend built fresh from the spec's names."""
+    from jepsen_py.plugins import load_db
+    from jepsen_py.runner import run_test
+
+    workload = workload_registry()[spec.workload](spec)
+    db = load_db(spec.db, spec)
+    nemesis = nemesis_gen = None
+    if spec.nemesis:
+        nemeses = importlib.import_module("nemeses")
+        nemesis, nemesis_gen = nemeses.build(list(spec.nemesis), spec)
+    backend = get_backend(spec.backend, spec)
+    return run_test(spec, db=db, workload=workload, nemesis=nemesis, nemesis_generator=nemesis_gen,
+                    backend=backend, show_progress=show_progress)
+
+
+def write_junit(results: dict[str, Any], path: Path) -> None:
+    if importlib.util.find_spec("jepsen_py.junit") is None:
+        raise BadInput("--junit-xml: JUnit output is not available in this build (no jepsen_py.junit)")
+    junit = importlib.import_module("jepsen_py.junit")
+    junit.write_junit(results, path)
+
+
+def run(args: argparse.Namespace) -> int:
+    from jepsen_py.progress import print_summary
+
+    spec = specmod.from_args(args, backend_options(args))
+    check_names(spec)
+    outcomes = []
+    for i in range(spec.test_count):
+        s = specmod.with_seed(spec, spec.seed + i) if i else spec
+        outcome = build_and_run(s, show_progress=not args.no_progress)
+        outcomes.append(outcome)
+        title = f"{s.name} (seed {s.seed})"
+        if spec.test_count > 1:
+            title += f", run {i + 1}/{spec.test_count}"
+        print_summary(valid=outcome.valid, invokes=outcome.invokes, oks=outcome.oks,
+                      anomalies=outcome.anomalies, run_dir=outcome.run_dir,
+                      checkers=outcome.results.get("checkers"), error=outcome.error, title=title)
+    merged = merge(o.valid for o in outcomes)
+    if args.junit_xml:
+        if len(outcomes) == 1:
+            results = outcomes[0].results
+        else:
+            results = {"valid": merged, "checkers": {
+                f"run{i + 1}/{name}": r for i, o in enumerate(outcomes)
+                for name, r in (o.results.get("checkers") or {}).items()}}
+        write_junit(results, Path(args.junit_xml))
+    failures = [o.exit_code for o in outcomes if o.exit_code in (EXIT_BAD_INPUT, EXIT_FRAMEWORK)]
+    if failures:
+        return max(failures)
+    return exit_code(merged)
