@@ -45,9 +45,12 @@ from .storage import MemoryStorage
 class RawNode:
     """One Raft peer, stepped by the caller. Not thread-safe: drive it from one loop."""
 
+    # The step function's class; a subclass may swap it (the tests inject deliberately broken rules).
+    raft_class: type[Raft] = Raft
+
     def __init__(self, id: str, peers: Sequence[str], storage: MemoryStorage, config: Config) -> None:
         """peers: every voter's id, including this one (ignored if storage holds a snapshot's)."""
-        self.raft = Raft(id, peers, storage, config)
+        self.raft = self.raft_class(id, peers, storage, config)
         self._prev_soft = self.raft.soft_state()
         self._prev_hard = self.raft.hard_state()
 
