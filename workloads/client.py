@@ -1,0 +1,135 @@
+"""The workloads' client for OUR cluster: one ClusterClient per worker and node, outcomes classified.
+
+Jepsen's three outcomes, decided by what the cluster can and cannot have done:
+- ok: the node answered the op (the answer names node, role, term, leader: kept in the completion);
+- fail: a definite refusal (not_leader, unavailable, already_exists, an invalid request, or a
+  connection that could not even be opened): the op certainly did not take effect;
+- info: a timeout or a connection lost after the request was sent: it may or may not have.
+
+Op shapes (f, key, value of the invocation -> value of an ok completion):
+  commit    "group/topic/partition", offset        -> the offset
+  fetch     "group/topic/partition", None          -> the committed offset, None if none
+  create    topic name, {"partitions": n, "rf": r} -> {"created": True}
+  describe  topic name, None                       -> the topic's description, None if absent
+  list      None, None                             -> sorted topic names
+An op whose invocation names a node (final reads) goes to that node; otherwise to the worker's node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from jepsen_py.errors import BadInput
+from jepsen_py.history import FAIL, INFO, OK, Op
+from jepsen_py.protocols import Client, Test
+
+FS = ("commit", "fetch", "create", "describe", "list")
+DEFAULT_PORT = 9092
+
+
+def split_key(key: Any) -> tuple[str, str, int]:
+    """"group/topic/partition" -> (group, topic, partition); the group may itself contain '/'."""
+    if isinstance(key, list | tuple) and len(key) == 3:
+        return str(key[0]), str(key[1]), int(key[2])
+    group, topic, part = str(key).rsplit("/", 2)
+    return group, topic, int(part)
+
+
+def offsets_key(group: str, topic: str, partition: int) -> str:
+    return f"{group}/{topic}/{partition}"
+
+
+class MetadataClient:
+    """Client template for the metadata service; `open` binds a copy to one node."""
+
+    def __init__(self, port: int = DEFAULT_PORT, timeout: float | None = None,
+                 fs: frozenset[str] = frozenset(FS)) -> None:
+        self.port = port
+        self.timeout = timeout
+        self.fs = fs
+        self.node: str | None = None
+        self._conns: dict[str, Any] = {}
+
+    def open(self, test: Test, node: str) -> Client:
+        c = MetadataClient(self.port, self.timeout, self.fs)
+        c.node = node
+        return c
+
+    def _timeout(self, test: Test) -> float:
+        if self.timeout is not None:
+            return self.timeout
+        # Answer before the runner's own op timeout fires, so the client classifies the outcome.
+        return max(0.5, min(5.0, 0.8 * float(getattr(test.spec, "op_timeout", 10.0))))
+
+    def _conn(self, test: Test, node: str) -> Any:
+        from cluster.client import ClusterClient
+
+        c = self._conns.get(node)
+        if c is None:
+            if test.backend is None:
+                raise BadInput("the cluster's client needs a backend that provisions nodes "
+                               "(--backend docker, ssh or local), not 'none'")
+            host, port = test.backend.client_endpoint(node, self.port)
+            c = ClusterClient(host, port, timeout=self._timeout(test))
+            self._conns[node] = c
+        return c
+
+    def invoke(self, test: Test, op: Op) -> Op:
+        from cluster.client import ClusterError
+
+        node = op.node or self.node
+        if node is None:
+            raise BadInput("client used before open(): no node to talk to")
+        if op.f not in self.fs:
+            raise BadInput(f"workload client cannot perform {op.f!r} (knows {', '.join(sorted(self.fs))})")
+        conn = self._conn(test, node)
+        try:
+            resp, value = self._call(conn, op)
+        except ClusterError as e:
+            meta: dict[str, Any] = {"role": e.role, "term": e.term, "leader": e.leader}
+            if getattr(e, "leader_hint", None) is not None:
+                meta["leader_hint"] = e.leader_hint  # type: ignore[attr-defined]
+            code = e.error or _code(e)
+            return replace(op, type=FAIL if e.definite else INFO, node=e.node or node, error=code,
+                           meta={k: v for k, v in meta.items() if v is not None} | {"message": e.message})
+        return replace(op, type=OK, value=value, node=resp.get("node") or node, error=None,
+                       meta={"role": resp.get("role"), "term": resp.get("term"),
+                             "leader": resp.get("leader")})
+
+    @staticmethod
+    def _call(conn: Any, op: Op) -> tuple[dict[str, Any], Any]:
+        f = op.f
+        if f == "commit":
+            g, t, p = split_key(op.key)
+            resp = conn.commit_offset(g, t, p, int(op.value))
+            return resp, op.value
+        if f == "fetch":
+            g, t, p = split_key(op.key)
+            resp = conn.fetch_offset(g, t, p)
+            return resp, resp.get("offset")
+        if f == "create":
+            v = op.value if isinstance(op.value, dict) else {}
+            resp = conn.create_topic(str(op.key), int(v.get("partitions", 1)), int(v.get("rf", 1)))
+            return resp, {"created": bool(resp.get("created", True))}
+        if f == "describe":
+            resp = conn.describe_topic(str(op.key))
+            return resp, resp.get("topic")
+        if f == "list":
+            resp = conn.list_topics()
+            return resp, list(resp.get("topics") or [])
+        raise AssertionError(f)
+
+    def close(self, test: Test) -> None:
+        for c in self._conns.values():
+            c.close()
+        self._conns.clear()
+
+
+def _code(e: Exception) -> str:
+    name = type(e).__name__
+    return {"NotLeader": "not_leader", "Unavailable": "unavailable", "Timeout": "timeout",
+            "AlreadyExists": "already_exists", "ProtocolError": "protocol"}.get(name, name.lower())
+
+
+__all__ = ["FS", "INFO", "MetadataClient", "offsets_key", "split_key"]

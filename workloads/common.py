@@ -1,0 +1,65 @@
+"""What every workload of ours shares: the run checkers, the linearizability hook, key rotation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from checkers.availability import AvailabilityChecker, Thresholds
+from checkers.crash import CrashChecker
+from checkers.scoped import Scoped
+from checkers.stats import StatsChecker
+from jepsen_py.generator import Context
+from jepsen_py.history import Op
+from jepsen_py.protocols import Checker, Test, TestSpec
+
+
+class Linearizable:
+    """The linearizability checker for one model, on the ops of `fs` only, imported when it runs
+    (so a workload can be built, e.g. for --help or a dry run, without loading the search)."""
+
+    def __init__(self, model: str, fs: frozenset[str], name: str = "linearizable",
+                 init: Any = None) -> None:
+        self.model = model
+        self.fs = fs
+        self.name = name
+        self.init = init
+
+    def check(self, test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
+        from checkers.linearizable import LinearizableChecker
+
+        inner = LinearizableChecker(self.model, self.init)
+        return Scoped(inner, self.fs, name=self.name).check(test, history)
+
+
+def run_checkers(spec: TestSpec) -> list[Checker]:
+    """Availability (thresholds from the run's options), crash, stats: every workload has them."""
+    return [
+        AvailabilityChecker(Thresholds.from_options(spec.options)),
+        CrashChecker(),
+        StatsChecker(),
+    ]
+
+
+class KeyRotation:
+    """Jepsen's independent keys, simply: `active` keys in use at once, each retired after
+    `ops_per_key` ops and replaced by a fresh one, so every key's history stays short enough for the
+    linearizability search however long the test runs. Deterministic under the context's rng."""
+
+    def __init__(self, active: int, ops_per_key: int) -> None:
+        self.active = max(1, active)
+        self.ops_per_key = max(1, ops_per_key)
+        self.next_id = 0
+        self.live: list[list[int]] = []  # [key id, ops handed out]
+        self.used: list[int] = []
+
+    def pick(self, ctx: Context) -> int:
+        while len(self.live) < self.active:
+            self.live.append([self.next_id, 0])
+            self.used.append(self.next_id)
+            self.next_id += 1
+        slot = self.live[ctx.rng.randrange(len(self.live))]
+        slot[1] += 1
+        if slot[1] >= self.ops_per_key:
+            self.live.remove(slot)
+        return slot[0]
