@@ -25,6 +25,7 @@ from cluster.raft import (
     LEADER,
     Config,
     Entry,
+    HardState,
     MemoryStorage,
     Message,
     ProposalDropped,
@@ -365,3 +366,39 @@ class Cluster:
                 return
             self.tick_all()
         raise InvariantViolation("liveness: a proposal to a stable leader never committed everywhere")
+
+
+# ---- helpers for the paper-section unit tests
+
+
+def make_node(node_id: str, peers: list[str], config: Config | None = None,
+              storage: MemoryStorage | None = None) -> tuple[RawNode, MemoryStorage]:
+    storage = storage if storage is not None else MemoryStorage(peers)
+    return RawNode(node_id, peers, storage, config or Config(pre_vote=False, check_quorum=False)), storage
+
+
+def drain(raw: RawNode, storage: MemoryStorage) -> tuple[list[Message], list[Entry], list[ReadState]]:
+    """Runs the Ready loop to quiescence: persists, then returns (messages, applied, read states)."""
+    msgs: list[Message] = []
+    applied: list[Entry] = []
+    reads: list[ReadState] = []
+    while raw.has_ready():
+        rd = raw.ready()
+        if rd.snapshot is not None:
+            storage.apply_snapshot(rd.snapshot)
+        storage.append(rd.entries)
+        if rd.hard_state is not None:
+            storage.set_hard_state(rd.hard_state)
+        msgs.extend(rd.messages)
+        applied.extend(rd.committed_entries)
+        reads.extend(rd.read_states)
+        raw.advance(rd)
+    return msgs, applied, reads
+
+
+def storage_with_log(peers: list[str], terms: list[int], hard_term: int = 0) -> MemoryStorage:
+    """A storage holding entries 1..len(terms) with the given terms (data names the index)."""
+    st = MemoryStorage(peers)
+    st.append([Entry(term=t, index=i + 1, data={"i": i + 1, "t": t}) for i, t in enumerate(terms)])
+    st.set_hard_state(HardState(term=max([hard_term, *terms]), vote=None, commit=0))
+    return st
