@@ -97,7 +97,8 @@ class AvailabilityChecker:
             after = [p.complete for p in ps if p.type == OK and p.complete is not None
                      and p.invoke.time >= heal]
             first = min(after, key=lambda o: o.time) if after else None
-            leaders_after = sorted({c.node for c in claims if c.time >= heal})
+            leaders_after = sorted({s.node for s in samples(history) if s.time >= heal and s.role == "leader"}
+                                   | {c.node for c in claims if c.time >= heal})
             recovery = {
                 "faults": True,
                 "healed_at_ms": _ms(heal - start),
@@ -145,13 +146,14 @@ class AvailabilityChecker:
 
 
 def _longest_outage(start: int, end: int, ok_times: list[int], attempts: list[int]) -> dict[str, Any]:
-    """The longest stretch between successes (or the run's edges) in which ops were attempted."""
+    """The longest stretch with no success, measured from the first attempt after a success (or the
+    run's start) to the next success: idle time between phases is not an outage."""
     edges = [start, *ok_times, end]
     best = (0, start, start)
     for a, b in itertools.pairwise(edges):
         if b - a <= best[0]:
             continue
-        i = bisect.bisect_right(attempts, a)
-        if i < len(attempts) and attempts[i] < b:  # something was tried in between and did not succeed
-            best = (b - a, a, b)
+        i = bisect.bisect_left(attempts, a) if a == start else bisect.bisect_right(attempts, a)
+        if i < len(attempts) and attempts[i] < b and b - attempts[i] > best[0]:
+            best = (b - attempts[i], attempts[i], b)
     return {"ms": _ms(best[0]), "from_ms": _ms(best[1] - start), "to_ms": _ms(best[2] - start)}

@@ -180,8 +180,10 @@ class StalenessChecker:
         term = c.meta.get("term") if c.meta else None
         node = c.node
         newer = None
+        led_term = False
         if isinstance(term, int) and not isinstance(term, bool):
             newer = newer_leader_before(claims, term, r_done, not_node=None)
+            led_term = any(c.term == term and c.node == node and c.time <= r_done for c in claims)
         latest = max(over, key=lambda w: w.complete_time)
         return {
             "key": key if not isinstance(key, tuple) else list(key),
@@ -201,6 +203,9 @@ class StalenessChecker:
             "newer_leader": None if newer is None else {
                 "node": newer.node, "term": newer.term, "seen_ms": _ms(newer.time), "op": newer.index},
             "zombie": role == "leader" and newer is not None,
+            # It led the term it answered in, and someone else leads a newer one: a deposed leader
+            # still serving (whatever it now calls itself: leader, pre-candidate, candidate).
+            "deposed_leader": led_term and newer is not None,
         }
 
     def _report(self, stale: list[dict[str, Any]], reads_checked: int, unwritten: int) -> dict[str, Any]:
@@ -208,10 +213,11 @@ class StalenessChecker:
         intervals: dict[str, list[tuple[int, int]]] = defaultdict(list)
         for s in stale:
             node = str(s["node"])
-            b = by_node.setdefault(node, {"count": 0, "zombie": 0, "roles": {}, "terms": set(),
-                                          "max_versions_behind": 0})
+            b = by_node.setdefault(node, {"count": 0, "zombie": 0, "deposed_leader": 0, "roles": {},
+                                          "terms": set(), "max_versions_behind": 0})
             b["count"] += 1
             b["zombie"] += 1 if s["zombie"] else 0
+            b["deposed_leader"] += 1 if s["deposed_leader"] else 0
             b["roles"][str(s["role"])] = b["roles"].get(str(s["role"]), 0) + 1
             if s["term"] is not None:
                 b["terms"].add(s["term"])
@@ -228,7 +234,9 @@ class StalenessChecker:
                 "kind": "stale-read",
                 "ops": [*s["read"], *s["overwritten_by"][:5]],
                 "explanation": (
-                    f"{s['node']} ({s['role']}, term {s['term']}) returned {s['value']!r} for "
+                    f"{s['node']} ({s['role']}, term {s['term']}"
+                    + (", deposed leader" if s["deposed_leader"] else "")
+                    + f") returned {s['value']!r} for "
                     f"{s['key']!r}, {s['versions_behind']} version(s) behind: overwritten "
                     f"{s['stale_for_ms']} ms before the read began"
                     + (f"; {s['newer_leader']['node']} already led term {s['newer_leader']['term']}"
@@ -242,6 +250,7 @@ class StalenessChecker:
             "reads_checked": reads_checked,
             "stale_count": len(stale),
             "zombie_count": sum(1 for s in stale if s["zombie"]),
+            "deposed_leader_count": sum(1 for s in stale if s["deposed_leader"]),
             "longest_stale_window_ms": _ms(longest),
             "max_versions_behind": max((s["versions_behind"] for s in stale), default=0),
             "max_stale_for_ms": max((s["stale_for_ms"] for s in stale), default=0.0),

@@ -29,6 +29,7 @@ def test_stale_read_right_after_leader_change_is_found_and_attributed_to_the_zom
     assert (s["node"], s["role"], s["term"]) == ("n1", "leader", 1)
     assert s["value"] == 1 and s["expected_at_least"] == 2 and s["versions_behind"] == 1
     assert s["newer_leader"]["node"] == "n2" and s["newer_leader"]["term"] == 2
+    assert s["deposed_leader"] is True and r["deposed_leader_count"] == 1
     assert s["stale_for_ms"] == 70.0  # write of 2 done at 330, read began at 400
     assert r["longest_stale_window_ms"] == 75.0  # 330 .. 405
     assert r["by_node"]["n1"]["count"] == 1 and r["by_node"]["n1"]["zombie"] == 1
@@ -83,6 +84,7 @@ def test_failed_writes_are_ignored_and_versions_behind_counts_ordered_overwrites
     s = r["stale_reads"][0]
     assert s["versions_behind"] == 2 and s["expected_at_least"] == 3 and s["role"] == "follower"
     assert s["zombie"] is False  # a follower serving its own state is stale, but not a zombie leader
+    assert s["deposed_leader"] is False
 
 
 def test_reading_nothing_after_an_acknowledged_commit_is_stale():
@@ -129,3 +131,19 @@ def test_topics_a_describe_that_misses_an_acknowledged_topic_is_stale():
     assert r["stale_count"] == 2
     assert all(s["node"] == "n2" and s["value"] is None for s in r["stale_reads"])
     assert sorted(s["read_invoked"] for s in r["stale_reads"]) == [20_000_000, 30_000_000]
+
+
+def test_a_deposed_leader_that_stepped_down_but_still_serves_is_named():
+    # CheckQuorum made n1 step down (pre-candidate) yet local reads still answer from its old state.
+    h = H()
+    h.sample(0, "n1", "leader", 1, "n1")
+    h.op(0, "commit", K, 1, 10, 20, node="n1", role="leader", term=1)
+    h.sample(500, "n1", "pre-candidate", 1, None)
+    h.sample(600, "n3", "leader", 2, "n3")
+    h.op(1, "commit", K, 2, 610, 620, node="n3", role="leader", term=2)
+    h.op(2, "fetch", K, None, 700, 702, result=1, node="n1", role="pre-candidate", term=1)
+    r = check(h)
+    s = r["stale_reads"][0]
+    assert s["zombie"] is False and s["deposed_leader"] is True
+    assert r["by_node"]["n1"]["deposed_leader"] == 1 and r["by_node"]["n1"]["roles"] == {"pre-candidate": 1}
+    assert "deposed leader" in r["anomalies"][0]["explanation"]
