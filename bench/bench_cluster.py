@@ -22,8 +22,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from cluster.framing import MAX_PEER_FRAME, encode, read_frame  # noqa: E402
-from cluster.localcluster import HOST, LocalCluster  # noqa: E402
+from cluster.framing import MAX_PEER_FRAME, encode, read_frame
+from cluster.localcluster import HOST, LocalCluster
 
 
 async def worker(port: int, make_req, seconds: float, lat: list[float], errors: dict[str, int], wid: int):
@@ -93,7 +93,8 @@ def main() -> int:
         leader = c.wait_for_leader(20)
         nodes = [leader] if args.target == "leader" else list(c.nodes)
         ports = [c.nodes[n].client_port for n in nodes]
-        print(f"cluster: {args.nodes} nodes on {HOST}, leader {leader}, fsync {'off' if args.no_fsync else 'on'}, "
+        fsync = "off" if args.no_fsync else "on"
+        print(f"cluster: {args.nodes} nodes on {HOST}, leader {leader}, fsync {fsync}, "
               f"{args.clients} clients -> {args.target}, {os.cpu_count()} cores")
 
         def commit(wid: int, i: int) -> dict:

@@ -163,6 +163,15 @@ class LocalCluster:
         except FileNotFoundError:
             return ""
 
+    def stderr_text(self, nid: str) -> str:
+        """What the node process printed (a traceback here means it crashed)."""
+        try:
+            with open(os.path.join(self.nodes[nid].data_dir, "stderr.log"), encoding="utf-8",
+                      errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
     def close(self) -> None:
         for nid in self.nodes:
             with contextlib.suppress(Exception):

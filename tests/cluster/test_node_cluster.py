@@ -90,7 +90,7 @@ def test_cluster_elects_serves_and_survives_leader_death(tmp_path, n):
         log = c.log_text(leader)
         assert "role leader" in log and "role follower" in log
         for nid in c.nodes:
-            assert "Traceback" not in open(c.nodes[nid].data_dir + "/stderr.log").read()
+            assert "Traceback" not in c.stderr_text(nid)
 
 
 def _moved(cl, new_leader: str) -> list[dict]:
