@@ -82,3 +82,8 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
 
 WORKLOAD_OPTIONS = ("availability_max_recovery_s", "availability_min_ok_fraction",
                     "availability_max_unavailable_s", "availability_max_terms_per_minute")
+
+
+def workload_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The parsed values of the flags `add_workload_arguments` added (for TestSpec.options)."""
+    return {d: getattr(args, d) for d in WORKLOAD_OPTIONS if hasattr(args, d)}

@@ -32,6 +32,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     specmod.add_arguments(parser)
     add_backend_arguments(parser)
+    wl = _workloads_module()
+    if wl is not None and hasattr(wl, "add_workload_arguments"):
+        wl.add_workload_arguments(parser)  # availability thresholds -> spec.options
+
+
+def _workloads_module() -> Any:
+    try:
+        return importlib.import_module("workloads")
+    except ModuleNotFoundError:
+        return None
+
+
+def _workload_options(args: argparse.Namespace) -> dict[str, Any]:
+    wl = _workloads_module()
+    return wl.workload_options(args) if wl is not None and hasattr(wl, "workload_options") else {}
 
 
 def workload_registry() -> dict[str, Any]:
@@ -92,7 +107,7 @@ def write_junit(results: dict[str, Any], path: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     from jepsen_py.progress import print_summary
 
-    spec = specmod.from_args(args, backend_options(args))
+    spec = specmod.from_args(args, {**backend_options(args), **_workload_options(args)})
     check_names(spec)
     outcomes = []
     for i in range(spec.test_count):
