@@ -8,13 +8,17 @@ themselves over the client API. teardown stops the daemon and wipes its director
 
 Layout on a node, under DIR (or the remote's own `workdir`, e.g. per node for the local backend):
   code/cluster/   the uploaded package      data/   WAL and snapshots
-  node.log        the daemon's output       node.pid
+  node.log        the node's own log        node.out   its stdout/stderr (tracebacks)
+  node.pid
   faketime.offset libfaketime's timestamp file ("+0.000" when no clock fault is in force)
 """
 
 from __future__ import annotations
 
 import posixpath
+import shutil
+import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +46,9 @@ class RaftMetadataDB:
         self.spec = spec
         self.leader_timeout = leader_timeout
         self.status_timeout = 1.0
+        self._lock = threading.Lock()
+        self._stage: Path | None = None
+        self._stage_tmp: tempfile.TemporaryDirectory[str] | None = None
 
     # ---- paths ----------------------------------------------------------------------------------
 
@@ -56,6 +63,9 @@ class RaftMetadataDB:
 
     def logfile(self, test: Test, node: str) -> str:
         return self._path(test, node, "node.log")
+
+    def outfile(self, test: Test, node: str) -> str:
+        return self._path(test, node, "node.out")
 
     def faketime_file(self, test: Test, node: str) -> str:
         from nemeses.clock import faketime_file
@@ -77,33 +87,49 @@ class RaftMetadataDB:
         argv = ["python3", "-m", "cluster.node", "--id", node, "--peers", peers,
                 "--data-dir", self._path(test, node, "data"),
                 "--client-port", str(self.CLIENT_PORT), "--client-host", "0.0.0.0",
-                "--read-mode", self.spec.read_mode]
+                "--read-mode", self.spec.read_mode, "--log-file", self.logfile(test, node),
+                "--seed", str(self.spec.seed * 1000 + test.nodes.index(node))]
         for bug in self.spec.bugs:
             argv += ["--bug", bug]
         return argv
 
-    def setup(self, test: Test, node: str) -> None:
-        import cluster
-        from nemeses.clock import write_offset
+    def _staging(self) -> Path:
+        """A local copy of what every node gets (code, empty data dir, the clock file at +0), made
+        once, so setting up a node is a single upload."""
+        with self._lock:
+            if self._stage is None:
+                import cluster
+                from nemeses.clock import FAKETIME_NAME, offset_text
 
+                self._stage_tmp = tempfile.TemporaryDirectory(prefix="jepsen-py-db-")
+                root = Path(self._stage_tmp.name) / "node"
+                shutil.copytree(Path(cluster.__file__).parent, root / "code" / "cluster",
+                                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+                (root / "data").mkdir()
+                (root / FAKETIME_NAME).write_text(offset_text(0.0))
+                self._stage = root
+            return self._stage
+
+    def setup(self, test: Test, node: str) -> None:
         remote = self._remote(test, node)
-        remote.exec(["mkdir", "-p", self._path(test, node, "data"), self._path(test, node, "code")])
-        remote.upload(Path(cluster.__file__).parent, self._path(test, node, "code", "cluster"))
-        write_offset(remote, self.faketime_file(test, node), 0.0)
-        self.start(test, node)
+        remote.upload(self._staging(), self.dir(test, node))
+        self._launch(test, node)
         self.wait_for_leader(test, node)
 
     def start(self, test: Test, node: str) -> None:
         """Starts the daemon unless it runs already (a paused process counts as running)."""
+        if self._remote(test, node).signal(self.pidfile(test, node), "0"):
+            return
+        self._launch(test, node)
+
+    def _launch(self, test: Test, node: str) -> None:
         from nemeses.clock import faketime_env
 
-        remote = self._remote(test, node)
-        if remote.signal(self.pidfile(test, node), "0"):
-            return
         env = {**faketime_env(self.faketime_file(test, node)),
                "PYTHONPATH": self._path(test, node, "code"), "PYTHONUNBUFFERED": "1"}
-        remote.start_daemon(self.argv(test, node), pidfile=self.pidfile(test, node),
-                            logfile=self.logfile(test, node), env=env, cwd=self._path(test, node, "code"))
+        self._remote(test, node).start_daemon(
+            self.argv(test, node), pidfile=self.pidfile(test, node), logfile=self.outfile(test, node),
+            env=env, cwd=self._path(test, node, "code"))
 
     def kill(self, test: Test, node: str) -> None:
         """SIGKILL, then wait until the process is really gone so a restart cannot race it."""
@@ -126,8 +152,7 @@ class RaftMetadataDB:
         remote = test.remotes.get(node)
         if remote is None:
             return
-        remote.signal(self.pidfile(test, node), "CONT")
-        self.kill(test, node)
+        self.kill(test, node)  # SIGKILL ends a stopped (paused) process too
         remote.exec(["rm", "-rf", self.dir(test, node)], check=False, timeout=60)
 
     # ---- what the nodes say ---------------------------------------------------------------------
@@ -167,11 +192,11 @@ class RaftMetadataDB:
         raise FrameworkFailure(f"{node}: no leader within {self.leader_timeout:.0f} s (last status: {last})")
 
     def _tail_log(self, test: Test, node: str) -> str:
-        res = self._remote(test, node).exec(["tail", "-n", "5", self.logfile(test, node)], check=False)
+        res = self._remote(test, node).exec(["tail", "-n", "5", self.outfile(test, node)], check=False)
         return " | ".join(res.stdout.strip().splitlines()) or "(empty log)"
 
     def log_files(self, test: Test, node: str) -> list[str]:
-        return [self.logfile(test, node)]
+        return [self.logfile(test, node), self.outfile(test, node)]
 
     def client(self, workload: str) -> Client:
         from workloads import cluster_client

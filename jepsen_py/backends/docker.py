@@ -107,14 +107,15 @@ class DockerRemote(Remote):
         return res
 
     def upload(self, local: Path, remote: str) -> None:
+        """Copies `local` to `remote` in one engine call: the archive carries the whole path and the
+        engine creates missing parents. A directory is merged into one that exists already."""
         local = Path(local)
         if not local.exists():
             raise FrameworkFailure(f"upload to {self.node}: {local} does not exist")
         dest = PurePosixPath(remote)
-        self.exec(["mkdir", "-p", str(dest.parent)])
-        if local.is_dir():
-            self.exec(["rm", "-rf", str(dest)])
-        if not self.container.put_archive(str(dest.parent), tar_of(local, dest.name)):
+        if not dest.is_absolute():
+            raise FrameworkFailure(f"upload to {self.node}: {remote!r} is not an absolute path")
+        if not self.container.put_archive("/", tar_of(local, str(dest).lstrip("/"))):
             raise FrameworkFailure(f"upload of {local} to {self.node}:{remote} failed")
 
     def download(self, remote: str, local: Path) -> None:
