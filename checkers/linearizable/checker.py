@@ -1,0 +1,50 @@
+"""The Checker a workload puts in its list: a model name, its initial state and a budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from checkers.linearizable.budget import Budget
+from checkers.linearizable.models import get_model
+from checkers.linearizable.partition import check
+from jepsen_py.history import Op
+from jepsen_py.protocols import Test
+
+
+class LinearizableChecker:
+    """jepsen_py.protocols.Checker over one model; keys are checked in parallel.
+
+    `test.spec.options["linearizable_time_s"]` / `["linearizable_memory_mb"]` override the budget
+    when given (the run command's flags can land there).
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        init: Any = None,
+        budget: Budget | None = None,
+        *,
+        name: str = "linearizable",
+        workers: int | None = None,
+        **model_options: Any,
+    ) -> None:
+        self.model_name = model_name
+        self.init = init
+        self.budget = budget or Budget()
+        self.name = name
+        self.workers = workers
+        self.model_options = model_options
+        get_model(model_name, init, **model_options)  # fail at construction, not after a run
+
+    def check(self, test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
+        budget = self.budget
+        if test is not None:
+            opts = getattr(test.spec, "options", {}) or {}
+            if "linearizable_time_s" in opts or "linearizable_memory_mb" in opts:
+                budget = Budget(
+                    float(opts.get("linearizable_time_s", budget.time_s)),
+                    int(opts.get("linearizable_memory_mb", budget.memory_mb)),
+                )
+        model = get_model(self.model_name, self.init, **self.model_options)
+        return check(history, model, budget=budget, workers=self.workers, source="history")

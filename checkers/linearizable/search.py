@@ -1,0 +1,172 @@
+"""The general search: Wing & Gong's backtracking with Lowe's memo, as Porcupine runs it.
+
+The history is a doubly linked list of call and return entries in event order. Walking from the
+head, a call whose step the model accepts is linearized (lifted out of the list with its return)
+unless the pair (set of linearized calls, new state) was seen before: that subtree was already
+explored (Lowe's memo). Reaching a return entry means that op should have taken effect already:
+backtrack. Calls whose completion is info have no return entry: they may be linearized anywhere
+after their invocation or never, so success is "every completed op linearized".
+
+One symmetry cut on top: two info calls with the same f and input are interchangeable once both
+are invoked, so the later-invoked one is only tried after its earlier twin (sound and complete:
+the earlier one's window contains the later one's).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from checkers.linearizable.budget import Budget, BudgetExceeded
+from checkers.linearizable.model import INF, Call, Model
+
+CHECK_EVERY = 4096
+
+
+@dataclass(slots=True)
+class SearchResult:
+    """valid True with `order` (call ids in linearization order), False with the longest partial
+    linearization found (`best`, `best_state`), or "unknown" with `reason`."""
+
+    valid: Any
+    order: list[int] = field(default_factory=list)
+    best: list[int] = field(default_factory=list)
+    best_state: Any = None
+    reason: str | None = None
+    steps: int = 0
+    memo: int = 0
+
+
+def search(
+    calls: list[Call],
+    model: Model,
+    budget: Budget | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> SearchResult:
+    """Is there a linearization of `calls` (one key, ids 0..n-1 in invocation order)?
+    `cancel` is polled with the clock; when it answers True the search stops (BudgetExceeded)."""
+    budget = (budget or Budget()).started()
+    n = len(calls)
+    init = model.init()
+    finite_total = sum(1 for c in calls if c.end != INF)
+    if finite_total == 0:
+        return SearchResult(True, [], [], init)
+
+    # Entries: 0 = head sentinel, 1..E, E+1 = tail sentinel.
+    events: list[tuple[float, int, int]] = []  # (position, kind 0=call 1=return, call id)
+    for c in calls:
+        events.append((c.start, 0, c.id))
+        if c.end != INF:
+            events.append((c.end, 1, c.id))
+    events.sort()
+    e_count = len(events)
+    tail = e_count + 1
+    nxt = [*list(range(1, e_count + 2)), tail]
+    prv = [0, *range(0, e_count + 1)]
+    kind = [0] * (e_count + 2)
+    cid = [0] * (e_count + 2)
+    match = [0] * (e_count + 2)
+    call_entry = [0] * n
+    for i, (_, k, c) in enumerate(events, start=1):
+        kind[i] = k
+        cid[i] = c
+        if k == 0:
+            call_entry[c] = i
+        else:
+            match[call_entry[c]] = i
+    kind[tail] = 2
+
+    finite = [1 if c.end != INF else 0 for c in calls]
+    # Symmetry: an info call waits for its earlier identical info twin.
+    twin = [-1] * n
+    last_seen: dict[Any, int] = {}
+    for c in calls:
+        if c.end == INF:
+            sig = (c.f, c.input)
+            try:
+                prev = last_seen.get(sig, -1)
+                last_seen[sig] = c.id
+            except TypeError:
+                prev = -1
+            twin[c.id] = prev
+    bit = [1 << i for i in range(n)]
+
+    step = model.step
+    cache: set[tuple[int, Any]] = set()
+    stack: list[tuple[int, Any]] = []
+    state = init
+    bits = 0
+    left = finite_total
+    best_len = -1
+    best: list[int] = []
+    best_state = init
+    max_memo = budget.memo_entries(n)
+    deadline = budget.deadline if budget.deadline is not None else time.time() + budget.time_s
+    steps = 0
+    e = nxt[0]
+    while True:
+        steps += 1
+        if steps % CHECK_EVERY == 0:
+            if time.time() > deadline:
+                raise BudgetExceeded(
+                    f"time limit reached after {steps} steps and {len(cache)} memo entries "
+                    f"({n} ops on this key)"
+                )
+            if cancel is not None and cancel():
+                raise BudgetExceeded("cancelled: another key is already not linearizable")
+            if len(cache) > max_memo:
+                raise BudgetExceeded(
+                    f"memory limit ({budget.memory_mb} MB) reached: {len(cache)} memo entries "
+                    f"({n} ops on this key)"
+                )
+        k = kind[e]
+        if k == 0:
+            c = cid[e]
+            t = twin[c]
+            if t < 0 or bits & bit[t]:
+                ok, new_state = step(state, calls[c])
+                if ok:
+                    nb = bits | bit[c]
+                    key = (nb, new_state)
+                    if key not in cache:
+                        cache.add(key)
+                        stack.append((e, state))
+                        state = new_state
+                        bits = nb
+                        # lift e and its return
+                        a, b = prv[e], nxt[e]
+                        nxt[a] = b
+                        prv[b] = a
+                        r = match[e]
+                        if r:
+                            a, b = prv[r], nxt[r]
+                            nxt[a] = b
+                            prv[b] = a
+                        left -= finite[c]
+                        if left == 0:
+                            order = [cid[x] for x, _ in stack]
+                            return SearchResult(True, order, steps=steps, memo=len(cache))
+                        if len(stack) > best_len:
+                            best_len = len(stack)
+                            best = [cid[x] for x, _ in stack]
+                            best_state = state
+                        e = nxt[0]
+                        continue
+            e = nxt[e]
+            continue
+        # A return entry (or the end of the list): backtrack.
+        if not stack:
+            return SearchResult(False, [], best, best_state, steps=steps, memo=len(cache))
+        e, state = stack.pop()
+        c = cid[e]
+        bits &= ~bit[c]
+        left += finite[c]
+        r = match[e]
+        if r:
+            nxt[prv[r]] = r
+            prv[nxt[r]] = r
+        nxt[prv[e]] = e
+        prv[nxt[e]] = e
+        e = nxt[e]

@@ -1,0 +1,128 @@
+"""`jepsen-py check FILE --model NAME`: is a stored history linearizable?
+
+Reads our history.jsonl, Jepsen's history.edn or text logs, or Porcupine's kv logs; exits 0 valid,
+1 invalid, 2 unknown (budget ran out), 254 bad input (one line naming file:line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from jepsen_py.errors import BadInput, EnvironmentProblem
+from jepsen_py.verdict import exit_code
+
+NAME = "check"
+HELP = "check a history file (jsonl, Jepsen edn or log, Porcupine kv) for linearizability"
+
+# Per-format readings that make our verdicts agree with the tool that wrote the format.
+_FORMAT_DEFAULTS: dict[str, dict[str, str]] = {
+    "jepsen-log": {"failed_cas": "mismatch"},  # Porcupine: a failed cas is a definite answer
+    "edn": {"nil_read": "unknown"},  # Knossos: a nil read constrains nothing
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from checkers.linearizable.budget import DEFAULT_MEMORY_MB, DEFAULT_TIME_S
+    from checkers.linearizable.models import MODELS
+    from jepsen_py.importers import FORMATS
+
+    parser.add_argument("file", type=Path, help="the history file")
+    parser.add_argument("--model", required=True, choices=MODELS, help="the data type's model")
+    parser.add_argument("--init", default=None, metavar="JSON",
+                        help="the model's initial state as JSON, e.g. 0 or '{\"x\": 0}'")
+    parser.add_argument("--format", default="auto", choices=FORMATS, help="history format (default: sniffed)")
+    parser.add_argument("--time-limit", type=float, default=DEFAULT_TIME_S, metavar="S",
+                        help=f"seconds before giving up with 'unknown' (default {DEFAULT_TIME_S:g})")
+    parser.add_argument("--memory-limit", type=int, default=DEFAULT_MEMORY_MB, metavar="MB",
+                        help=f"memory for the search's memo, MB (default {DEFAULT_MEMORY_MB})")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="processes for per-key checks (default: cores)")
+    parser.add_argument("--nil-read", choices=("empty", "unknown"), default=None,
+                        help="register models: an ok read of null read an empty register (empty) or "
+                             "constrains nothing (unknown, Knossos); default by format")
+    parser.add_argument("--failed-cas", choices=("drop", "mismatch"), default=None,
+                        help="cas-register: a failed cas did not happen (drop, Knossos) or saw a "
+                             "different value (mismatch, Porcupine); default by format")
+    parser.add_argument("--engine", choices=("local", "spark"), default="local",
+                        help="local processes, or a Spark job (spark.distributed_check)")
+    parser.add_argument("--master", default=None, help="Spark master URL for --engine spark")
+    parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from checkers.linearizable import Budget, check, get_model
+    from jepsen_py.importers import check_rules, load_history
+
+    if args.time_limit <= 0:
+        raise BadInput(f"--time-limit must be positive, got {args.time_limit}")
+    if args.memory_limit <= 0:
+        raise BadInput(f"--memory-limit must be positive, got {args.memory_limit}")
+    init = _parse_init(args.init)
+    ops, fmt, lines = load_history(args.file, args.format)
+    check_rules(ops, lines, args.file)
+    options = _model_options(args, fmt)
+    budget = Budget(args.time_limit, args.memory_limit)
+    if args.engine == "spark":
+        try:
+            from spark.distributed_check import check_distributed
+        except ImportError as e:
+            raise EnvironmentProblem(f"--engine spark needs spark.distributed_check ({e})") from None
+        result = check_distributed(ops, args.model, init, master=args.master, budget=budget)
+    else:
+        model = get_model(args.model, init, **options)
+        result = check(ops, model, budget=budget, workers=args.workers, source=str(args.file))
+    result.setdefault("file", str(args.file))
+    result.setdefault("format", fmt)
+    if args.json:
+        json.dump(result, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        _summary(result, args.file)
+    return exit_code(result["valid"])
+
+
+def _parse_init(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BadInput(f"--init is not JSON ({e.msg}): {text!r}") from None
+
+
+def _model_options(args: argparse.Namespace, fmt: str) -> dict[str, str]:
+    opts = dict(_FORMAT_DEFAULTS.get(fmt, {}))
+    if args.nil_read is not None:
+        opts["nil_read"] = args.nil_read
+    if args.failed_cas is not None:
+        opts["failed_cas"] = args.failed_cas
+    applicable = {"register": {"nil_read"}, "offsets": {"nil_read"},
+                  "cas-register": {"nil_read", "failed_cas"}}.get(args.model, set())
+    for k in list(opts):
+        if k not in applicable:
+            if (k == "nil_read" and args.nil_read is not None) or (k == "failed_cas" and args.failed_cas):
+                raise BadInput(f"--{k.replace('_', '-')} does not apply to model {args.model!r}")
+            del opts[k]
+    return opts
+
+
+def _summary(result: dict[str, Any], path: Path) -> None:
+    v = result["valid"]
+    word = {True: "linearizable", False: "NOT linearizable"}.get(v, "unknown")  # type: ignore[arg-type]
+    print(f"{path}: {word} ({result.get('model')}, {result.get('keys_checked', 0)} keys, "
+          f"{result.get('ops', 0)} ops)")
+    reasons = result.get("unknown_reasons") or {}
+    if v is False and reasons:
+        print(f"  {len(reasons)} other keys not finished: the verdict was settled by an invalid key")
+    else:
+        for k, why in reasons.items():
+            print(f"  key {k}: unknown: {why}")
+    for f in result.get("failures", [])[:5]:
+        print(f"  key {f.get('key')!r}: {f.get('explanation')}")
+        if f.get("candidates"):
+            for c in f["candidates"][:5]:
+                print(f"    candidate op {c['op']} ({c['f']} {c['value']!r}): {c['why']}")

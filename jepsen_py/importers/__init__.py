@@ -1,0 +1,94 @@
+"""Readers for histories written by others: Jepsen's history.edn and text logs, Porcupine's kv
+logs. Each turns a file into our history records (jepsen_py.history.Op) and says in its docstring
+how it reads fail and info. `load_history(path, fmt)` picks one by format name or by sniffing and
+`check_rules` reports the first op breaking Jepsen's rules as file:line."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from jepsen_py.errors import BadInput
+from jepsen_py.history import INFO, INVOKE, NEMESIS, SAMPLE_PROCESSES, Op, iter_history
+
+FORMATS = ("auto", "jsonl", "edn", "jepsen-log", "porcupine-kv")
+
+
+def detect_format(path: Path | str) -> str:
+    """jsonl, edn, jepsen-log or porcupine-kv, from the name and the first lines."""
+    path = Path(path)
+    if path.suffix == ".jsonl":
+        return "jsonl"
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(65536)
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise BadInput(f"{path}: is a directory") from None
+    if "jepsen.util" in head or path.suffix == ".log":
+        return "jepsen-log"
+    first = next((ln.strip() for ln in head.splitlines() if ln.strip() and not ln.startswith(";")), "")
+    if first.startswith("{") and first.endswith("}") and '"type"' in first:
+        return "jsonl"
+    if first.startswith("{:") and ":key" in first and any(
+        f":f :{x}" in head for x in ("get", "put", "append")
+    ):
+        return "porcupine-kv"
+    if first.startswith(("{", "[", "(", "#")) or path.suffix == ".edn":
+        return "edn"
+    if not first:
+        return "jsonl"  # empty: any reader gives an empty history
+    raise BadInput(f"{path}: cannot tell the history format; give --format")
+
+
+def load_history(path: Path | str, fmt: str = "auto") -> tuple[list[Op], str, list[int]]:
+    """The file's ops, the format it was read as, and each op's line number."""
+    if fmt not in FORMATS:
+        raise BadInput(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    if fmt == "auto":
+        fmt = detect_format(path)
+    lines: list[int] = []
+    if fmt == "jsonl":
+        ops = list(iter_history(path))
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [i for i, ln in enumerate(f, start=1) if ln.strip()][: len(ops)]
+        return ops, fmt, lines
+    if fmt == "edn":
+        from jepsen_py.importers.edn import read_edn_history
+
+        return read_edn_history(path, lines), fmt, lines
+    if fmt == "jepsen-log":
+        from jepsen_py.importers.jepsen_log import read_jepsen_log
+
+        return read_jepsen_log(path, lines), fmt, lines
+    from jepsen_py.importers.porcupine_kv import read_porcupine_kv
+
+    return read_porcupine_kv(path, lines), fmt, lines
+
+
+def check_rules(ops: Sequence[Op], lines: Sequence[int], path: Path | str) -> None:
+    """Jepsen's rules for client ops (as jepsen_py.history.validate), with the error naming
+    file:line: a completion needs an invocation in flight on its process, a process has one
+    invocation in flight, and a process that got info does not invoke again."""
+    in_flight: dict[object, int] = {}
+    crashed: set[object] = set()
+    for i, op in enumerate(ops):
+        p = op.process
+        if p == NEMESIS or p in SAMPLE_PROCESSES:
+            continue
+        where = f"{path}:{lines[i] if i < len(lines) else '?'}"
+        if op.type == INVOKE:
+            if p in in_flight:
+                raise BadInput(
+                    f"{where}: process {p!r} invokes {op.f!r} while its op from line "
+                    f"{lines[in_flight[p]] if in_flight[p] < len(lines) else '?'} is still in flight"
+                )
+            if p in crashed:
+                raise BadInput(f"{where}: process {p!r} invokes again after an info completion")
+            in_flight[p] = i
+        else:
+            if in_flight.pop(p, None) is None:
+                raise BadInput(f"{where}: {op.type} for process {p!r} without an invocation")
+            if op.type == INFO:
+                crashed.add(p)
