@@ -102,6 +102,9 @@ class DockerRemote(Remote):
             cmd = ["timeout", "-s", "KILL", f"{max(timeout, 0.1):.3f}", *cmd]
         code, (out, err) = self.container.exec_run(cmd, environment=dict(env or {}), demux=True)
         res = ExecResult(code, (out or b"").decode(errors="replace"), (err or b"").decode(errors="replace"))
+        if code in (126, 127) and res.stdout.startswith("OCI runtime exec failed"):
+            # The engine reports a missing program on stdout; make it look like a shell's 127.
+            res = ExecResult(127, "", f"{cmd[0]}: command not found ({res.stdout.strip()})")
         if check and code != 0:
             raise RemoteCommandFailed(self.node, argv, code, res.stderr or res.stdout)
         return res
