@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,8 @@ KNOWN_BUGS = (
     "zombie-leader",
     "lease-no-drift-bound",
 )
+#: The bugs this build can actually reproduce; the rest are refused at start rather than ignored.
+IMPLEMENTED_BUGS: tuple[str, ...] = ()
 MAX_PENDING = 20_000
 
 
@@ -222,6 +225,9 @@ class Node:
             self.raw.step(msg)
         except RaftError as e:
             self.log(f"raft rejected {msg.type} from {msg.src}: {e}")
+        except Exception:
+            # a message the core cannot digest must not take the node down (a peer speaking garbage)
+            self.log(f"raft failed on {msg.type} from {msg.src}, message dropped:\n{traceback.format_exc()}")
         self.schedule_ready()
 
     def on_unreachable(self, peer: str) -> None:
@@ -258,7 +264,7 @@ class Node:
         if local or self.cfg.read_mode == "local":
             fut.set_result(self.state.applied_index)
             return fut
-        if self.raw.status().get("leader") is None:
+        if self.leader() is None:
             raise ProposalDropped("no leader known")
         self.read_queue.append(fut)
         if self.read_round is None:
@@ -283,7 +289,7 @@ class Node:
             # the round was dropped (no leader, leader changed): its reads join a fresh round
             self.read_queue = r.waiters + self.read_queue
             self.read_round = None
-            if self.raw.status().get("leader") is not None:
+            if self.leader() is not None:
                 self._start_read_round()
         self.schedule_ready()
 
@@ -298,12 +304,26 @@ class Node:
             asyncio.get_running_loop().call_soon(self.process_ready)
 
     def process_ready(self) -> None:
+        """Fail-stop: an error while persisting or applying leaves the node in an unknown state, so it
+        logs the traceback and exits at once (like etcd's panic) rather than serve or vote from it."""
+        try:
+            self._process_ready()
+        except Exception:
+            self.log(f"FATAL: error in the Ready loop, exiting:\n{traceback.format_exc()}")
+            print(f"cluster.node {self.cfg.id}: FATAL error in the Ready loop; see {self.cfg.log_file}",
+                  file=sys.stderr)
+            os._exit(70)
+
+    def _process_ready(self) -> None:
         self._ready_scheduled = False
         while self.raw.has_ready():
             rd = self.raw.ready()
             self.readies += 1
+            early = self._may_send_before_persist(rd)
+            if early and self.transport is not None and rd.messages:
+                self.transport.send(rd.messages)
             self._persist(rd)
-            if self.transport is not None and rd.messages:
+            if not early and self.transport is not None and rd.messages:
                 self.transport.send(rd.messages)
             if rd.snapshot is not None:
                 self.state = MetadataState.restore(rd.snapshot.data)
@@ -313,6 +333,21 @@ class Node:
                 self._on_read_state(rs.index, rs.context)
             self.raw.advance(rd)
         self._after_ready()
+
+    def _may_send_before_persist(self, rd: Ready) -> bool:
+        """A leader may replicate while it writes its own disk (Raft thesis 10.2.1).
+
+        Safe here because the loop is single-threaded: no follower's acknowledgement can be stepped
+        until this Ready's fsync has returned, so the leader never counts itself toward a commit
+        before its own copy is durable. Only when no term or vote change is waiting to be persisted
+        (those must be durable before any message of theirs leaves) and no snapshot is involved.
+        """
+        if rd.snapshot is not None or self.raw.soft_state().role != LEADER:
+            return False
+        if rd.hard_state is None:
+            return True
+        durable = self.storage.hard_state()
+        return rd.hard_state.term == durable.term and rd.hard_state.vote == durable.vote
 
     def _persist(self, rd: Ready) -> None:
         """Step 1 of the Ready contract: durable before anything is sent or applied."""
@@ -367,8 +402,8 @@ class Node:
             self._start_read_round()
 
     def _after_ready(self) -> None:
-        st = self.raw.status()
-        role, term, leader = st["role"], st["term"], st.get("leader")
+        soft = self.raw.soft_state()
+        role, term, leader = soft.role, self.raw.hard_state().term, soft.leader
         seen = (role, term, leader)
         if seen != self._last_seen:
             prev = self._last_seen
@@ -428,14 +463,20 @@ class Node:
             "wal_syncs": self.wal.syncs,
             "readies": self.readies,
         }
+        if "progress" in st:
+            out["progress"] = st["progress"]
         if self.transport is not None:
             out["transport"] = describe_stats(self.transport)
         return out
 
     def whoami(self) -> dict[str, Any]:
-        """The node / role / term / leader every answer carries."""
-        st = self.raw.status()
-        return {"node": self.cfg.id, "role": st["role"], "term": st["term"], "leader": st.get("leader")}
+        """The node / role / term / leader every answer carries (cheap: called per answer)."""
+        soft = self.raw.soft_state()
+        return {"node": self.cfg.id, "role": soft.role, "term": self.raw.hard_state().term,
+                "leader": soft.leader}
+
+    def leader(self) -> str | None:
+        return self.raw.soft_state().leader
 
     # ---- running ------------------------------------------------------------------------------------
 
@@ -522,6 +563,10 @@ def config_from_args(argv: list[str] | None = None) -> NodeConfig:
         raise StartupError("--tick-ms, --heartbeat-tick must be > 0 and --election-tick > --heartbeat-tick")
     if args.snapshot_entries <= 0 or args.retain_entries < 0:
         raise StartupError("--snapshot-entries must be > 0 and --retain-entries >= 0")
+    unbuilt = [b for b in args.bug if b not in IMPLEMENTED_BUGS]
+    if unbuilt:
+        # a flag that silently did nothing would make a run that "catches nothing" look meaningful
+        raise StartupError(f"--bug {', '.join(unbuilt)}: not built into this node yet (issue 7)")
     return NodeConfig(
         id=args.id,
         peers=peers,

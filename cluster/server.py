@@ -164,7 +164,7 @@ class ClientServer:
 
     def _not_served(self, why: str) -> RequestError:
         """The core dropped the request: no leader (unavailable) or a known leader elsewhere."""
-        leader = self.node.raw.status().get("leader")
+        leader = self.node.leader()
         if leader is not None and leader != self.node.cfg.id:
             return RequestError("not_leader", f"not accepted here: {why}", leader_hint=leader)
         return RequestError("unavailable", f"not accepted: {why}", leader_hint=leader)

@@ -228,3 +228,8 @@ def test_wal_records_are_json_with_crc(tmp_path):
     assert bodies[0] == (1, {"cluster_id": "c", "node_id": "n1"})
     assert bodies[1] == (3, [[2, 1, {"op": "noop"}]])
     assert bodies[2] == (2, {"term": 2, "vote": "n1", "commit": 0})
+
+
+def test_a_bug_flag_this_build_lacks_is_refused_not_ignored(tmp_path):
+    r = run_node([*node_args(str(tmp_path / "d")), "--bug", "zombie-leader"])
+    assert r.returncode == 2 and "not built into this node yet" in r.stderr

@@ -68,7 +68,9 @@ def test_cluster_elects_serves_and_survives_leader_death(tmp_path, n):
         new_leader = c.wait_for_leader(20, among=survivors)
         took = time.monotonic() - t0
         assert new_leader != leader
-        assert took < 6 * ELECTION_TIMEOUT_S, f"re-election took {took:.2f}s"
+        # detection takes one randomized timeout (< 2x), then PreVote and vote rounds; the bound leaves
+        # room for a loaded 2-core CI machine
+        assert took < 10 * ELECTION_TIMEOUT_S, f"re-election took {took:.2f}s"
         with c.client(new_leader) as cl:
             # everything acknowledged before the crash is there
             assert cl.fetch_offset("g1", "orders", 0)["offset"] == 555
@@ -144,3 +146,62 @@ def test_minority_side_answers_definitely_or_times_out(tmp_path):
         with c.client(leader, timeout=2.0) as cl, pytest.raises(ClusterError) as e:
             cl.fetch_offset("g", "t", 0)
         assert e.value.error in ("unavailable", "timeout")
+
+
+def test_snapshots_keep_the_wal_and_restart_bounded(tmp_path):
+    """Thousands of writes with a snapshot every 200 entries: the WAL stays small and a restart
+    replays at most about one snapshot interval of records, with the state intact."""
+    import os
+    import re
+
+    extra = ["--snapshot-entries", "200", "--retain-entries", "50"]
+    with LocalCluster(3, str(tmp_path), tick_ms=TICK_MS, extra_args=extra) as c:
+        c.start_all()
+        leader = c.wait_for_leader(20)
+        with c.client(leader) as cl:
+            for i in range(1500):
+                retry(lambda i=i: cl.commit_offset("g", "t", i % 10, i))
+        sizes = {nid: os.path.getsize(os.path.join(c.nodes[nid].data_dir, "wal.log")) for nid in c.nodes}
+        assert all(s < 200_000 for s in sizes.values()), sizes
+        for nid in c.nodes:
+            snaps = [f for f in os.listdir(c.nodes[nid].data_dir) if f.endswith(".snap")]
+            assert 1 <= len(snaps) <= 2, snaps
+        victim = next(n for n in c.nodes if n != leader)
+        c.stop(victim)
+        c.start(victim)
+        c.wait_for_leader(20)
+        replayed = [int(m) for m in re.findall(r"wal: replayed (\d+) records", c.log_text(victim))]
+        assert replayed[-1] <= 2 * 200 + 10, replayed
+        with c.client(victim) as cl:
+            assert [retry(lambda p=p: cl.fetch_offset("g", "t", p))["offset"] for p in range(10)] == [
+                1490 + p for p in range(10)
+            ]
+
+
+def test_paused_leader_never_serves_a_stale_read(tmp_path):
+    """SIGSTOP the leader, write through the new one, SIGCONT the old: in read-index mode the old
+    leader must not answer a read with the overwritten value (the zombie-leader scenario)."""
+    import signal
+
+    with LocalCluster(3, str(tmp_path), tick_ms=TICK_MS) as c:
+        c.start_all()
+        old = c.wait_for_leader(20)
+        with c.client(old) as cl:
+            retry(lambda: cl.commit_offset("g", "z", 0, 1))
+        c.nodes[old].proc.send_signal(signal.SIGSTOP)
+        try:
+            survivors = [n for n in c.nodes if n != old]
+            new = c.wait_for_leader(20, among=survivors)
+            with c.client(new) as cl:
+                retry(lambda: cl.commit_offset("g", "z", 0, 2))
+        finally:
+            c.nodes[old].proc.send_signal(signal.SIGCONT)
+        with c.client(old, timeout=3.0) as cl:
+            # straight after waking up it still believes it leads; a read must not return 1
+            for _ in range(20):
+                try:
+                    ans = cl.fetch_offset("g", "z", 0)
+                except ClusterError:
+                    continue
+                assert ans["offset"] == 2, f"stale read from the woken leader: {ans}"
+        assert "role follower" in c.log_text(old)
