@@ -1,0 +1,104 @@
+"""The Ready/advance contract the edges rely on."""
+
+from __future__ import annotations
+
+import pytest
+
+from cluster.raft import (
+    FOLLOWER,
+    LEADER,
+    Config,
+    ConfigError,
+    Message,
+    RawNode,
+    SoftState,
+    StepLocalMessageError,
+)
+from cluster.raft.messages import MSG_APP, MSG_HUP, MSG_VOTE, MSG_VOTE_RESP
+
+from .sim import drain, make_node
+
+PEERS = ["n1", "n2", "n3"]
+
+
+def test_a_fresh_node_has_nothing_to_do():
+    raw, _ = make_node("n1", PEERS)
+    assert not raw.has_ready()
+    st = raw.status()
+    keys = ("id", "role", "term", "leader", "commit", "applied", "last_index")
+    assert tuple(st[k] for k in keys) == ("n1", FOLLOWER, 0, None, 0, 0, 0)
+
+
+def test_campaign_ready_persists_the_vote_before_sending():
+    raw, _st = make_node("n1", PEERS)
+    raw.campaign()
+    rd = raw.ready()
+    assert rd.hard_state is not None and rd.hard_state.vote == "n1" and rd.hard_state.term == 1
+    assert rd.must_sync
+    assert {m.type for m in rd.messages} == {MSG_VOTE}
+    assert rd.soft_state == SoftState(leader=None, role="candidate")
+    raw.advance(rd)
+    assert not raw.has_ready()
+
+
+def test_leader_ready_carries_entries_then_commits_after_acks():
+    raw, st = make_node("n1", PEERS)
+    raw.campaign()
+    drain(raw, st)
+    raw.step(Message(type=MSG_VOTE_RESP, src="n2", dst="n1", term=1))
+    rd = raw.ready()
+    assert rd.soft_state == SoftState(leader="n1", role=LEADER)
+    assert [e.index for e in rd.entries] == [1] and rd.committed_entries == ()
+    st.append(rd.entries)
+    raw.advance(rd)
+    raw.propose({"op": "x"})
+    rd = raw.ready()
+    assert [e.data for e in rd.entries] == [{"op": "x"}]
+    st.append(rd.entries)
+    raw.advance(rd)
+    from cluster.raft.messages import MSG_APP_RESP
+
+    raw.step(Message(type=MSG_APP_RESP, src="n2", dst="n1", term=1, index=2))
+    rd = raw.ready()
+    assert [e.index for e in rd.committed_entries] == [1, 2]
+    assert rd.hard_state.commit == 2
+    raw.advance(rd)
+    assert raw.status()["applied"] == 2
+
+
+def test_local_message_types_cannot_come_from_the_network():
+    raw, _ = make_node("n1", PEERS)
+    with pytest.raises(StepLocalMessageError):
+        raw.step(Message(type=MSG_HUP, src="n2", dst="n1"))
+
+
+def test_messages_for_others_or_from_strangers_are_ignored():
+    raw, _ = make_node("n1", PEERS)
+    raw.step(Message(type=MSG_APP, src="n2", dst="n9", term=4))
+    raw.step(Message(type=MSG_APP, src="x7", dst="n1", term=4))
+    raw.step(Message(type=MSG_APP, src="n2", dst="n1", term=0))  # only proposals travel termless
+    assert raw.status()["term"] == 0 and not raw.has_ready()
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        Config(heartbeat_tick=0),
+        Config(election_tick=1, heartbeat_tick=1),
+        Config(read_only="sometimes"),
+        Config(lease_margin_ticks=10),
+        Config(max_inflight_msgs=0),
+    ],
+)
+def test_invalid_configs_are_refused(cfg):
+    with pytest.raises(ConfigError):
+        RawNode("n1", PEERS, make_node("n1", PEERS)[1], cfg)
+
+
+def test_duplicate_or_empty_peers_are_refused():
+    from cluster.raft import MemoryStorage
+
+    with pytest.raises(ConfigError):
+        RawNode("n1", ["n1", "n1"], MemoryStorage(), Config())
+    with pytest.raises(ConfigError):
+        RawNode("n1", [], MemoryStorage(), Config())
