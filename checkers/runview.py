@@ -1,0 +1,237 @@
+"""A stored run read back for pictures: its history, results and spec, plus what every picture shades.
+
+The timeline, perf and failure views all need the same derived facts (which fault was active when,
+which ops the checkers flagged, which node claimed leadership in a stale term), so they are computed
+once here from the run directory and nothing else: a picture can always be regenerated from disk.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jepsen_py.errors import BadInput
+from jepsen_py.history import INFO, NEMESIS, OBSERVER, OK, Op, Pair, pairs, read_history
+
+NS = 1_000_000_000
+
+# Nemesis verbs that undo a fault. "heal" undoes every open fault at once.
+_UNDO_PREFIXES = ("stop", "heal", "resume", "reset", "restart", "recover", "cont", "unpause", "repair")
+_DO_PREFIXES = ("start", "begin", "bump", "strobe", "kill", "pause", "partition", "skew", "isolate")
+
+
+@dataclass(slots=True)
+class FaultWindow:
+    """A stretch of time in which one nemesis fault was in effect (end None: never undone)."""
+
+    start: float  # seconds since the test started
+    end: float | None
+    f: str
+    label: str  # e.g. "start-partition: n1 | n2 n3"
+    detail: str  # everything the nemesis said, for hover
+
+
+@dataclass(slots=True)
+class Anomaly:
+    """One entry of some checker's "anomalies" list, tagged with the checker that found it."""
+
+    checker: str
+    kind: str
+    ops: list[int]
+    explanation: str
+
+
+@dataclass(slots=True)
+class StatusSample:
+    """One observer sample of one node: what it said of itself (answered False: it did not answer)."""
+
+    time: float
+    node: str
+    answered: bool
+    role: str
+    term: int | None
+    leader: str | None
+    zombie: bool = False
+
+
+@dataclass
+class RunView:
+    """Everything a picture draws, read from one run directory."""
+
+    run_dir: Path
+    ops: list[Op]
+    results: dict[str, Any]
+    test: dict[str, Any]
+    client_pairs: list[Pair] = field(default_factory=list)
+    nemesis_pairs: list[Pair] = field(default_factory=list)
+    faults: list[FaultWindow] = field(default_factory=list)
+    anomalies: list[Anomaly] = field(default_factory=list)
+    samples: list[StatusSample] = field(default_factory=list)
+    end_time: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return str(self.test.get("name") or self.run_dir.parent.name)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise BadInput(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(d, dict):
+        raise BadInput(f"{path}: expected a JSON object, got {type(d).__name__}")
+    return d
+
+
+def load_run(run_dir: Path | str) -> RunView:
+    """Reads history.jsonl (required), results.json and test.json (optional) from a run directory."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise BadInput(f"{run_dir}: no such run directory")
+    hist = run_dir / "history.jsonl"
+    if not hist.exists():
+        raise BadInput(f"{run_dir}: no history.jsonl in this run directory")
+    ops = read_history(hist)
+    view = RunView(run_dir, ops, _read_json(run_dir / "results.json"), _read_json(run_dir / "test.json"))
+    view.end_time = (max((o.time for o in ops), default=0)) / NS
+    all_pairs = pairs(ops)
+    view.client_pairs = [p for p in all_pairs if p.invoke.process != NEMESIS]
+    view.nemesis_pairs = [p for p in all_pairs if p.invoke.process == NEMESIS]
+    view.faults = fault_windows(view.nemesis_pairs, view.end_time)
+    view.anomalies = collect_anomalies(view.results)
+    view.samples = status_samples(ops)
+    return view
+
+
+def _verb(f: str) -> str:
+    return f.replace("_", "-").split("-", 1)[0].lower()
+
+
+def _family(f: str) -> str:
+    """start-partition and stop-partition share the family "partition"; pause/resume share ""."""
+    parts = f.replace("_", "-").lower().split("-", 1)
+    return parts[1] if len(parts) == 2 else ""
+
+
+def _is_undo(f: str) -> bool:
+    return _verb(f).startswith(_UNDO_PREFIXES)
+
+
+def _describe(value: Any) -> str:
+    """A short human summary of what the nemesis said it did."""
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        for k in ("partition", "grudge", "groups", "components"):
+            v = value.get(k)
+            if isinstance(v, list) and v and all(isinstance(g, list) for g in v):
+                return " | ".join(" ".join(str(n) for n in g) for g in v)
+        for k in ("nodes", "node", "targets", "isolated", "target"):
+            v = value.get(k)
+            if isinstance(v, list):
+                return " ".join(str(n) for n in v)
+            if v is not None:
+                return str(v)
+        return ", ".join(f"{k}={v}" for k, v in list(value.items())[:4])
+    if isinstance(value, list):
+        if value and all(isinstance(g, list) for g in value):
+            return " | ".join(" ".join(str(n) for n in g) for g in value)
+        return " ".join(str(v) for v in value)
+    return str(value)
+
+
+def fault_windows(nemesis_pairs: list[Pair], end_time: float) -> list[FaultWindow]:
+    """Pairs each fault-causing nemesis op with the op that undid it.
+
+    An undo closes the newest open window of its own family (stop-partition closes start-partition,
+    reset-clock closes bump-clock), else the oldest open one; "heal" closes all. A fault never undone
+    stays open to the end of the history. A failed nemesis op caused nothing and opens nothing.
+    """
+    out: list[FaultWindow] = []
+    open_: list[FaultWindow] = []
+    for p in nemesis_pairs:
+        if p.complete is not None and p.complete.type == "fail":
+            continue
+        f = p.invoke.f
+        t = p.invoke.time / NS
+        said = p.complete.value if p.complete is not None else p.invoke.value
+        if _is_undo(f):
+            t_done = (p.complete.time if p.complete is not None else p.invoke.time) / NS
+            if _verb(f) == "heal":
+                closing, open_ = open_, []
+            else:
+                fam = _family(f)
+                same = [w for w in open_ if _family(w.f) == fam and fam]
+                target = same[-1] if same else (open_[0] if open_ else None)
+                closing = [target] if target is not None else []
+                open_ = [w for w in open_ if w is not target]
+            for w in closing:
+                w.end = t_done
+            continue
+        desc = _describe(said)
+        label = f"{f}: {desc}" if desc else f
+        detail = json.dumps(said, default=str)[:300] if said is not None else ""
+        w = FaultWindow(start=t, end=None, f=f, label=label[:80], detail=detail)
+        out.append(w)
+        if _verb(f).startswith(_DO_PREFIXES) or not _is_undo(f):
+            open_.append(w)
+    for w in open_:
+        w.end = end_time
+    for w in out:
+        if w.end is None:
+            w.end = end_time
+    return out
+
+
+def collect_anomalies(results: dict[str, Any]) -> list[Anomaly]:
+    """Every checker's "anomalies" entries; a result nested one level (e.g. per key) counts too."""
+    out: list[Anomaly] = []
+    checkers = results.get("checkers")
+    if not isinstance(checkers, dict):
+        checkers = {}
+    for name, res in checkers.items():
+        if not isinstance(res, dict):
+            continue
+        for a in res.get("anomalies") or []:
+            if not isinstance(a, dict):
+                continue
+            ops = [i for i in (a.get("ops") or []) if isinstance(i, int) and not isinstance(i, bool)]
+            out.append(Anomaly(str(name), str(a.get("kind", "anomaly")), ops, str(a.get("explanation", ""))))
+    return out
+
+
+def status_samples(ops: list[Op]) -> list[StatusSample]:
+    """Observer samples in time order, each leader claim marked zombie when its term is stale.
+
+    A node claiming leadership is a zombie when another node has already reported a higher term:
+    a newer election happened and this leader was deposed without knowing it (the KAFKA-15489 shape).
+    """
+    out: list[StatusSample] = []
+    latest_term: dict[str, int] = {}
+    for op in ops:
+        if op.process != OBSERVER or op.node is None:
+            continue
+        v = op.value if isinstance(op.value, dict) else {}
+        answered = op.type == OK
+        term = v.get("term") if isinstance(v.get("term"), int) else None
+        role = str(v.get("role") or ("unreachable" if not answered else "unknown"))
+        s = StatusSample(op.time / NS, str(op.node), answered, role if answered else "unreachable",
+                         term, None if v.get("leader") is None else str(v.get("leader")))
+        if answered and term is not None:
+            latest_term[s.node] = term
+            if role == "leader":
+                newest = max((t for n, t in latest_term.items() if n != s.node), default=term)
+                s.zombie = newest > term
+        out.append(s)
+    out.sort(key=lambda s: s.time)
+    return out
+
+
+def pair_type(p: Pair) -> str:
+    """ok / fail / info; never completed counts as info."""
+    return p.complete.type if p.complete is not None else INFO
