@@ -26,7 +26,7 @@ from typing import Any
 from cluster import snapshots
 from cluster.raft.config import READ_ONLY_LEASE, READ_ONLY_SAFE, Config
 from cluster.raft.errors import ProposalDropped, RaftError
-from cluster.raft.messages import LEADER, Entry, Message, Ready
+from cluster.raft.messages import LEADER, Entry, HardState, Message, Ready
 from cluster.raft.rawnode import RawNode
 from cluster.raft.storage import MemoryStorage
 from cluster.state_machine import MetadataState
@@ -186,6 +186,17 @@ class Node:
             applied = snap.index
             self.log(f"recovered snapshot at index {snap.index} term {snap.term}")
         entries = [e for e in rec.entries if e.index > applied]
+        if snap is not None and entries:
+            # A snapshot sent by the leader replaces a log that did not match it. If the node died
+            # after saving the snapshot file but before rewriting the WAL, the WAL's entries after the
+            # snapshot belong to that old, divergent log: keep them only if the WAL agrees with the
+            # snapshot at its index.
+            at = [e.term for e in rec.entries if e.index == snap.index]
+            wal_term = at[0] if at else (rec.snapshot_term if rec.snapshot_index == snap.index else None)
+            if wal_term != snap.term:
+                self.log(f"dropping {len(entries)} WAL entries after snapshot {snap.index}: they do not "
+                         f"follow it (term {wal_term} vs {snap.term})")
+                entries = []
         if entries and entries[0].index != applied + 1:
             raise StartupError(
                 f"{cfg.data_dir}: WAL entries start at {entries[0].index} but the snapshot ends at {applied}"
@@ -196,7 +207,7 @@ class Node:
         if hs.commit > last:
             raise StartupError(f"{cfg.data_dir}: hard state commit {hs.commit} is past the last entry {last}")
         if hs.commit < applied:
-            hs = type(hs)(term=hs.term, vote=hs.vote, commit=applied)
+            hs = HardState(term=hs.term, vote=hs.vote, commit=applied)
         self.storage.set_hard_state(hs)
         raft_cfg = Config(
             election_tick=cfg.election_tick,
@@ -329,6 +340,8 @@ class Node:
                 self.state = MetadataState.restore(rd.snapshot.data)
                 self.log(f"installed snapshot at index {rd.snapshot.index} term {rd.snapshot.term}")
             self._apply(rd.committed_entries)
+            if rd.snapshot is not None or rd.committed_entries:
+                self._release_reads()
             for rs in rd.read_states:
                 self._on_read_state(rs.index, rs.context)
             self.raw.advance(rd)
@@ -354,6 +367,9 @@ class Node:
         if rd.snapshot is not None:
             snapshots.save(self.cfg.data_dir, self.cfg.cluster_id, rd.snapshot, fsync=self.cfg.fsync)
             hs = rd.hard_state or self.storage.hard_state()
+            # the commit index recorded with the bare snapshot may not point past it (the entries
+            # after it are written next); a lower durable commit is always safe
+            hs = HardState(term=hs.term, vote=hs.vote, commit=min(hs.commit, rd.snapshot.index))
             self.wal.rewrite(rd.snapshot.index, rd.snapshot.term, hs, [])
             self.storage.apply_snapshot(rd.snapshot)
         if rd.entries or rd.hard_state is not None:
@@ -373,17 +389,19 @@ class Node:
                 fut = self.pending.pop(str(e.data.get("rid")), None)
                 if fut is not None and not fut.done():
                     fut.set_result(result)
-        if entries:
-            applied = self.state.applied_index
-            still = []
-            for idx, fut in self.read_waiting:
-                if fut.done():
-                    continue
-                if idx <= applied:
-                    fut.set_result(idx)
-                else:
-                    still.append((idx, fut))
-            self.read_waiting = still
+
+    def _release_reads(self) -> None:
+        """Serves the reads whose read index the state machine has now reached."""
+        applied = self.state.applied_index
+        still = []
+        for idx, fut in self.read_waiting:
+            if fut.done():
+                continue
+            if idx <= applied:
+                fut.set_result(idx)
+            else:
+                still.append((idx, fut))
+        self.read_waiting = still
 
     def _on_read_state(self, index: int, context: str) -> None:
         r = self.read_round

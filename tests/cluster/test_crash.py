@@ -137,3 +137,60 @@ def test_kill9_at_random_moments_loses_no_acknowledged_write(tmp_path):
         assert any("recovered snapshot" in c.log_text(n) for n in c.nodes)
         for nid in c.nodes:
             assert "Traceback" not in c.stderr_text(nid)
+
+
+def _node(data_dir: str, logs: list[str]):
+    from cluster.node import Node, NodeConfig
+
+    cfg = NodeConfig(id="n1", peers={"n1": ("127.0.0.1", 1), "n2": ("127.0.0.1", 2), "n3": ("127.0.0.1", 3)},
+                     data_dir=data_dir, client_port=4, cluster_id="c")
+    return Node(cfg, logs.append)
+
+
+def test_crash_between_snapshot_install_and_wal_rewrite(tmp_path):
+    """The leader's snapshot (index 8, term 3) replaced a divergent log (entries of term 2 up to 10).
+    If the node dies after the snapshot file is durable but before the WAL is rewritten, recovery
+    must not stitch the old term-2 entries 9..10 behind the term-3 snapshot."""
+    from cluster import snapshots
+    from cluster.raft.messages import Entry, HardState, Snapshot
+    from cluster.state_machine import MetadataState
+    from cluster.wal import WAL
+
+    d = str(tmp_path / "n1")
+    wal, _ = WAL.open(d, "c", "n1")
+    wal.save(HardState(term=2, vote="n2", commit=4), [Entry(2, i, {"op": "noop"}) for i in range(1, 11)])
+    wal.close()
+    state = MetadataState()
+    for i in range(1, 9):
+        state.apply(i, 3, {"op": "commit_offset", "group": "g", "topic": "t", "partition": 0, "offset": i})
+    snapshots.save(d, "c", Snapshot(index=8, term=3, peers=("n1", "n2", "n3"), data=state.snapshot()))
+    logs: list[str] = []
+    node = _node(d, logs)
+    try:
+        assert node.storage.last_index() == 8 and node.storage.term(8) == 3
+        assert node.state.fetch_offset("g", "t", 0) == 8
+        assert any("dropping 2 WAL entries after snapshot 8" in m for m in logs)
+    finally:
+        node.wal.close()
+
+
+def test_own_compaction_snapshot_keeps_the_wal_tail(tmp_path):
+    """The node's own snapshot at 6 agrees with its WAL: entries 7..10 are kept on recovery."""
+    from cluster import snapshots
+    from cluster.raft.messages import Entry, HardState, Snapshot
+    from cluster.state_machine import MetadataState
+    from cluster.wal import WAL
+
+    d = str(tmp_path / "n1")
+    wal, _ = WAL.open(d, "c", "n1")
+    wal.save(HardState(term=2, vote="n2", commit=10), [Entry(2, i, None) for i in range(1, 11)])
+    wal.close()
+    state = MetadataState()
+    for i in range(1, 7):
+        state.apply(i, 2, None)
+    snapshots.save(d, "c", Snapshot(index=6, term=2, peers=("n1", "n2", "n3"), data=state.snapshot()))
+    node = _node(d, [])
+    try:
+        assert node.storage.first_index() == 7 and node.storage.last_index() == 10
+    finally:
+        node.wal.close()

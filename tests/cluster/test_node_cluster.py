@@ -149,20 +149,20 @@ def test_minority_side_answers_definitely_or_times_out(tmp_path):
 
 
 def test_snapshots_keep_the_wal_and_restart_bounded(tmp_path):
-    """Thousands of writes with a snapshot every 200 entries: the WAL stays small and a restart
-    replays at most about one snapshot interval of records, with the state intact."""
+    """Many writes with a snapshot every 100 entries: the WAL stays small and a restart replays at
+    most about one snapshot interval of records, with the state intact."""
     import os
     import re
 
-    extra = ["--snapshot-entries", "200", "--retain-entries", "50"]
+    extra = ["--snapshot-entries", "100", "--retain-entries", "20"]
     with LocalCluster(3, str(tmp_path), tick_ms=TICK_MS, extra_args=extra) as c:
         c.start_all()
         leader = c.wait_for_leader(20)
         with c.client(leader) as cl:
-            for i in range(1500):
+            for i in range(700):
                 retry(lambda i=i: cl.commit_offset("g", "t", i % 10, i))
         sizes = {nid: os.path.getsize(os.path.join(c.nodes[nid].data_dir, "wal.log")) for nid in c.nodes}
-        assert all(s < 200_000 for s in sizes.values()), sizes
+        assert all(s < 60_000 for s in sizes.values()), sizes
         for nid in c.nodes:
             snaps = [f for f in os.listdir(c.nodes[nid].data_dir) if f.endswith(".snap")]
             assert 1 <= len(snaps) <= 2, snaps
@@ -171,10 +171,10 @@ def test_snapshots_keep_the_wal_and_restart_bounded(tmp_path):
         c.start(victim)
         c.wait_for_leader(20)
         replayed = [int(m) for m in re.findall(r"wal: replayed (\d+) records", c.log_text(victim))]
-        assert replayed[-1] <= 2 * 200 + 10, replayed
+        assert replayed[-1] <= 2 * 100 + 10, replayed
         with c.client(victim) as cl:
             assert [retry(lambda p=p: cl.fetch_offset("g", "t", p))["offset"] for p in range(10)] == [
-                1490 + p for p in range(10)
+                690 + p for p in range(10)
             ]
 
 
