@@ -1,0 +1,144 @@
+"""Names, composition and the fault schedule (no containers needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+import nemeses
+from jepsen_py.errors import BadInput
+from jepsen_py.generator import simulate, time_limit
+from jepsen_py.history import INFO, Op
+from nemeses.compose import ComposedNemesis, NoopNemesis
+from nemeses.targets import pick
+from tests.nemeses.support import make_spec, make_test
+
+NODES = ["n1", "n2", "n3", "n4", "n5"]
+STARTS = {"start-partition": "partition", "bump-clock": "clock", "strobe-clock": "clock",
+          "pause": "pause", "kill": "kill"}
+STOPS = {"stop-partition": "partition", "reset-clock": "clock", "resume": "pause", "start": "kill"}
+
+
+def schedule(names, tmp_path, interval=5.0, limit=300.0, seed=1):
+    spec = make_spec(NODES, tmp_path, nemesis_interval=interval, seed=seed)
+    nem, gen = nemeses.build(names, spec)
+    ops = simulate(time_limit(limit, gen), concurrency=2, nemesis_thread=True, seed=seed)
+    return nem, ops
+
+
+def test_every_listed_name_builds(tmp_path):
+    for name in nemeses.NEMESES:
+        nem, _ = nemeses.build([name], make_spec(NODES, tmp_path))
+        assert nem is not None
+
+
+def test_unknown_name_is_bad_input(tmp_path):
+    with pytest.raises(BadInput, match="unknown nemesis 'partition-lol'"):
+        nemeses.build(["partition-leader,partition-lol"], make_spec(NODES, tmp_path))
+
+
+def test_ring_needs_four_nodes(tmp_path):
+    with pytest.raises(BadInput, match="at least 4 nodes"):
+        nemeses.build(["partition-ring"], make_spec(["n1", "n2", "n3"], tmp_path))
+
+
+def test_bad_interval_is_bad_input(tmp_path):
+    with pytest.raises(BadInput, match="nemesis-interval"):
+        nemeses.build(["kill"], make_spec(NODES, tmp_path, nemesis_interval=0))
+
+
+def test_none_does_nothing(tmp_path):
+    nem, ops = schedule(["none"], tmp_path)
+    assert isinstance(nem, NoopNemesis) and ops == []
+
+
+def test_comma_names_compose_and_all_expands(tmp_path):
+    nem, _ = nemeses.build(["partition-leader,kill"], make_spec(NODES, tmp_path))
+    assert isinstance(nem, ComposedNemesis)
+    assert nem.fs() == {"start-partition", "stop-partition", "kill", "start"}
+    shapes, fams = nemeses.parse(["all"])
+    assert shapes == ["leader", "random", "one", "ring", "bridge"] and fams == ["clock", "pause", "kill"]
+
+
+def test_single_family_alternates_start_and_stop_at_the_interval(tmp_path):
+    _, ops = schedule(["partition-leader"], tmp_path, interval=5, limit=60)
+    assert all(o.thread == "nemesis" for o in ops)
+    assert [o.template.f for o in ops] == ["start-partition", "stop-partition"] * 5 + ["start-partition"]
+    assert [o.time for o in ops] == [5.0 * i for i in range(1, 12)]
+    assert {o.template.value for o in ops if o.template.f == "start-partition"} == {"leader"}
+
+
+def test_all_toggles_each_family_consistently(tmp_path):
+    _, ops = schedule(["all"], tmp_path, interval=2, limit=2000, seed=9)
+    active: set[str] = set()
+    seen: set[str] = set()
+    for o in ops:
+        f = o.template.f
+        if f in STARTS:
+            assert STARTS[f] not in active, f"{f} started twice without a stop"
+            active.add(STARTS[f])
+            seen.add(STARTS[f])
+        else:
+            assert STOPS[f] in active, f"{f} stops a fault that is not in force"
+            active.discard(STOPS[f])
+    assert seen == {"partition", "clock", "pause", "kill"}
+
+
+def test_schedule_is_deterministic_under_a_seed(tmp_path):
+    a = [(o.time, o.template.f, o.template.value) for o in schedule(["all"], tmp_path, seed=4)[1]]
+    b = [(o.time, o.template.f, o.template.value) for o in schedule(["all"], tmp_path, seed=4)[1]]
+    assert a == b
+
+
+class Recorder:
+    def __init__(self, fs):
+        self._fs = frozenset(fs)
+        self.calls = []
+
+    def fs(self):
+        return self._fs
+
+    def setup(self, test):
+        self.calls.append("setup")
+
+    def invoke(self, test, op):
+        self.calls.append(op.f)
+        return Op(op.index, op.time, INFO, op.process, op.f, value="done")
+
+    def heal(self, test):
+        self.calls.append("heal")
+        if "boom" in self._fs:
+            raise RuntimeError("heal failed")
+
+    def teardown(self, test):
+        self.calls.append("teardown")
+
+
+def test_composed_routes_by_f_and_heals_every_member_even_after_a_failure(tmp_path):
+    a, b = Recorder({"boom", "x"}), Recorder({"y"})
+    nem = ComposedNemesis([a, b])
+    test = make_test(make_spec(NODES, tmp_path), tmp_path)
+    assert nem.invoke(test, Op(0, 0, "invoke", "nemesis", "y")).value == "done"
+    assert b.calls == ["y"] and a.calls == []
+    with pytest.raises(RuntimeError, match="heal failed"):
+        nem.heal(test)
+    assert a.calls == ["heal"] and b.calls == ["y", "heal"]
+    with pytest.raises(ValueError, match="no nemesis handles"):
+        nem.invoke(test, Op(0, 0, "invoke", "nemesis", "zzz"))
+    with pytest.raises(ValueError, match="both handle"):
+        ComposedNemesis([Recorder({"x"}), Recorder({"x"})])
+
+
+def test_targets(tmp_path):
+    test = make_test(make_spec(NODES, tmp_path), tmp_path)
+
+    class DB:
+        def primaries(self, test):
+            return ["n4"]
+
+    test.db = DB()
+    assert pick("leader", test, test.rng) == ["n4"]
+    assert len(pick("one", test, test.rng)) == 1
+    for _ in range(50):
+        assert 1 <= len(pick("minority", test, test.rng)) <= 2
+    assert len(pick("majority", test, test.rng)) == 3
+    assert pick("all", test, test.rng) == NODES
