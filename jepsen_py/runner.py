@@ -753,7 +753,7 @@ def run_test(
         }
         store.write_json(run_dir / store.RESULTS, results)
         log.info("verdict: valid=%s", results["valid"])
-    run_post_hooks(run_dir)
+        run_post_hooks(run_dir)
     if interrupted:
         raise KeyboardInterrupt
     if error is not None:

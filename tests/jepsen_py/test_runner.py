@@ -1,0 +1,287 @@
+"""The runner, driven by an in-process DB, Client and Nemesis that obey the contracts and record
+every call: phase order, real concurrency, Jepsen's process rules, timeouts, failures and Ctrl-C."""
+
+from __future__ import annotations
+
+import _thread
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jepsen_py import generator as gen
+from jepsen_py import runner, store
+from jepsen_py.backends.none import NoneBackend
+from jepsen_py.history import INFO, INVOKE, NEMESIS, OBSERVER, OK, read_history, validate
+from jepsen_py.runner import run_test
+from tests.jepsen_py.fakes import (
+    Calls,
+    FakeDB,
+    FakeNemesis,
+    ReadsSeeWritesChecker,
+    Register,
+    make_spec,
+    register_workload,
+)
+
+NEMESIS_SCHEDULE = [gen.sleep(0.2), {"f": "start"}, gen.sleep(0.2), {"f": "stop"}]
+
+
+def first(names: list[str], what: str) -> int:
+    return names.index(what)
+
+
+def last(names: list[str], what: str) -> int:
+    return len(names) - 1 - names[::-1].index(what)
+
+
+def test_phases_run_in_order_and_everything_is_stored(tmp_path: Path) -> None:
+    calls = Calls()
+    spec = make_spec(tmp_path, time_limit=1.0, rate=300.0)
+    db = FakeDB(spec, calls=calls, log_dir=tmp_path)
+    out = run_test(spec, db=db, workload=register_workload(calls=calls), nemesis=FakeNemesis(calls),
+                   nemesis_generator=gen.cycle(NEMESIS_SCHEDULE), backend=NoneBackend(spec))
+    assert out.exit_code == 0 and out.valid is True, out.results
+    assert out.phases == ["setup", "main", "heal", "recovery", "final", "collect logs", "teardown", "check"]
+
+    names = [n for n in calls.names() if n != "db.primaries"]
+    assert sorted(n for n in names if n == "db.setup") == ["db.setup"] * 3
+    assert last(names, "db.setup") < first(names, "nemesis.setup") < first(names, "client.open")
+    assert last(names, "nemesis.invoke") < first(names, "nemesis.heal")
+    assert first(names, "nemesis.heal") < first(names, "client.close")
+    assert last(names, "client.close") < first(names, "nemesis.teardown") < first(names, "db.teardown")
+    assert last(names, "db.teardown") < first(names, "checker.check")
+
+    run_dir = out.run_dir
+    assert run_dir.parent == spec.results_dir / spec.name
+    for f in ("test.json", "history.jsonl", "results.json", "jepsen.log"):
+        assert (run_dir / f).is_file(), f
+    assert json.loads((run_dir / "test.json").read_text())["seed"] == spec.seed
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["valid"] is True and results["checkers"]["reads-see-writes"]["valid"] is True
+    assert (run_dir / "nodes" / "n2" / "n2.log").read_text() == "node n2 log\n"
+    assert (spec.results_dir / "latest").resolve() == run_dir.resolve()
+    assert (spec.results_dir / spec.name / "latest").resolve() == run_dir.resolve()
+    assert "phase: main" in (run_dir / "jepsen.log").read_text()
+
+    history = read_history(run_dir / "history.jsonl")
+    validate(history)
+    nem = [o for o in history if o.process == NEMESIS]
+    assert [o.f for o in nem if o.type == INVOKE][-1] == "heal"
+    assert all(o.type == INFO for o in nem if o.type != INVOKE)
+    assert {o.f for o in nem} >= {"start", "stop", "heal"}
+    samples = [o for o in history if o.process == OBSERVER]
+    assert {o.node for o in samples} == {"n1", "n2", "n3"}
+    assert all(o.type == OK and o.value["leader"] == "n1" for o in samples)
+    # final reads: every key on every node, after the heal
+    heal_at = next(o.index for o in nem if o.f == "heal")
+    finals = {(o.key, o.node) for o in history if o.index > heal_at and o.f == "read" and o.type == OK}
+    assert finals == {(k, n) for k in range(3) for n in ("n1", "n2", "n3")}
+    # reads carry what the serving node said of itself
+    read = next(o for o in history if o.f == "read" and o.type == OK)
+    assert read.node and {"role", "term", "leader"} <= set(read.meta)
+
+
+def test_a_hundred_clients_run_at_the_same_time(tmp_path: Path) -> None:
+    """Every invoke waits at a 100-party barrier: with any lock around invocations the barrier
+    would break and the ops end info."""
+    spec = make_spec(tmp_path, concurrency=100, time_limit=30.0, recovery_timeout=0)
+    barrier = threading.Barrier(100)
+    db = FakeDB(spec, barrier=barrier)
+    w = register_workload(final=False, generator=gen.each_thread(gen.repeat({"f": "write", "key": 0,
+                                                                             "value": 1}, 3)))
+    out = run_test(spec, db=db, workload=w, backend=NoneBackend(spec))
+    history = read_history(out.run_dir / "history.jsonl")
+    client_ops = [o for o in history if isinstance(o.process, int)]
+    assert sum(1 for o in client_ops if o.type == OK) == 300
+    assert not [o for o in client_ops if o.type == INFO]
+    assert db.register.max_in_flight == 100
+    assert out.results["stats"]["phase_s"]["main"] < 20  # ended when the generator did, not at 30 s
+
+
+def test_rate_and_time_limit_hold_on_a_real_clock(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, time_limit=2.0, rate=150.0, concurrency=10, recovery_timeout=0)
+    out = run_test(spec, db=FakeDB(spec), workload=register_workload(final=False),
+                   backend=NoneBackend(spec))
+    main_s = out.results["stats"]["phase_s"]["main"]
+    assert 1.9 <= main_s <= 2.8
+    assert 0.8 * 300 <= out.invokes <= 1.2 * 300
+    history = read_history(out.run_dir / "history.jsonl")
+    times = [o.time for o in history if isinstance(o.process, int) and o.type == INVOKE]
+    assert (max(times) - min(times)) / 1e9 < 2.05
+
+
+def test_an_op_that_overruns_the_timeout_is_info_and_its_worker_moves_on(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, concurrency=2, op_timeout=0.3, recovery_timeout=0, time_limit=10)
+    w = register_workload(final=False, generator=gen.clients(gen.each_thread(
+        [{"f": "hang", "value": 1.0}, {"f": "write", "key": 1, "value": 5}])))
+    out = run_test(spec, db=FakeDB(spec), workload=w, backend=NoneBackend(spec))
+    history = read_history(out.run_dir / "history.jsonl")
+    validate(history)
+    hangs = [o for o in history if o.f == "hang" and o.type != INVOKE]
+    assert len(hangs) == 2 and all(o.type == INFO and o.error == "timeout" for o in hangs)
+    writes = [o for o in history if o.f == "write" and o.type == OK]
+    assert sorted(o.process for o in writes) == [2, 3]  # process + concurrency after the info
+
+
+def test_a_client_exception_is_info_and_the_client_is_reopened(tmp_path: Path) -> None:
+    calls = Calls()
+    spec = make_spec(tmp_path, concurrency=1, recovery_timeout=0, time_limit=10)
+    w = register_workload(final=False, generator=[{"f": "raise"}, {"f": "info"}, {"f": "write", "key": 0,
+                                                                                 "value": 1}])
+    out = run_test(spec, db=FakeDB(spec, calls=calls), workload=w, backend=NoneBackend(spec))
+    history = read_history(out.run_dir / "history.jsonl")
+    done = [(o.f, o.type, o.process) for o in history if isinstance(o.process, int) and o.type != INVOKE]
+    assert done == [("raise", INFO, 0), ("info", INFO, 1), ("write", OK, 2)]
+    raised = next(o for o in history if o.f == "raise" and o.type == INFO)
+    assert raised.error == "ConnectionError: boom"
+    assert calls.names().count("client.open") == 2
+
+
+def test_a_failed_db_setup_still_tears_everything_down(tmp_path: Path) -> None:
+    calls = Calls()
+    spec = make_spec(tmp_path)
+    out = run_test(spec, db=FakeDB(spec, calls=calls, fail_setup_on="n2"),
+                   workload=register_workload(calls=calls), backend=NoneBackend(spec))
+    assert out.exit_code == 255
+    assert "cannot install on n2" in (out.error or "")
+    assert sorted(a for n, a in calls.items if n == "db.teardown") == ["n1", "n2", "n3"]
+    assert "checker.check" not in calls.names()
+    results = json.loads((out.run_dir / "results.json").read_text())
+    assert results["valid"] == "unknown" and "cannot install on n2" in results["error"]
+
+
+def test_ctrl_c_heals_and_tears_down_then_reraises(tmp_path: Path) -> None:
+    calls = Calls()
+    spec = make_spec(tmp_path, time_limit=20.0, rate=100.0)
+    timer = threading.Timer(0.8, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_test(spec, db=FakeDB(spec, calls=calls), workload=register_workload(calls=calls),
+                     nemesis=FakeNemesis(calls), nemesis_generator=gen.cycle(NEMESIS_SCHEDULE),
+                     backend=NoneBackend(spec))
+    finally:
+        timer.cancel()
+    names = calls.names()
+    assert "nemesis.heal" in names and "nemesis.teardown" in names
+    assert names.count("db.teardown") == 3
+    run_dir = (spec.results_dir / "latest").resolve()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["error"] == "interrupted" and results["valid"] == "unknown"
+    validate(read_history(run_dir / "history.jsonl"))
+
+
+def test_leave_db_running_skips_teardown(tmp_path: Path) -> None:
+    calls = Calls()
+    spec = make_spec(tmp_path, leave_db_running=True, recovery_timeout=0, time_limit=0.3)
+    out = run_test(spec, db=FakeDB(spec, calls=calls), workload=register_workload(final=False),
+                   backend=NoneBackend(spec))
+    assert out.exit_code == 0
+    assert "db.teardown" not in calls.names()
+
+
+class Raising:
+    name = "raises"
+
+    def check(self, test: Any, history: Any) -> dict[str, Any]:
+        raise ValueError("checker bug")
+
+
+class Invalid:
+    name = "invalid"
+
+    def check(self, test: Any, history: Any) -> dict[str, Any]:
+        return {"valid": False, "anomalies": [{"kind": "stale-read", "ops": [1], "explanation": "x"},
+                                              {"kind": "stale-read", "ops": [2], "explanation": "y"}]}
+
+
+@pytest.mark.parametrize(("checkers", "valid", "code", "anomalies"), [
+    ([ReadsSeeWritesChecker()], True, 0, 0),
+    ([ReadsSeeWritesChecker(), Raising()], "unknown", 2, 0),
+    ([Raising(), Invalid()], False, 1, 2),
+])
+def test_verdicts_merge_across_checkers(tmp_path: Path, checkers: list, valid: object, code: int,
+                                        anomalies: int) -> None:
+    spec = make_spec(tmp_path, recovery_timeout=0, time_limit=0.2)
+    w = register_workload(final=False)
+    w.checkers = checkers
+    out = run_test(spec, db=FakeDB(spec), workload=w, backend=NoneBackend(spec))
+    assert (out.valid, out.exit_code, out.anomalies) == (valid, code, anomalies)
+    if any(isinstance(c, Raising) for c in checkers):
+        assert out.results["checkers"]["raises"]["error"] == "ValueError: checker bug"
+
+
+def test_post_run_renderers_are_called_and_their_failures_are_not_fatal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Path] = []
+
+    def broken(run_dir: Path) -> None:
+        raise RuntimeError("renderer bug")
+
+    monkeypatch.setattr(runner, "POST_RUN", [broken, seen.append])
+    spec = make_spec(tmp_path, recovery_timeout=0, time_limit=0.2)
+    out = run_test(spec, db=FakeDB(spec), workload=register_workload(final=False), backend=NoneBackend(spec))
+    assert out.exit_code == 0 and seen == [out.run_dir]
+    assert (out.run_dir / "results.json").exists()
+    assert "renderer bug" in (out.run_dir / "jepsen.log").read_text()
+
+
+def test_an_unsupported_workload_fails_before_anything_is_created(tmp_path: Path) -> None:
+    class PickyDB(FakeDB):
+        def client(self, workload: str) -> Any:
+            from jepsen_py.errors import BadInput
+
+            raise BadInput(f"--workload: {workload} is not supported by this db")
+
+    spec = make_spec(tmp_path)
+    from jepsen_py.errors import BadInput
+
+    with pytest.raises(BadInput, match="not supported"):
+        run_test(spec, db=PickyDB(spec), workload=register_workload(), backend=NoneBackend(spec))
+    assert not spec.results_dir.exists()
+
+
+def test_observer_marks_silent_nodes_and_keeps_polling_the_others(tmp_path: Path) -> None:
+    class HalfDeadDB(FakeDB):
+        def status(self, test: Any, node: str) -> dict[str, Any] | None:
+            if node == "n3":
+                return None
+            return super().status(test, node)
+
+    spec = make_spec(tmp_path, time_limit=1.0, recovery_timeout=0, rate=50.0)
+    out = run_test(spec, db=HalfDeadDB(spec), workload=register_workload(final=False),
+                   backend=NoneBackend(spec))
+    samples = [o for o in read_history(out.run_dir / "history.jsonl") if o.process == OBSERVER]
+    by_node = {n: [o for o in samples if o.node == n] for n in ("n1", "n2", "n3")}
+    assert all(o.type == "fail" and o.value is None for o in by_node["n3"])
+    for n in ("n1", "n2"):
+        assert 7 <= len(by_node[n]) <= 20  # ~10 per second over the ~1 s main phase
+        assert all(o.type == OK for o in by_node[n])
+
+
+def test_store_is_created_first(tmp_path: Path) -> None:
+    """test.json exists before the backend is asked for anything."""
+    seen: dict[str, bool] = {}
+
+    class Spy(NoneBackend):
+        def setup(self, test: Any) -> dict:
+            seen["test.json"] = (test.store_dir / store.TEST_JSON).exists()
+            return {}
+
+    spec = make_spec(tmp_path, recovery_timeout=0, time_limit=0.2)
+    run_test(spec, db=FakeDB(spec), workload=register_workload(final=False), backend=Spy(spec))
+    assert seen == {"test.json": True}
+
+
+def test_register_fake_is_a_real_register() -> None:
+    """The fake itself: writes are visible to later reads (so the checker tests mean something)."""
+    r = Register()
+    from jepsen_py.history import Op
+    from tests.jepsen_py.fakes import RegisterClient
+
+    c = RegisterClient(r, Calls(), "n1")
+    c.invoke(None, Op(0, 0, INVOKE, 0, "write", 1, 42))  # type: ignore[arg-type]
+    assert c.invoke(None, Op(1, 0, INVOKE, 0, "read", 1)).value == 42  # type: ignore[arg-type]
