@@ -67,7 +67,8 @@ class Unstable:
             self.offset = after
             self.entries = list(ents)
         else:
-            self.entries = [*self.entries[: after - self.offset], *ents]
+            del self.entries[after - self.offset :]
+            self.entries.extend(ents)
 
     def slice(self, lo: int, hi: int) -> list[Entry]:
         return self.entries[lo - self.offset : hi - self.offset]

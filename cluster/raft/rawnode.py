@@ -53,6 +53,7 @@ class RawNode:
         self.raft = self.raft_class(id, peers, storage, config)
         self._prev_soft = self.raft.soft_state()
         self._prev_hard = self.raft.hard_state()
+        self._outstanding = False
 
     # ---- inputs ----
 
@@ -131,6 +132,8 @@ class RawNode:
 
     def ready(self) -> Ready:
         """Collects what to persist, send and apply. Call advance(ready) when it is done."""
+        if self._outstanding:
+            raise RuntimeError("ready() called again before advance() of the previous Ready")
         r = self.raft
         soft = r.soft_state()
         hard = r.hard_state()
@@ -152,6 +155,7 @@ class RawNode:
         )
         r.msgs = []
         r.read_states = []
+        self._outstanding = True
         if rd.soft_state is not None:
             self._prev_soft = rd.soft_state
         return rd
@@ -159,6 +163,7 @@ class RawNode:
     def advance(self, rd: Ready) -> None:
         """Tells the core that everything in `rd` was persisted, sent and applied."""
         r = self.raft
+        self._outstanding = False
         if rd.hard_state is not None:
             self._prev_hard = rd.hard_state
         if rd.snapshot is not None:

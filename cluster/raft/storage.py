@@ -115,4 +115,6 @@ class MemoryStorage:
         offset = ents[0].index - self._offset()
         if offset > len(self._ents):
             raise ValueError(f"missing log entry: last index {self.last_index()}, append at {ents[0].index}")
-        self._ents = [*self._ents[:offset], *ents]
+        # In place: the log can be long, and a copy per append would make appends quadratic.
+        del self._ents[offset:]
+        self._ents.extend(ents)

@@ -102,3 +102,11 @@ def test_duplicate_or_empty_peers_are_refused():
         RawNode("n1", ["n1", "n1"], MemoryStorage(), Config())
     with pytest.raises(ConfigError):
         RawNode("n1", [], MemoryStorage(), Config())
+
+
+def test_ready_twice_without_advance_is_a_caller_bug():
+    raw, _ = make_node("n1", PEERS)
+    raw.campaign()
+    raw.ready()
+    with pytest.raises(RuntimeError, match="advance"):
+        raw.ready()

@@ -127,9 +127,8 @@ def test_follower_forwards_proposals_to_the_leader():
     lead = c.stabilize()
     follower = next(n for n in c.live() if n.id != lead.id)
     assert c.propose(follower.id, "via-follower")
-    msgs = [m for m in follower.raw.ready().messages]
-    assert [(m.type, m.dst) for m in msgs] == [(MSG_PROP, lead.id)]
-    c.net.extend(msgs)
+    c.pump()
+    assert [(m.type, m.src, m.dst) for m in c.net] == [(MSG_PROP, follower.id, lead.id)]
     c.deliver_all()
     c.tick_all()
     c.pump()
