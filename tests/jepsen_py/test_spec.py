@@ -1,0 +1,82 @@
+"""Options -> TestSpec: Jepsen's notations and one-line errors for every value a user can get wrong."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from jepsen_py import spec as specmod
+from jepsen_py.errors import BadInput
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    specmod.add_arguments(p)
+    return p.parse_args(list(argv))
+
+
+@pytest.mark.parametrize(("text", "nodes", "expected"), [
+    ("10", 5, 10), ("3n", 5, 15), ("1n", 3, 3), (" 2N ", 4, 8), (7, 5, 7),
+])
+def test_concurrency(text: str, nodes: int, expected: int) -> None:
+    assert specmod.parse_concurrency(text, nodes) == expected
+
+
+@pytest.mark.parametrize("text", ["", "n", "3x", "-1", "0", "0n", "2.5"])
+def test_bad_concurrency(text: str) -> None:
+    with pytest.raises(BadInput, match="--concurrency"):
+        specmod.parse_concurrency(text, 5)
+
+
+def test_nodes() -> None:
+    assert specmod.parse_nodes(None, None) == ["n1", "n2", "n3", "n4", "n5"]
+    assert specmod.parse_nodes(None, 3) == ["n1", "n2", "n3"]
+    assert specmod.parse_nodes("a,b, c", None) == ["a", "b", "c"]
+    with pytest.raises(BadInput, match="--node-count"):
+        specmod.parse_nodes(None, 0)
+    with pytest.raises(BadInput, match="not a usable node name"):
+        specmod.parse_nodes("n1,$(rm -rf)", None)
+    with pytest.raises(BadInput, match="names 2 nodes but --node-count says 3"):
+        specmod.parse_nodes("a,b", 3)
+
+
+def test_defaults_are_jepsen_like() -> None:
+    s = specmod.from_args(parse())
+    assert s.nodes == ["n1", "n2", "n3", "n4", "n5"]
+    assert s.concurrency == 10 and s.time_limit == 60 and s.nemesis == [] and s.backend == "docker"
+    assert s.name == "offsets-none" and s.db == "cluster.db:RaftMetadataDB"
+    assert 0 <= s.seed < 2**31
+
+
+def test_lists_and_names() -> None:
+    s = specmod.from_args(parse("--workload", "topics", "--nemesis", "partition-leader,kill",
+                                "--nemesis", "clock", "--bug", "zombie-leader", "--bug", "a,b",
+                                "--concurrency", "3n", "--node-count", "3", "--seed", "42"))
+    assert s.nemesis == ["partition-leader", "kill", "clock"]
+    assert s.bugs == ["zombie-leader", "a", "b"]
+    assert s.concurrency == 9 and s.seed == 42
+    assert s.name == "topics-partition-leader+kill+clock-zombie-leader-a-b"
+    assert specmod.from_args(parse("--nemesis", "none")).nemesis == []
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--time-limit", "0"], "--time-limit: must be > 0"),
+    (["--time-limit", "-5"], "--time-limit: must be > 0"),
+    (["--time-limit", "nan"], "--time-limit"),
+    (["--rate", "-1"], "--rate: must be >= 0"),
+    (["--nemesis-interval", "0"], "--nemesis-interval"),
+    (["--test-count", "0"], "--test-count"),
+    (["--op-timeout", "0"], "--op-timeout"),
+    (["--name", "../escape"], "--name"),
+])
+def test_bad_values_are_one_line(argv: list[str], message: str) -> None:
+    with pytest.raises(BadInput, match=message):
+        specmod.from_args(parse(*argv))
+
+
+def test_json_round_trip_ignores_unknown_keys() -> None:
+    s = specmod.from_args(parse("--seed", "1"), {"image_base": "debian"})
+    d = specmod.to_json(s)
+    d["from_a_newer_version"] = 1
+    assert specmod.from_json(d) == s
