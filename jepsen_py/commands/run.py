@@ -32,21 +32,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     specmod.add_arguments(parser)
     add_backend_arguments(parser)
-    wl = _workloads_module()
-    if wl is not None and hasattr(wl, "add_workload_arguments"):
-        wl.add_workload_arguments(parser)  # availability thresholds -> spec.options
+    for module, hook, _ in _OPTION_HOOKS:
+        fn = _hook(module, hook)
+        if fn is not None:
+            fn(parser)
 
 
-def _workloads_module() -> Any:
+# Packages that add their own `run` flags: (module, adds the flags, collects their values into
+# TestSpec.options). Both hooks are optional; a package that is absent is skipped.
+_OPTION_HOOKS = (
+    ("workloads", "add_workload_arguments", "workload_options"),
+    ("nemeses", "add_nemesis_arguments", "nemesis_options"),
+)
+
+
+def _hook(module: str, name: str) -> Any:
     try:
-        return importlib.import_module("workloads")
+        mod = importlib.import_module(module)
     except ModuleNotFoundError:
         return None
+    fn = getattr(mod, name, None)
+    return fn if callable(fn) else None
 
 
-def _workload_options(args: argparse.Namespace) -> dict[str, Any]:
-    wl = _workloads_module()
-    return wl.workload_options(args) if wl is not None and hasattr(wl, "workload_options") else {}
+def collect_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Everything that goes into TestSpec.options: backend, workload and nemesis flags."""
+    options = backend_options(args)
+    for module, _, collect in _OPTION_HOOKS:
+        fn = _hook(module, collect)
+        if fn is not None:
+            options.update(fn(args) or {})
+    return options
 
 
 def workload_registry() -> dict[str, Any]:
@@ -107,7 +123,7 @@ def write_junit(results: dict[str, Any], path: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     from jepsen_py.progress import print_summary
 
-    spec = specmod.from_args(args, {**backend_options(args), **_workload_options(args)})
+    spec = specmod.from_args(args, collect_options(args))
     check_names(spec)
     outcomes = []
     for i in range(spec.test_count):
