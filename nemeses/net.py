@@ -24,12 +24,12 @@ def drop_argv(source: str) -> list[str]:
 
 
 def drop_from(remote: Remote, sources: Iterable[str]) -> list[str]:
-    """Adds one DROP rule per source address; returns the addresses now dropped."""
-    done = []
-    for src in sorted(set(sources)):
-        remote.exec(drop_argv(src), timeout=20)
-        done.append(src)
-    return done
+    """Adds one DROP rule per source address, all in one iptables call (a comma list makes one rule
+    per address); returns the addresses now dropped."""
+    srcs = sorted(set(sources))
+    if srcs:
+        remote.exec(drop_argv(",".join(srcs)), timeout=20)
+    return srcs
 
 
 def labelled_rules(listing: str) -> list[list[str]]:
