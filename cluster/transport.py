@@ -9,8 +9,9 @@ Nothing is lost silently. A message that cannot be delivered, because the connec
 or the peer is so slow that its bounded queue overflows, is dropped *and reported* to the core
 (`on_unreachable`), which moves that peer's progress back to probing and retransmits from next_index;
 a MsgSnap's fate is reported through `on_snapshot_status`. Raft itself tolerates the loss; what it
-cannot tolerate is a loss it is told was a success (the drop-unconnected bug of issue 7 would live in
-PeerSender.enqueue).
+cannot tolerate is a loss it is told was a success. Issue 7's transport bugs each have one place:
+drop-unconnected in PeerSender.enqueue (drop while not connected, report nothing), unordered-send in
+Transport.send (each message on its own delayed task instead of the one ordered queue).
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -158,9 +159,16 @@ def test_snapshots_keep_the_wal_and_restart_bounded(tmp_path):
     with LocalCluster(3, str(tmp_path), tick_ms=TICK_MS, extra_args=extra) as c:
         c.start_all()
         leader = c.wait_for_leader(20)
-        with c.client(leader) as cl:
-            for i in range(700):
-                retry(lambda i=i: cl.commit_offset("g", "t", i % 10, i))
+        def load(p: int) -> None:  # one writer per key, 70 commits each, in parallel
+            with c.client(leader) as cl:
+                for i in range(p, 700, 10):
+                    retry(lambda i=i: cl.commit_offset("g", "t", p, i))
+
+        writers = [threading.Thread(target=load, args=(p,)) for p in range(10)]
+        for w in writers:
+            w.start()
+        for w in writers:
+            w.join(120)
         sizes = {nid: os.path.getsize(os.path.join(c.nodes[nid].data_dir, "wal.log")) for nid in c.nodes}
         assert all(s < 60_000 for s in sizes.values()), sizes
         for nid in c.nodes:
