@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from cluster.raft import LEADER, Config, Message, ProposalDropped, ReadState
+from cluster.raft import LEADER, Config, Message, ProposalDropped, RawNode, ReadState
 from cluster.raft.messages import MSG_HEARTBEAT, MSG_HEARTBEAT_RESP, MSG_READ_INDEX, MSG_VOTE
+from cluster.raft.raft import Raft
 
-from .sim import Cluster, drain, make_node
+from .sim import Cluster, InvariantViolation, drain, make_node
 
 SAFE = Config(election_tick=10)
 LEASE = Config(election_tick=10, read_only="lease", lease_margin_ticks=2)
@@ -185,3 +186,46 @@ def test_heartbeat_response_echoes_the_lease_stamp():
     raw.step(Message(type=MSG_HEARTBEAT, src="n1", dst="n2", term=1, index=42, context="c"))
     [resp], _, _ = drain(raw, st)
     assert (resp.type, resp.index, resp.context) == (MSG_HEARTBEAT_RESP, 42, "c")
+
+
+class LeaseWithoutExpiry(Raft):
+    """Broken on purpose: the leader trusts its lease for as long as it believes it leads."""
+
+    def lease_valid(self) -> bool:
+        return self.state == LEADER
+
+
+class LeaseWithoutExpiryNode(RawNode):
+    raft_class = LeaseWithoutExpiry
+
+
+def partitioned_leader_read(seed: int, node_class: type[RawNode]) -> bool:
+    """Isolates the leader; once the majority's new leader commits a write while the old one still
+    believes it leads, reads on the old one. True if that read was attempted."""
+    c = Cluster(3, LEASE, node_class=node_class, seed=seed)
+    lead = c.stabilize()
+    settle(c, 2)
+    c.isolate(lead.id)
+    for _ in range(40):
+        settle(c, 1)
+        others = [n for n in c.leaders() if n.id != lead.id]
+        if others and lead.raw.raft.state == LEADER:
+            c.propose(others[0].id, "newer")
+            c.pump()
+            c.deliver_all()
+            c.read(lead.id)
+            c.pump()  # the read-state check raises here if the old leader answers stale
+            settle(c, 3)
+            return True
+    return False
+
+
+@pytest.mark.parametrize("seed", [0, 2, 4])
+def test_lease_read_on_a_deposed_leader_is_refused(seed):
+    assert partitioned_leader_read(seed, RawNode)
+
+
+@pytest.mark.parametrize("seed", [0, 2, 4])
+def test_the_read_check_catches_a_lease_without_expiry(seed):
+    with pytest.raises(InvariantViolation, match="stale read"):
+        partitioned_leader_read(seed, LeaseWithoutExpiryNode)
