@@ -157,6 +157,8 @@ class Checker(Protocol):
 class TestSpec:
     """Everything that defines a test run, as given on the command line (written to test.json)."""
 
+    __test__ = False  # not a pytest test class, despite the name
+
     name: str
     workload: str
     nemesis: list[str]
@@ -183,6 +185,8 @@ class TestSpec:
 @dataclass
 class Test:
     """A running test: the spec plus the live things every component needs."""
+
+    __test__ = False
 
     spec: TestSpec
     store_dir: Path
