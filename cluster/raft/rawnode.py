@@ -72,6 +72,8 @@ class RawNode:
         uncommitted-entries limit is reached. Success means only "handed on": the caller learns the
         outcome when the entry shows up in committed_entries (match it by a request id in data).
         """
+        if not isinstance(data, dict):
+            raise TypeError(f"a proposal is a JSON object (dict), got {type(data).__name__}")
         self.raft.step(
             Message(type=MSG_PROP, src=self.raft.id, dst=self.raft.id, entries=(Entry(0, 0, data),))
         )
@@ -82,8 +84,8 @@ class RawNode:
             raise StepLocalMessageError(f"{msg.type} cannot arrive from the network")
         if msg.dst != self.raft.id:
             return
-        if msg.term == 0 and msg.type not in (MSG_PROP, MSG_READ_INDEX):
-            return  # only forwarded proposals and read requests travel without a term
+        if msg.term == 0 and msg.type not in _TERMLESS:
+            return  # only forwarded proposals, read and transfer requests travel without a term
         if msg.src not in self.raft.voters and msg.type not in _RESPONSE_FREE_FROM_UNKNOWN:
             # A message from a node outside the membership (e.g. a stale config) is ignored.
             return
@@ -193,6 +195,9 @@ class RawNode:
     def soft_state(self) -> SoftState:
         return self.raft.soft_state()
 
+
+# Requests that peers forward without a term (etcd-io/raft's convention for MsgProp/MsgReadIndex).
+_TERMLESS: frozenset[str] = frozenset({MSG_PROP, MSG_READ_INDEX, MSG_TRANSFER_LEADER})
 
 # Responses a node may legitimately get from a peer it does not list (none today: membership is static,
 # so anything from outside it is dropped). Kept as the one place to widen when membership changes land.

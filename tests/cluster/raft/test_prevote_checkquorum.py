@@ -148,3 +148,13 @@ def test_proposals_are_refused_during_a_transfer():
     run(c, 12)  # the transfer times out after an election timeout
     c.heal()
     assert lead.raw.raft.lead_transferee is None
+
+
+def test_a_transfer_requested_on_a_follower_is_forwarded_to_the_leader():
+    c = Cluster(3, Config(election_tick=10))
+    lead = c.stabilize()
+    follower = next(n.id for n in c.live() if n.id != lead.id)
+    c.nodes[follower].raw.transfer_leader(follower)
+    c.pump()
+    c.deliver_all()
+    assert c.nodes[follower].raw.raft.state == LEADER
