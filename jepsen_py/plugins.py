@@ -47,7 +47,10 @@ def load_db(ref: str, spec: TestSpec) -> DB:
     cls = load_object(ref, option="--db")
     if not callable(cls):
         raise BadInput(f"--db: {ref!r} is not a class")
-    db = cls(spec)
+    try:
+        db = cls(spec)
+    except TypeError as e:
+        raise BadInput(f"--db: cannot construct {ref}(spec): {e}") from None
     missing = [m for m in ("setup", "teardown", "primaries", "status", "client", "log_files")
                if not callable(getattr(db, m, None))]
     if missing:

@@ -1,0 +1,61 @@
+"""The backend registry (jepsen_py.backends): names to classes, lazily; backend flags into
+spec.options; and the `none` backend (nothing provisioned)."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jepsen_py.backends import BACKENDS, add_backend_arguments, backend_options, get_backend
+from jepsen_py.backends.none import NoneBackend
+from jepsen_py.errors import BadInput
+from jepsen_py.protocols import Backend
+from tests.jepsen_py.fakes import make_spec
+
+
+def test_unknown_backend_is_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match=r"--backend: unknown backend 'vagrant' .*docker, ssh, local, none"):
+        get_backend("vagrant", make_spec(tmp_path))
+
+
+def test_none_backend_provisions_nothing(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path)
+    b = get_backend("none", spec)
+    assert isinstance(b, NoneBackend) and isinstance(b, Backend)
+    assert b.setup(None) == {}  # type: ignore[arg-type]
+    assert b.peer_address("n1") == "n1"
+    assert b.client_endpoint("n1", 9092) == ("n1", 9092)
+    b.teardown(None)  # type: ignore[arg-type]
+
+
+def test_every_registered_backend_is_constructed_from_the_spec(tmp_path: Path) -> None:
+    """Constructing must not provision anything (that is setup's job): cheap and side-effect free."""
+    for name in BACKENDS:
+        try:
+            b = get_backend(name, make_spec(tmp_path, backend=name))
+        except BadInput as e:  # a backend module not in this build yet
+            assert "not available" in str(e)
+            continue
+        assert b.name == name
+
+
+def test_backends_load_lazily() -> None:
+    """Importing the registry pulls in neither the docker SDK nor paramiko (fast --help, and the
+    other parts' tests do not depend on them)."""
+    code = ("import sys, jepsen_py.backends; "
+            "print(any(m in sys.modules for m in ('docker', 'paramiko')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_backend_flags_land_in_options() -> None:
+    p = argparse.ArgumentParser()
+    add_backend_arguments(p)
+    args = p.parse_args([])
+    opts = backend_options(args)
+    assert isinstance(opts, dict)
+    assert all(hasattr(args, k) for k in opts)
