@@ -1,0 +1,351 @@
+"""The SSH backend (paramiko): Jepsen's classic mode, for real hosts and VMs that already exist.
+
+Nodes are host names (or `--ssh-host NODE=HOST[:PORT]` maps a node to where SSH reaches it). Host
+keys are checked against known_hosts by default, as ssh does; `--no-strict-host-key-checking`
+accepts any key (Jepsen's --strict-host-key-checking off). Commands run as argv: SSH only carries a
+string, so every argument is quoted with shlex before it leaves, and no input is ever interpreted by
+the remote shell. With a non-root user, `--ssh-sudo` (on by default for non-root users) runs every
+command through `sudo -n`. Files move by SFTP as one tar each way. A connection that breaks is
+re-opened and the command retried, but only when it never started on the node.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import posixpath
+import secrets
+import shlex
+import socket
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jepsen_py.backends.common import RemoteCommandFailed, check_signal, daemon_argv, tar_of, untar_to
+from jepsen_py.errors import BadInput, EnvironmentProblem, FrameworkFailure
+from jepsen_py.protocols import ExecResult, Remote, Test, TestSpec
+
+log = logging.getLogger(__name__)
+
+CONNECT_RETRIES = 5
+
+
+def add_arguments(group: argparse._ArgumentGroup) -> None:
+    """The SSH backend's options on `jepsen-py run` (values land in TestSpec.options)."""
+    group.add_argument("--ssh-user", default="root", help="SSH user (default root)")
+    group.add_argument("--ssh-key", metavar="FILE", default=None, help="private key file")
+    group.add_argument("--ssh-password", default=None,
+                       help="password (for the login, and for sudo if it asks); prefer keys")
+    group.add_argument("--ssh-port", type=int, default=22, help="SSH port (default 22)")
+    group.add_argument("--ssh-host", action="append", default=[], metavar="NODE=HOST[:PORT]",
+                       help="where SSH reaches NODE, when that is not the node's name (repeatable)")
+    group.add_argument("--ssh-sudo", action=argparse.BooleanOptionalAction, default=None,
+                       help="run commands with sudo (default: when the user is not root)")
+    group.add_argument("--strict-host-key-checking", action=argparse.BooleanOptionalAction, default=True,
+                       help="check host keys against known_hosts (default on; --no-strict-host-key-checking "
+                            "accepts any key)")
+    group.add_argument("--ssh-known-hosts", metavar="FILE", default=None,
+                       help="known_hosts file (default ~/.ssh/known_hosts)")
+
+
+@dataclass(frozen=True, slots=True)
+class SSHOptions:
+    user: str = "root"
+    key: str | None = None
+    password: str | None = None
+    port: int = 22
+    hosts: tuple[tuple[str, str], ...] = ()
+    sudo: bool | None = None
+    strict: bool = True
+    known_hosts: str | None = None
+    connect_timeout: float = 10.0
+
+    @classmethod
+    def from_spec(cls, spec: TestSpec) -> SSHOptions:
+        o = spec.options or {}
+        hosts = []
+        for item in o.get("ssh_host") or []:
+            node, sep, where = str(item).partition("=")
+            if not sep or not node or not where:
+                raise BadInput(f"--ssh-host: expected NODE=HOST[:PORT], got {item!r}")
+            hosts.append((node, where))
+        return cls(user=o.get("ssh_user") or "root", key=o.get("ssh_key"), password=o.get("ssh_password"),
+                   port=int(o.get("ssh_port") or 22), hosts=tuple(hosts), sudo=o.get("ssh_sudo"),
+                   strict=o.get("strict_host_key_checking", True) is not False,
+                   known_hosts=o.get("ssh_known_hosts"))
+
+    @property
+    def use_sudo(self) -> bool:
+        return self.user != "root" if self.sudo is None else bool(self.sudo)
+
+    def address(self, node: str) -> tuple[str, int]:
+        """host, port for `node`: HOST, HOST:PORT, [V6] or [V6]:PORT (a bare IPv6 has no port)."""
+        where = dict(self.hosts).get(node, node)
+        if where.startswith("["):
+            host, _, rest = where[1:].partition("]")
+            return host, int(rest[1:]) if rest.startswith(":") and rest[1:].isdigit() else self.port
+        host, sep, port = where.rpartition(":")
+        if sep and port.isdigit() and ":" not in host:
+            return host, int(port)
+        return where, self.port
+
+
+class SSHRemote(Remote):
+    """One node over one SSH connection (re-opened when it breaks)."""
+
+    def __init__(self, node: str, opts: SSHOptions) -> None:
+        self.node = node
+        self.opts = opts
+        self.host, self.port = opts.address(node)
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    # ---- connection -----------------------------------------------------------------------------
+
+    def connect(self) -> Any:
+        import paramiko
+
+        with self._lock:
+            if self._client is not None and self._client.get_transport() is not None \
+                    and self._client.get_transport().is_active():
+                return self._client
+            client = paramiko.SSHClient()
+            known = self.opts.known_hosts or os.path.expanduser("~/.ssh/known_hosts")
+            if self.opts.strict:
+                client.set_missing_host_key_policy(paramiko.RejectPolicy())
+                if os.path.exists(known):
+                    client.load_host_keys(known)
+            else:
+                client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+            last: Exception | None = None
+            for attempt in range(CONNECT_RETRIES):
+                try:
+                    client.connect(
+                        self.host, port=self.port, username=self.opts.user, password=self.opts.password,
+                        key_filename=self.opts.key, timeout=self.opts.connect_timeout,
+                        banner_timeout=self.opts.connect_timeout, auth_timeout=self.opts.connect_timeout,
+                        allow_agent=self.opts.key is None and self.opts.password is None,
+                        look_for_keys=self.opts.key is None and self.opts.password is None,
+                    )
+                    self._client = client
+                    return client
+                except paramiko.BadHostKeyException as e:
+                    raise EnvironmentProblem(
+                        f"ssh {self.node} ({self.host}:{self.port}): host key does not match known_hosts "
+                        f"({known}): {e}") from e
+                except paramiko.SSHException as e:
+                    if "not found in known_hosts" in str(e):
+                        raise EnvironmentProblem(
+                            f"ssh {self.node} ({self.host}:{self.port}): host key not in {known}; add it "
+                            "(ssh-keyscan) or pass --no-strict-host-key-checking") from e
+                    if isinstance(e, paramiko.AuthenticationException):
+                        raise EnvironmentProblem(
+                            f"ssh {self.node} ({self.host}:{self.port}): authentication failed for user "
+                            f"{self.opts.user!r}") from e
+                    last = e
+                except (OSError, EOFError) as e:
+                    last = e
+                time.sleep(min(2.0, 0.2 * 2**attempt))
+            raise EnvironmentProblem(f"ssh {self.node} ({self.host}:{self.port}): cannot connect: {last}")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    def _drop(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                with contextlib.suppress(Exception):
+                    self._client.close()
+                self._client = None
+
+    # ---- commands -------------------------------------------------------------------------------
+
+    def command(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
+        """The one string SSH carries: every argument quoted, sudo and env as argv prefixes."""
+        cmd: list[str] = []
+        if self.opts.use_sudo:
+            # With a password, sudo reads it from stdin (-S, no prompt); without one it must not ask.
+            cmd += ["sudo", "-S", "-p", ""] if self.opts.password else ["sudo", "-n"]
+            cmd += ["--"]
+        if env:
+            cmd += ["env", *(f"{k}={v}" for k, v in env.items())]
+        return shlex.join([*cmd, *argv])
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float | None = None,
+        check: bool = True,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        import paramiko
+
+        full = list(argv)
+        if timeout is not None:
+            full = ["timeout", "-s", "KILL", f"{max(timeout, 0.1):.3f}", *full]
+        line = self.command(full, env)
+        for attempt in range(3):
+            client = self.connect()
+            try:
+                chan = client.get_transport().open_session()
+            except (paramiko.SSHException, OSError, EOFError) as e:
+                # The command never reached the node: safe to reconnect and retry.
+                log.info("ssh %s: channel failed (%s), reconnecting", self.node, e)
+                self._drop()
+                if attempt == 2:
+                    raise EnvironmentProblem(f"ssh {self.node}: cannot open a session: {e}") from e
+                time.sleep(0.2 * 2**attempt)
+                continue
+            break
+        with chan:
+            if timeout is not None:
+                chan.settimeout(timeout + 30)
+            chan.exec_command(line)
+            if self.opts.use_sudo and self.opts.password:
+                chan.sendall((self.opts.password + "\n").encode())
+            chan.shutdown_write()
+            out, err = self._collect(chan)
+            code = chan.recv_exit_status()
+        res = ExecResult(code, out.decode(errors="replace"), err.decode(errors="replace"))
+        if check and code != 0:
+            raise RemoteCommandFailed(self.node, argv, code, res.stderr or res.stdout)
+        return res
+
+    @staticmethod
+    def _collect(chan: Any) -> tuple[bytes, bytes]:
+        out, err = bytearray(), bytearray()
+        while True:
+            got = False
+            if chan.recv_ready():
+                out += chan.recv(65536)
+                got = True
+            if chan.recv_stderr_ready():
+                err += chan.recv_stderr(65536)
+                got = True
+            if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                break
+            if not got:
+                time.sleep(0.002)
+        return bytes(out), bytes(err)
+
+    # ---- files ----------------------------------------------------------------------------------
+
+    def _tmp(self) -> str:
+        return f"/tmp/jepsen-py-{secrets.token_hex(6)}.tar"
+
+    def upload(self, local: Path, remote: str) -> None:
+        local = Path(local)
+        if not local.exists():
+            raise FrameworkFailure(f"upload to {self.node}: {local} does not exist")
+        parent, name = posixpath.split(remote.rstrip("/"))
+        tmp = self._tmp()
+        sftp = self.connect().open_sftp()
+        try:
+            with sftp.open(tmp, "wb") as fh:
+                fh.set_pipelined(True)
+                fh.write(tar_of(local, name))
+        finally:
+            sftp.close()
+        try:
+            self.exec(["mkdir", "-p", parent or "/"])
+            self.exec(["tar", "--no-same-owner", "-xf", tmp, "-C", parent or "/"])
+        finally:
+            self._rm_tmp(tmp)
+
+    def download(self, remote: str, local: Path) -> None:
+        parent, name = posixpath.split(remote.rstrip("/"))
+        tmp = self._tmp()
+        try:
+            self.exec(["tar", "-cf", tmp, "-C", parent or "/", name])
+            if self.opts.use_sudo:
+                self.exec(["chown", self.opts.user, tmp])
+            sftp = self.connect().open_sftp()
+            try:
+                with sftp.open(tmp, "rb") as fh:
+                    fh.prefetch()
+                    data = fh.read()
+            finally:
+                sftp.close()
+        finally:
+            self._rm_tmp(tmp)
+        untar_to(data, name, Path(local))
+
+    def _rm_tmp(self, tmp: str) -> None:
+        with contextlib.suppress(Exception):
+            self.exec(["rm", "-f", tmp], check=False)
+
+    # ---- daemons --------------------------------------------------------------------------------
+
+    def start_daemon(
+        self,
+        argv: Sequence[str],
+        *,
+        pidfile: str,
+        logfile: str,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> None:
+        self.exec(["mkdir", "-p", posixpath.dirname(pidfile), posixpath.dirname(logfile)])
+        self.exec(daemon_argv(argv, pidfile=pidfile, logfile=logfile, cwd=cwd), env=env)
+
+    def signal(self, pidfile: str, sig: str) -> bool:
+        sig = check_signal(sig)
+        return self.exec(["pkill", f"--signal={sig}", "--pidfile", pidfile], check=False).exit_code == 0
+
+
+class SSHBackend:
+    """Connects to hosts that exist already; provisions nothing and removes nothing."""
+
+    name = "ssh"
+
+    def __init__(self, spec: TestSpec) -> None:
+        self.spec = spec
+        self.opts = SSHOptions.from_spec(spec)
+        unknown = [n for n, _ in self.opts.hosts if n not in spec.nodes]
+        if unknown:
+            raise BadInput(f"--ssh-host names nodes not in --nodes: {', '.join(unknown)}")
+        self.remotes: dict[str, SSHRemote] = {}
+        self._peers: dict[str, str] = dict((spec.options or {}).get("peer_addresses") or {})
+
+    def setup(self, test: Test | None) -> dict[str, Remote]:
+        nodes = list(self.spec.nodes)
+        remotes = {n: SSHRemote(n, self.opts) for n in nodes}
+        with ThreadPoolExecutor(max_workers=min(16, max(1, len(nodes)))) as pool:
+            list(pool.map(lambda r: r.connect(), remotes.values()))
+        self.remotes = remotes
+        return dict(remotes)
+
+    def peer_address(self, node: str) -> str:
+        """The node's address as the other nodes see it: given in options["peer_addresses"], else
+        the node's own answer to `hostname -I` (first address), else its resolved name."""
+        if node not in self._peers:
+            addr = ""
+            remote = self.remotes.get(node)
+            if remote is not None:
+                res = remote.exec(["hostname", "-I"], check=False)
+                addr = res.stdout.split()[0] if res.exit_code == 0 and res.stdout.split() else ""
+            if not addr:
+                try:
+                    addr = socket.gethostbyname(self.opts.address(node)[0])
+                except OSError as e:
+                    raise EnvironmentProblem(f"cannot resolve node {node!r}: {e}") from e
+            self._peers[node] = addr
+        return self._peers[node]
+
+    def client_endpoint(self, node: str, port: int) -> tuple[str, int]:
+        return (self.peer_address(node), int(port))
+
+    def teardown(self, test: Test | None) -> None:
+        for r in self.remotes.values():
+            r.close()
+        self.remotes = {}

@@ -1,0 +1,169 @@
+"""The SSH backend against real sshd in containers, host key checking on."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from jepsen_py.backends.common import RemoteCommandFailed
+from jepsen_py.backends.ssh import SSHBackend, SSHOptions, SSHRemote
+from jepsen_py.errors import BadInput, EnvironmentProblem
+from tests.nemeses.support import make_spec, make_test
+
+NODES = ["n1", "n2"]
+
+
+def test_options_from_spec(tmp_path):
+    spec = make_spec(NODES, tmp_path, options={"ssh_host": ["n1=127.0.0.1:2201", "n2=[::1]:2202"],
+                                               "ssh_user": "admin"})
+    o = SSHOptions.from_spec(spec)
+    assert o.address("n1") == ("127.0.0.1", 2201) and o.address("n2") == ("::1", 2202)
+    assert o.use_sudo and o.strict
+    assert SSHOptions().address("db7") == ("db7", 22) and not SSHOptions().use_sudo
+    with pytest.raises(BadInput, match="NODE=HOST"):
+        SSHOptions.from_spec(make_spec(NODES, tmp_path, options={"ssh_host": ["n1"]}))
+    with pytest.raises(BadInput, match="not in --nodes"):
+        SSHBackend(make_spec(NODES, tmp_path, options={"ssh_host": ["n9=h"]}))
+
+
+def test_command_quotes_every_argument():
+    r = SSHRemote("n1", SSHOptions(user="admin", password="pw"))
+    line = r.command(["printf", "%s", "a b; rm -rf /", "$(id)"], env={"X": "1 2"})
+    assert line == "sudo -S -p '' -- env 'X=1 2' printf %s 'a b; rm -rf /' '$(id)'"
+
+
+@pytest.fixture(scope="module")
+def sshd(node_image, tmp_path_factory):
+    """Two containers running sshd, each with its own host key; a client key and known_hosts."""
+    from jepsen_py.backends.docker import DockerBackend
+
+    tmp = tmp_path_factory.mktemp("ssh")
+    key = tmp / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    spec = make_spec(NODES, tmp, options={"docker_image": node_image, "publish_ports": [22]})
+    test = make_test(spec, tmp)
+    backend = DockerBackend(spec)
+    remotes = backend.setup(test)
+    known = []
+    try:
+        for n, r in remotes.items():
+            r.exec(["sh", "-c", "rm -f /etc/ssh/ssh_host_*"])
+            r.exec(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", "/etc/ssh/ssh_host_ed25519_key"])
+            r.upload(key.with_suffix(".pub"), "/root/.ssh/authorized_keys")
+            r.exec(["useradd", "-m", "-s", "/bin/sh", "jepsen"])
+            r.exec(["sh", "-c", "echo jepsen:s3cret | chpasswd"])
+            r.exec(["sh", "-c", "echo 'jepsen ALL=(ALL) ALL' > /etc/sudoers.d/jepsen"])
+            r.exec(["mkdir", "-p", "/run/sshd"])
+            r.exec(["/usr/sbin/sshd"])
+            host, port = backend.client_endpoint(n, 22)
+            pub = r.exec(["cat", "/etc/ssh/ssh_host_ed25519_key.pub"]).stdout.split()
+            known.append(f"[{host}]:{port} {pub[0]} {pub[1]}")
+        (tmp / "known_hosts").write_text("\n".join(known) + "\n")
+        yield {"backend": backend, "tmp": tmp, "key": str(key), "known": str(tmp / "known_hosts"),
+               "hosts": [f"{n}={':'.join(map(str, backend.client_endpoint(n, 22)))}" for n in NODES]}
+    finally:
+        backend.teardown(test)
+
+
+def ssh_spec(sshd, **extra):
+    opts = {"ssh_host": sshd["hosts"], "ssh_key": sshd["key"], "ssh_known_hosts": sshd["known"]}
+    opts.update(extra)
+    return make_spec(NODES, sshd["tmp"], backend="ssh", options=opts)
+
+
+@pytest.mark.docker
+def test_exec_upload_download_daemon_with_host_key_checking(sshd, tmp_path):
+    spec = ssh_spec(sshd)
+    backend = SSHBackend(spec)
+    remotes = backend.setup(make_test(spec, tmp_path))
+    try:
+        r = remotes["n1"]
+        assert r.exec(["hostname"]).stdout.strip() == "n1"
+        assert r.exec(["printf", "%s|", "a b", "$HOME", ";x"]).stdout == "a b|$HOME|;x|"
+        assert r.exec(["sh", "-c", 'echo "$Y"'], env={"Y": "7"}).stdout == "7\n"
+        with pytest.raises(RemoteCommandFailed, match="exited 4"):
+            r.exec(["sh", "-c", "exit 4"])
+        t = time.monotonic()
+        assert r.exec(["sleep", "30"], timeout=1, check=False).exit_code != 0
+        assert time.monotonic() - t < 10
+
+        tree = tmp_path / "tree"
+        (tree / "d").mkdir(parents=True)
+        (tree / "d" / "f.txt").write_text("payload")
+        r.upload(tree, "/opt/up/tree")
+        assert r.exec(["cat", "/opt/up/tree/d/f.txt"]).stdout == "payload"
+        r.download("/opt/up/tree", tmp_path / "back")
+        assert (tmp_path / "back" / "d" / "f.txt").read_text() == "payload"
+
+        r.start_daemon(["sleep", "300"], pidfile="/run/t/s.pid", logfile="/var/log/t/s.log")
+        assert r.signal("/run/t/s.pid", "0")
+        assert r.signal("/run/t/s.pid", "KILL")
+        deadline = time.monotonic() + 5
+        while r.signal("/run/t/s.pid", "0"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+
+        # The peer address is what the node itself has, the container's address on its network.
+        assert backend.peer_address("n2") == sshd["backend"].peer_address("n2")
+    finally:
+        backend.teardown(None)
+
+
+@pytest.mark.docker
+def test_unknown_host_key_is_refused_unless_checking_is_off(sshd, tmp_path):
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")
+    with pytest.raises(EnvironmentProblem, match=r"not in .*no-strict-host-key-checking"):
+        SSHBackend(ssh_spec(sshd, ssh_known_hosts=str(empty))).setup(None)
+    backend = SSHBackend(ssh_spec(sshd, ssh_known_hosts=str(empty), strict_host_key_checking=False))
+    remotes = backend.setup(None)
+    assert remotes["n2"].exec(["hostname"]).stdout.strip() == "n2"
+    backend.teardown(None)
+
+
+@pytest.mark.docker
+def test_changed_host_key_is_refused(sshd, tmp_path):
+    lines = Path(sshd["known"]).read_text().splitlines()
+    # Give n1's entry n2's key: the real n1 then presents a key that does not match.
+    n1_host = lines[0].split()[0]
+    swapped = tmp_path / "known_hosts"
+    swapped.write_text(f"{n1_host} {' '.join(lines[1].split()[1:])}\n")
+    with pytest.raises(EnvironmentProblem, match="does not match"):
+        SSHBackend(ssh_spec(sshd, ssh_known_hosts=str(swapped))).setup(None)
+
+
+@pytest.mark.docker
+def test_password_login_and_sudo(sshd):
+    spec = make_spec(NODES, sshd["tmp"], backend="ssh", options={
+        "ssh_host": sshd["hosts"], "ssh_user": "jepsen", "ssh_password": "s3cret",
+        "ssh_known_hosts": sshd["known"]})
+    backend = SSHBackend(spec)
+    remotes = backend.setup(None)
+    try:
+        assert remotes["n1"].exec(["id", "-u"]).stdout.strip() == "0", "commands run through sudo"
+        no_sudo = SSHBackend(make_spec(NODES, sshd["tmp"], backend="ssh", options={
+            "ssh_host": sshd["hosts"], "ssh_user": "jepsen", "ssh_password": "s3cret",
+            "ssh_known_hosts": sshd["known"], "ssh_sudo": False})).setup(None)
+        assert no_sudo["n1"].exec(["id", "-un"]).stdout.strip() == "jepsen"
+        no_sudo["n1"].close()
+    finally:
+        backend.teardown(None)
+    bad = make_spec(NODES, sshd["tmp"], backend="ssh", options={
+        "ssh_host": sshd["hosts"], "ssh_user": "jepsen", "ssh_password": "wrong",
+        "ssh_known_hosts": sshd["known"]})
+    with pytest.raises(EnvironmentProblem, match="authentication failed"):
+        SSHBackend(bad).setup(None)
+
+
+@pytest.mark.docker
+def test_broken_connection_is_reopened(sshd):
+    backend = SSHBackend(ssh_spec(sshd))
+    r = backend.setup(None)["n1"]
+    try:
+        r._client.get_transport().close()  # as if the network dropped the connection
+        assert r.exec(["echo", "back"]).stdout == "back\n"
+    finally:
+        backend.teardown(None)
