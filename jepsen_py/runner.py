@@ -213,6 +213,9 @@ class _Run:
         self.clock = _Clock()
         self.test = Test(spec=spec, store_dir=run_dir, log=logging.getLogger("jepsen_py.test"),
                          rng=random.Random(spec.seed), backend=backend, db=db)
+        # Generators get their own stream, so a nemesis drawing from test.rng in its own thread
+        # cannot shift the ops the clients are handed.
+        self.gen_rng = random.Random(f"generator:{spec.seed}")
         self.phases: list[str] = []
         nodes = spec.nodes
         self.workers = [
@@ -312,7 +315,8 @@ class _Run:
                     self.db_nodes_set_up.append(node)  # partial setups still get torn down
         if errors:
             node, exc = sorted(errors, key=lambda e: e[0])[0]
-            log.error("db setup failed on %s", node, exc_info=exc)
+            for n, e in errors:
+                log.debug("db setup failed on %s", n, exc_info=e)
             if isinstance(exc, JepsenError):
                 raise exc
             raise FrameworkFailure(f"db setup on {node} failed: {type(exc).__name__}: {exc}") from exc
@@ -382,7 +386,7 @@ class _Run:
         threads: list[Thread] = [w.thread for w in self.workers]
         if with_nemesis:
             threads.append(NEMESIS)
-        driver = _Driver(g, self.test.rng, threads, self.spec.nodes, self.clock)
+        driver = _Driver(g, self.gen_rng, threads, self.spec.nodes, self.clock)
         self.watchdog_stop.clear()
         watchdog = threading.Thread(target=self._watchdog, name="op-timeouts", daemon=True)
         watchdog.start()
@@ -550,7 +554,8 @@ class _Run:
             try:
                 fn()
             except BaseException as e:
-                log.error("%s failed", what, exc_info=True)
+                log.error("%s failed: %s", what, e)
+                log.debug("%s failure in full", what, exc_info=True)
                 failures.append(f"{what}: {type(e).__name__}: {e}")
 
         if self.nemesis is not None and self.nemesis_set_up and not self.healed:
@@ -595,8 +600,8 @@ class _Run:
                         shutil.copytree(p, dest, dirs_exist_ok=True)
                     elif Path(p).exists():
                         shutil.copy2(p, dest)
-                except Exception as e:
-                    log.warning("could not download %s from %s: %s", p, node, e)
+                except Exception as e:  # a log the node never wrote is not worth a console line
+                    log.info("could not download %s from %s: %s", p, node, e)
 
     def _teardown_db(self) -> None:
         errors = []
@@ -716,7 +721,8 @@ def run_test(
                 log.warning("interrupted: healing and tearing down")
             except BaseException as e:
                 error = e
-                log.error("run failed in phase %s", run.phases[-1] if run.phases else "?", exc_info=True)
+                log.error("run failed in phase %s: %s", run.phases[-1] if run.phases else "?", e)
+                log.debug("the failure in full", exc_info=True)
             failures = run.cleanup()
         finally:
             writer.close()
