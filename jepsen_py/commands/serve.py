@@ -1,0 +1,36 @@
+"""`jepsen-py serve`: browse results/ in a web browser (Jepsen's `lein run serve`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+NAME = "serve"
+HELP = "serve a web UI over the results directory: every run, newest first, with its pictures and files"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, default=8080, help="TCP port (default 8080; 0 picks a free one)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to bind (default 127.0.0.1: only this machine can connect)")
+    parser.add_argument("--results-dir", default="results", help="the results directory (default results/)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from jepsen_py.errors import BadInput
+    from jepsen_py.web import make_server, server_url
+
+    if not 0 <= args.port <= 65535:
+        raise BadInput(f"--port {args.port}: not a TCP port (0-65535)")
+    server = make_server(args.results_dir, args.host, args.port)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"jepsen-py: warning: serving {args.results_dir} to the network on {args.host}",
+              file=sys.stderr)
+    print(f"serving {args.results_dir} at {server_url(server)} (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0

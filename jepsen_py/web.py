@@ -1,0 +1,241 @@
+"""A small local web UI over results/ (Jepsen's `lein run serve`): every run, newest first, its
+verdict, workload, nemesis and bugs, and a link to every file it left behind.
+
+Only the standard library's HTTP server: nothing to install on a CI box, and it serves files
+strictly from inside the results directory (no path, symlink or `..` leads out of it). It binds to
+127.0.0.1 unless told otherwise, because a results directory can hold node logs and addresses.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import mimetypes
+import os
+import urllib.parse
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from jepsen_py.errors import BadInput, EnvironmentProblem
+
+RUN_MARKERS = ("test.json", "history.jsonl")
+# Pages a person opens first, in this order, ahead of the other files of a run.
+PRIMARY = ("timeline.html", "perf.html", "linearizability.html", "results.json", "jepsen.log")
+TEXT_TYPES = {".jsonl": "text/plain", ".log": "text/plain", ".edn": "text/plain", ".txt": "text/plain",
+              ".json": "application/json"}
+
+
+@dataclass(slots=True)
+class RunEntry:
+    """One run directory as the index lists it."""
+
+    test: str  # the test directory's name
+    stamp: str  # the run directory's name (YYYYMMDDTHHMMSS.fff)
+    name: str
+    time: str  # human readable, UTC
+    valid: Any  # True / False / "unknown" / None (no results.json yet: still running or crashed)
+    workload: str
+    nemesis: str
+    bugs: str
+    files: list[str]  # paths relative to the run directory
+
+    @property
+    def path(self) -> str:
+        return f"{self.test}/{self.stamp}"
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def _stamp_time(stamp: str) -> str:
+    try:
+        t = datetime.strptime(stamp.split("-")[0], "%Y%m%dT%H%M%S.%f").replace(tzinfo=UTC)
+    except ValueError:
+        return stamp
+    return t.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _join(v: Any) -> str:
+    if isinstance(v, list):
+        return ",".join(str(x) for x in v)
+    return "" if v is None else str(v)
+
+
+def _files(run_dir: Path) -> list[str]:
+    out = []
+    for root, dirs, files in os.walk(run_dir):
+        dirs.sort()
+        for f in sorted(files):
+            out.append(str((Path(root) / f).relative_to(run_dir)))
+    first = [f for f in PRIMARY if f in out]
+    return first + [f for f in out if f not in first]
+
+
+def list_runs(results_dir: Path) -> list[RunEntry]:
+    """Every run under results_dir/<test>/<stamp>/, newest first (`latest` links skipped)."""
+    runs: list[RunEntry] = []
+    if not results_dir.is_dir():
+        return runs
+    for test_dir in results_dir.iterdir():
+        if not test_dir.is_dir() or test_dir.is_symlink():
+            continue
+        for run_dir in test_dir.iterdir():
+            if run_dir.is_symlink() or not run_dir.is_dir():
+                continue
+            if not any((run_dir / m).exists() for m in RUN_MARKERS):
+                continue
+            t = _read(run_dir / "test.json")
+            r = _read(run_dir / "results.json")
+            runs.append(RunEntry(
+                test=test_dir.name, stamp=run_dir.name, name=str(t.get("name") or test_dir.name),
+                time=_stamp_time(run_dir.name), valid=r.get("valid") if r else None,
+                workload=_join(t.get("workload")), nemesis=_join(t.get("nemesis")) or "none",
+                bugs=_join(t.get("bugs")) or "none", files=_files(run_dir)))
+    runs.sort(key=lambda e: (e.stamp, e.test), reverse=True)
+    return runs
+
+
+_CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 1em 1.5em; color: #222; }
+h1 { font-size: 1.3em; }
+table { border-collapse: collapse; font-size: 0.9em; }
+td, th { border-bottom: 1px solid #ddd; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
+th { background: #f2f2f2; }
+td.verdict { color: white; font-weight: bold; text-align: center; }
+tr.valid-true td.verdict { background: #2e9b4f; } tr.valid-false td.verdict { background: #c8312e; }
+tr.valid-unknown td.verdict { background: #d98b14; } tr.valid-none td.verdict { background: #888; }
+.files a { margin-right: 0.7em; }
+.meta { color: #666; font-size: 0.9em; }
+"""
+
+
+def _verdict_class(v: Any) -> tuple[str, str]:
+    if v is True:
+        return "valid-true", "valid"
+    if v is False:
+        return "valid-false", "invalid"
+    if v is None:
+        return "valid-none", "no result"
+    return "valid-unknown", "unknown"
+
+
+def index_html(results_dir: Path) -> str:
+    e = html.escape
+    runs = list_runs(results_dir)
+    rows = []
+    for r in runs:
+        cls, word = _verdict_class(r.valid)
+        base = "/files/" + urllib.parse.quote(r.path)
+        links = " ".join(f'<a href="{base}/{urllib.parse.quote(f)}">{e(f)}</a>' for f in r.files)
+        rows.append(
+            f'<tr class="run {cls}" data-run="{e(r.path)}"><td class="verdict">{word}</td>'
+            f'<td><a href="{base}/">{e(r.name)}</a></td><td>{e(r.time)}</td><td>{e(r.workload)}</td>'
+            f'<td>{e(r.nemesis)}</td><td>{e(r.bugs)}</td><td class="files">{links}</td></tr>')
+    body = "".join(rows) or '<tr><td colspan="7">no runs yet</td></tr>'
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>jepsen-py results</title>'
+        f"<style>{_CSS}</style></head><body><h1>jepsen-py results</h1>"
+        f'<p class="meta">{e(str(results_dir))} · {len(runs)} run(s), newest first</p>'
+        '<table id="runs"><tr><th>verdict</th><th>test</th><th>time</th><th>workload</th><th>nemesis</th>'
+        f"<th>bugs</th><th>files</th></tr>{body}</table></body></html>\n"
+    )
+
+
+def _dir_html(rel: str, d: Path) -> str:
+    e = html.escape
+    items = sorted(d.iterdir(), key=lambda p: (not p.is_dir(), p.name))
+    links = "".join(
+        f'<li><a href="{urllib.parse.quote(p.name)}{"/" if p.is_dir() else ""}">{e(p.name)}'
+        f'{"/" if p.is_dir() else ""}</a></li>' for p in items)
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{e(rel)}</title>'
+            f'<style>{_CSS}</style></head><body><h1>{e(rel)}</h1><p><a href="/">all runs</a> · '
+            f'<a href="../">up</a></p><ul>{links}</ul></body></html>\n')
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "jepsen-py"
+    results_dir: Path  # set on the subclass make_server builds
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # a browser's requests would drown the one line that says where we serve
+
+    def _send(self, status: int, body: bytes, ctype: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _not_found(self) -> None:
+        self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
+
+    def do_HEAD(self) -> None:
+        self.do_GET()
+
+    def do_GET(self) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        path = urllib.parse.unquote(url.path)
+        if path in ("/", "/index.html"):
+            self._send(HTTPStatus.OK, index_html(self.results_dir).encode(), "text/html; charset=utf-8")
+            return
+        if not path.startswith("/files/"):
+            self._not_found()
+            return
+        rel = path[len("/files/"):]
+        root = self.results_dir.resolve()
+        target = (root / rel).resolve()
+        if target != root and root not in target.parents:
+            self._not_found()  # outside results/: same answer as absent, nothing to probe
+            return
+        if target.is_dir():
+            if not path.endswith("/"):
+                self.send_response(HTTPStatus.MOVED_PERMANENTLY)
+                self.send_header("Location", url.path + "/")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self._send(HTTPStatus.OK, _dir_html(rel, target).encode(), "text/html; charset=utf-8")
+            return
+        if not target.is_file():
+            self._not_found()
+            return
+        ctype = TEXT_TYPES.get(target.suffix) or mimetypes.guess_type(target.name)[0] or "text/plain"
+        if ctype.startswith("text/") or ctype == "application/json":
+            ctype += "; charset=utf-8"
+        try:
+            body = target.read_bytes()
+        except OSError:
+            self._not_found()
+            return
+        self._send(HTTPStatus.OK, body, ctype)
+
+
+def make_server(results_dir: Path | str, host: str = "127.0.0.1", port: int = 8080) -> ThreadingHTTPServer:
+    """An HTTP server over results_dir, bound but not yet serving (call serve_forever)."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise BadInput(f"{results_dir}: no such results directory")
+    handler = type("Handler", (_Handler,), {"results_dir": results_dir})
+    try:
+        server = ThreadingHTTPServer((host, port), handler)
+    except OSError as e:
+        raise EnvironmentProblem(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    server.daemon_threads = True
+    return server
+
+
+def server_url(server: ThreadingHTTPServer) -> str:
+    host, port = server.server_address[:2]
+    shown = f"[{host}]" if ":" in str(host) else str(host)
+    return f"http://{shown}:{port}/"
