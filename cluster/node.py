@@ -300,7 +300,9 @@ class Node:
             # the round was dropped (no leader, leader changed): its reads join a fresh round
             self.read_queue = r.waiters + self.read_queue
             self.read_round = None
-            if self.leader() is not None:
+        if self.read_round is None and self.read_queue:
+            self.read_queue = [f for f in self.read_queue if not f.done()]  # drop timed-out reads
+            if self.read_queue and self.leader() is not None:
                 self._start_read_round()
         self.schedule_ready()
 
