@@ -118,6 +118,10 @@ tr.valid-unknown td.verdict { background: #d98b14; } tr.valid-none td.verdict { 
 """
 
 
+_FAVICON = (b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+            b'<circle cx="8" cy="8" r="7" fill="#c8312e"/></svg>')
+
+
 def _verdict_class(v: Any) -> tuple[str, str]:
     if v is True:
         return "valid-true", "valid"
@@ -186,6 +190,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         url = urllib.parse.urlsplit(self.path)
         path = urllib.parse.unquote(url.path)
+        if path == "/favicon.ico":
+            self._send(HTTPStatus.OK, _FAVICON, "image/svg+xml")
+            return
         if path in ("/", "/index.html"):
             self._send(HTTPStatus.OK, index_html(self.results_dir).encode(), "text/html; charset=utf-8")
             return

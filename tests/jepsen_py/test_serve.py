@@ -1,0 +1,161 @@
+"""`jepsen-py serve` over a real results directory, browsed with headless Chromium, plus the HTTP
+edges a browser never shows (path traversal, symlinks out, content types, the CLI's lifecycle)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checkers.render import render_run
+from jepsen_py.web import list_runs, make_server, server_url
+from tests.browser import chromium, chromium_available, screenshot, severe_console_errors, wait_rendered
+from tests.checkers.runfixture import make_run
+from tests.conftest import require
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("results")
+    bad = make_run(root, 300, name="offsets-partition-leader", stamp="20261122T031500.000")
+    render_run(bad.run_dir)
+    good = make_run(root, 200, name="topics-kill", stamp="20261122T041000.000", seed=3)
+    r = json.loads((good.run_dir / "results.json").read_text())
+    r["valid"] = True
+    (good.run_dir / "results.json").write_text(json.dumps(r))
+    t = json.loads((good.run_dir / "test.json").read_text())
+    t.update(name="topics-kill", workload="topics", nemesis=["kill"], bugs=[])
+    (good.run_dir / "test.json").write_text(json.dumps(t))
+    render_run(good.run_dir)
+    # a run still going (no results.json yet) and the store's latest links
+    running = make_run(root, 50, name="topics-kill", stamp="20261122T042000.000")
+    (running.run_dir / "results.json").unlink()
+    (root / "topics-kill" / "latest").symlink_to("20261122T042000.000")
+    (root / "latest").symlink_to("topics-kill/20261122T042000.000")
+    node_dir = bad.run_dir / "nodes" / "n1"
+    node_dir.mkdir(parents=True)
+    (node_dir / "node.log").write_text("hi\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(results: Path) -> Iterator[str]:
+    srv = make_server(results, "127.0.0.1", 0)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    yield server_url(srv)
+    srv.shutdown()
+    srv.server_close()
+
+
+def _get(url: str) -> tuple[int, str, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type", ""), e.read()
+
+
+def test_list_runs_newest_first(results: Path) -> None:
+    runs = list_runs(results)
+    assert [(r.test, r.stamp) for r in runs] == [
+        ("topics-kill", "20261122T042000.000"), ("topics-kill", "20261122T041000.000"),
+        ("offsets-partition-leader", "20261122T031500.000")]
+    assert [r.valid for r in runs] == [None, True, False]
+    assert runs[2].files[:3] == ["timeline.html", "perf.html", "results.json"]
+    assert "nodes/n1/node.log" in runs[2].files
+    assert runs[2].time == "2026-11-22 03:15:00 UTC"
+
+
+def test_index_as_seen_and_links_open(server: str) -> None:
+    require("chromium + chromedriver + selenium", chromium_available())
+    with chromium(1500, 700) as b:
+        b.get(server)
+        rows = b.execute_script("""
+            return Array.from(document.querySelectorAll('tr.run')).map(r => ({
+              run: r.dataset.run, cells: Array.from(r.querySelectorAll('td')).map(c => c.textContent),
+              bg: getComputedStyle(r.querySelector('td.verdict')).backgroundColor,
+              links: Array.from(r.querySelectorAll('.files a')).map(a => a.textContent)}));""")
+        assert [r["run"] for r in rows] == [
+            "topics-kill/20261122T042000.000", "topics-kill/20261122T041000.000",
+            "offsets-partition-leader/20261122T031500.000"]
+        assert [r["cells"][0] for r in rows] == ["no result", "valid", "invalid"]
+        assert rows[1]["bg"] == "rgb(46, 155, 79)" and rows[2]["bg"] == "rgb(200, 49, 46)"
+        assert rows[2]["cells"][1:6] == ["offsets-partition-leader", "2026-11-22 03:15:00 UTC", "offsets",
+                                         "partition-leader", "zombie-leader"]
+        assert rows[1]["cells"][4:6] == ["kill", "none"]
+        assert {"timeline.html", "perf.html", "history.jsonl", "test.json", "nodes/n1/node.log"} <= set(
+            rows[2]["links"])
+        screenshot(b, "serve-index")
+        assert severe_console_errors(b) == []
+        # follow the invalid run's timeline link: the picture renders from the server
+        b.execute_script("""
+            Array.from(document.querySelectorAll('tr.run')).pop().querySelector('.files a').click();""")
+        wait_rendered(b)
+        assert b.current_url.endswith("/files/offsets-partition-leader/20261122T031500.000/timeline.html")
+        assert b.execute_script("return document.querySelectorAll('#anomalies li').length") == 2
+        assert severe_console_errors(b) == []
+
+
+def test_files_stay_inside_results(server: str, results: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("do not serve")
+    (results / "offsets-partition-leader" / "escape").symlink_to(tmp_path)
+    for path in ("files/../../../etc/passwd", "files/%2e%2e/%2e%2e/etc/passwd",
+                 "files/offsets-partition-leader/escape/secret.txt", "files/..%2f..%2fetc%2fpasswd",
+                 "etc/passwd", "files/nope/x"):
+        status, _, body = _get(server + path)
+        assert status == 404, path
+        assert b"do not serve" not in body and b"root:" not in body
+    status, ctype, body = _get(server + "files/offsets-partition-leader/20261122T031500.000/history.jsonl")
+    assert status == 200 and ctype.startswith("text/plain") and body.startswith(b'{"index":0')
+    status, ctype, _ = _get(server + "files/offsets-partition-leader/20261122T031500.000/timeline.html")
+    assert status == 200 and ctype.startswith("text/html")
+    status, _, body = _get(server + "files/topics-kill/latest/")  # the latest link inside results/ works
+    assert status == 200 and b"history.jsonl" in body
+
+
+def test_cli_binds_loopback_serves_and_stops_on_ctrl_c(results: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "jepsen_py.cli", "serve", "--port", "0", "--results-dir",
+                             str(results)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert line.startswith(f"serving {results} at http://127.0.0.1:"), line
+        url = line.split(" at ")[1].split()[0]
+        status, _, body = _get(url)
+        assert status == 200 and b"offsets-partition-leader" in body
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_cli_errors_are_one_line(results: Path, tmp_path: Path) -> None:
+    def run(*args: str) -> Any:
+        return subprocess.run([sys.executable, "-m", "jepsen_py.cli", "serve", *args], capture_output=True,
+                              text=True, timeout=30, env={**os.environ, "PYTHONPATH": os.getcwd()})
+
+    r = run("--results-dir", str(tmp_path / "none"))
+    assert r.returncode == 254 and r.stderr.strip().count("\n") == 0
+    assert "no such results directory" in r.stderr
+    srv = make_server(results, "127.0.0.1", 0)
+    try:
+        r = run("--port", str(srv.server_address[1]), "--results-dir", str(results))
+        assert r.returncode == 254 and "cannot listen on 127.0.0.1:" in r.stderr
+        assert "Traceback" not in r.stderr
+    finally:
+        srv.server_close()
+    r = run("--port", "70000", "--results-dir", str(results))
+    assert r.returncode == 254 and "not a TCP port" in r.stderr
