@@ -121,6 +121,7 @@ def get_session(
         spark = builder.getOrCreate()
     except Exception as e:  # the JVM did not start: Java missing or broken
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise EnvironmentProblem(f"cannot start Spark on {master or 'the submitted master'}: {msg} (is Java 17+ installed?)") from None
+        where = master or "the submitted master"
+        raise EnvironmentProblem(f"cannot start Spark on {where}: {msg} (is Java 17+ installed?)") from None
     spark.sparkContext.setLogLevel(level)
     return spark

@@ -1,0 +1,353 @@
+"""The aggregate job: any number of runs -> one row per workload x nemesis x bug x version.
+
+Per group it computes (definitions are the contract the tests check against plain Python):
+
+- runs; valid / invalid / unknown / unchecked counts (unchecked: no results.json)
+- detection_rate: invalid runs / runs, for groups with a bug on (null for correct clusters)
+- anomalies: count by kind, summed over the group's runs (results.json, deduplicated per run)
+- latency_p50/p95/p99_ms: nearest-rank percentiles (the smallest latency L such that a fraction p of
+  the ok client ops took at most L); exact below PERCENTILE_ACCURACY ok ops per group, within 0.01%
+  of the rank above
+- throughput: ok client ops per second of client activity (first invocation to last completion of
+  each run, summed over runs)
+- availability: ok completions / client invocations, pooled over the group's runs
+- longest_unavailable_s: the longest stretch, in any run of the group, between consecutive ok client
+  completions (counting from the run's first client invocation and up to its last client completion),
+  i.e. time during which clients kept trying and nothing succeeded
+- first_run / last_run: the group's earliest and latest run start
+
+Trends are the same figures per group and calendar day of the run start. Everything heavy (latency
+percentiles, the gap search) runs in Spark over the op rows; only the small result tables come back
+to the driver.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jepsen_py.errors import BadInput
+from spark.export import HISTORY, TEST_JSON, export_run, needs_export
+from spark.schema import GROUP_COLUMNS, NO_BUG, OPS_FILE, PARQUET_DIR, RUN_FILE
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+PERCENTILES = (0.5, 0.95, 0.99)
+# percentile_approx's accuracy: a group with fewer ok ops than this gets exact nearest-rank
+# percentiles; a bigger one is within 1/ACCURACY of the rank (0.01%)
+PERCENTILE_ACCURACY = 10_000
+SUMMARY_DIR = "summary.parquet"
+TRENDS_DIR = "trends.parquet"
+RUNS_DIR = "runs.parquet"
+DASHBOARD = "dashboard.html"
+
+
+@dataclass
+class AggregateResult:
+    """What the job produced: the small tables (as plain rows) and where they were written."""
+
+    summary: list[dict[str, Any]]
+    trends: list[dict[str, Any]]
+    runs: list[dict[str, Any]]
+    out_dir: Path
+    dashboard: Path | None
+    run_count: int
+    op_count: int
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def find_runs(root: Path) -> list[Path]:
+    """Run directories under `root`: those with a history (exportable) or with exported Parquet.
+    Symlinks such as `latest` are skipped so no run counts twice."""
+    import os
+
+    root = Path(root)
+    found: list[Path] = []
+
+    def is_run(p: Path) -> bool:
+        return ((p / TEST_JSON).is_file() and (p / HISTORY).is_file()) or (
+            p / PARQUET_DIR / RUN_FILE
+        ).is_file()
+
+    if is_run(root):
+        return [root]
+    for dirpath, dirnames, _files in os.walk(root):
+        p = Path(dirpath)
+        if p != root and is_run(p):
+            dirnames[:] = []
+            found.append(p)
+            continue
+        dirnames[:] = sorted(
+            d for d in dirnames if d != PARQUET_DIR and not os.path.islink(os.path.join(dirpath, d))
+        )
+    return sorted(found)
+
+
+def prepare(root: Path, progress: Callable[[str], None]) -> list[Path]:
+    """Finds the runs and exports those without up-to-date Parquet; returns their Parquet dirs."""
+    root = Path(root)
+    if not root.exists():
+        raise BadInput(f"{root}: no such results directory")
+    if not root.is_dir():
+        raise BadInput(f"{root}: not a directory")
+    runs = find_runs(root)
+    if not runs:
+        raise BadInput(f"{root}: no runs found (no test.json + history.jsonl, nor parquet/run.parquet)")
+    stale = [r for r in runs if (r / HISTORY).is_file() and needs_export(r)]
+    if stale:
+        progress(f"exporting {len(stale)} run(s) to Parquet")
+        for r in stale:
+            export_run(r)
+    return [r / PARQUET_DIR for r in runs]
+
+
+def per_run_metrics(ops: DataFrame) -> DataFrame:
+    """One row per run from its client ops: counts, activity span, longest stretch without an ok."""
+    from pyspark.sql import functions as F
+
+    client = ops.where(F.col("is_client"))
+    is_inv = F.col("type") == "invoke"
+    is_ok = F.col("type") == "ok"
+    agg = client.groupBy("run_id").agg(
+        F.count(F.when(is_inv, 1)).alias("invokes"),
+        F.count(F.when(is_ok, 1)).alias("ok_ops"),
+        F.count(F.when(F.col("type") == "fail", 1)).alias("fail_ops"),
+        F.min(F.when(is_inv, F.col("time"))).alias("first_invoke"),
+        F.max(F.when(~is_inv, F.col("time"))).alias("last_completion"),
+        F.array_sort(F.collect_list(F.when(is_ok, F.col("time")))).alias("ok_times"),
+    )
+    # every ok completes after the first invocation and no later than the last completion, so the
+    # bounded, sorted sequence's largest step is the longest stretch without an ok
+    bounded = F.concat(
+        F.array(F.col("first_invoke")),
+        F.col("ok_times"),
+        F.array(F.coalesce(F.col("last_completion"), F.col("first_invoke"))),
+    )
+    gap = F.expr(
+        "aggregate(sequence(2, size(b)), 0L,"
+        " (acc, i) -> greatest(acc, element_at(b, i) - element_at(b, i - 1)))"
+    )
+    return (
+        agg.withColumn("b", bounded)
+        .withColumn("longest_gap_ns", gap)
+        .withColumn(
+            "duration_ns",
+            F.greatest(F.coalesce(F.col("last_completion"), F.col("first_invoke")) - F.col("first_invoke"),
+                       F.lit(0)),
+        )
+        .drop("b", "ok_times")
+    )
+
+
+def _percentile_cols(col: str) -> list[Any]:
+    from pyspark.sql import functions as F
+
+    p = F.percentile_approx(F.col(col), [*PERCENTILES], PERCENTILE_ACCURACY)
+    return [
+        (p[i] / 1e6).alias(f"latency_p{round(q * 100)}_ms") for i, q in enumerate(PERCENTILES)
+    ]
+
+
+def _group_figures(df: DataFrame, keys: list[str]) -> DataFrame:
+    """The verdict, availability and throughput figures of runs grouped by `keys`."""
+    from pyspark.sql import functions as F
+
+    v = F.col("valid")
+    runs = F.count("*")
+    invalid = F.sum(F.when(v == "false", 1).otherwise(0))
+    return df.groupBy(*keys).agg(
+        runs.alias("runs"),
+        F.sum(F.when(v == "true", 1).otherwise(0)).alias("valid_runs"),
+        invalid.alias("invalid_runs"),
+        F.sum(F.when(v == "unknown", 1).otherwise(0)).alias("unknown_runs"),
+        F.sum(F.when(v == "missing", 1).otherwise(0)).alias("unchecked_runs"),
+        F.when(F.first("bug") != NO_BUG, invalid / runs).alias("detection_rate"),
+        F.sum("invokes").alias("client_invokes"),
+        F.sum("ok_ops").alias("ok_ops"),
+        (F.sum("ok_ops") / F.sum("invokes")).alias("availability"),
+        (F.sum("ok_ops") / (F.sum("duration_ns") / 1e9)).alias("throughput"),
+        (F.max("longest_gap_ns") / 1e9).alias("longest_unavailable_s"),
+        F.min("start_time").alias("first_run"),
+        F.max("start_time").alias("last_run"),
+    )
+
+
+def _anomalies_by(runs: DataFrame, keys: list[str]) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    exploded = runs.select(*keys, F.explode("anomalies").alias("kind", "n"))
+    per_kind = exploded.groupBy(*keys, "kind").agg(F.sum("n").alias("n"))
+    return per_kind.groupBy(*keys).agg(
+        F.map_from_entries(F.array_sort(F.collect_list(F.struct("kind", "n")))).alias("anomalies")
+    )
+
+
+def _latencies(ok_ops: DataFrame, keys: list[str]) -> tuple[DataFrame, DataFrame]:
+    """Latency percentiles per group and per group x day, from ONE scan of the ok ops (grouping sets)."""
+    from pyspark.sql import functions as F
+
+    day_keys = [*keys, "start_day"]
+    both = (
+        ok_ops.groupingSets([keys, day_keys], *day_keys)
+        .agg(*_percentile_cols("latency_ns"), F.grouping("start_day").alias("_all_days"))
+        .cache()
+    )
+    cols = [c for c in both.columns if c != "_all_days"]
+    per_group = both.where(F.col("_all_days") == 1).select(*[c for c in cols if c != "start_day"])
+    per_day = both.where(F.col("_all_days") == 0).select(*cols)
+    return per_group, per_day
+
+
+def compute(spark: SparkSession, parquet_dirs: list[Path]) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """(summary, trends, per-run) DataFrames over the given run Parquet directories.
+
+    The op rows are scanned twice: once for the per-run figures, once for the latency percentiles.
+    """
+    from pyspark.sql import functions as F
+
+    ops = (
+        spark.read.parquet(*[str(d / OPS_FILE) for d in parquet_dirs])
+        .select("run_id", "time", "type", "is_client", "latency_ns")
+        .where(F.col("is_client"))
+    )
+    runs = spark.read.parquet(*[str(d / RUN_FILE) for d in parquet_dirs]).select(
+        "run_id", "test_name", *GROUP_COLUMNS, "read_mode", "start_time", "start_day", "valid", "anomalies"
+    ).cache()
+    keys = list(GROUP_COLUMNS)
+    day_keys = [*keys, "start_day"]
+    per_run = runs.join(per_run_metrics(ops), "run_id", "left").cache()
+    ok_ops = (
+        ops.where((F.col("type") == "ok") & F.col("latency_ns").isNotNull())
+        .select("run_id", "latency_ns")
+        .join(F.broadcast(runs.select("run_id", *day_keys)), "run_id")
+    )
+    lat_group, lat_day = _latencies(ok_ops, keys)
+    no_anomalies = F.create_map().cast("map<string,bigint>")
+    summary = (
+        _group_figures(per_run, keys)
+        .join(_anomalies_by(runs, keys), keys, "left")
+        .withColumn("anomalies", F.coalesce(F.col("anomalies"), no_anomalies))
+        .join(lat_group, keys, "left")
+        .orderBy(*keys)
+    )
+    trends = (
+        _group_figures(per_run, day_keys)
+        .join(_anomalies_by(runs, day_keys), day_keys, "left")
+        .withColumn("anomalies", F.coalesce(F.col("anomalies"), no_anomalies))
+        .join(lat_day, day_keys, "left")
+        .orderBy(*day_keys)
+    )
+    per_run_out = per_run.select(
+        "run_id", "test_name", *keys, "read_mode", "start_time", "start_day", "valid", "anomalies",
+        "invokes", "ok_ops", "fail_ops",
+        (F.col("ok_ops") / F.col("invokes")).alias("availability"),
+        (F.col("ok_ops") / (F.col("duration_ns") / 1e9)).alias("throughput"),
+        (F.col("longest_gap_ns") / 1e9).alias("longest_unavailable_s"),
+        (F.col("duration_ns") / 1e9).alias("duration_s"),
+    ).orderBy("start_time", "run_id")
+    return summary, trends, per_run_out
+
+
+def _rows(df: DataFrame) -> list[dict[str, Any]]:
+    out = []
+    for r in df.collect():
+        d = r.asDict(recursive=True)
+        for k, v in d.items():
+            if isinstance(v, float) and math.isnan(v):
+                d[k] = None
+        out.append(d)
+    return out
+
+
+def run_aggregate(
+    results_dir: Path,
+    *,
+    out_dir: Path | None = None,
+    master: str | None = None,
+    spark: SparkSession | None = None,
+    dashboard: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> AggregateResult:
+    """The whole job: export what is missing, aggregate in Spark, write Parquet and the dashboard.
+
+    `spark` reuses a live session (tests, spark-submit); otherwise one is started on `master`.
+    """
+    import time
+
+    from spark.session import Progress, get_session
+
+    say = progress or Progress()
+    results_dir = Path(results_dir)
+    out = Path(out_dir) if out_dir is not None else results_dir / "aggregate"
+    seconds: dict[str, float] = {}
+    t0 = time.monotonic()
+    dirs = prepare(results_dir, say)
+    seconds["prepare"] = time.monotonic() - t0
+    if spark is None:
+        say(f"starting Spark ({master or 'local[*]'})")
+        t = time.monotonic()
+        spark = get_session(master)
+        seconds["start"] = time.monotonic() - t
+    say(f"aggregating {len(dirs)} run(s)")
+    t = time.monotonic()
+    summary_df, trends_df, runs_df = compute(spark, dirs)
+    out.mkdir(parents=True, exist_ok=True)
+    say(f"writing {out}")
+    summary_df.coalesce(1).write.mode("overwrite").parquet(str(out / SUMMARY_DIR))
+    trends_df.coalesce(1).write.mode("overwrite").parquet(str(out / TRENDS_DIR))
+    runs_df.coalesce(1).write.mode("overwrite").parquet(str(out / RUNS_DIR))
+    # read back what was written: the small tables, without recomputing the op scan
+    summary = _rows(spark.read.parquet(str(out / SUMMARY_DIR)).orderBy(*GROUP_COLUMNS))
+    trends = _rows(spark.read.parquet(str(out / TRENDS_DIR)).orderBy(*GROUP_COLUMNS, "start_day"))
+    runs = _rows(spark.read.parquet(str(out / RUNS_DIR)).orderBy("start_time", "run_id"))
+    seconds["aggregate"] = time.monotonic() - t
+    op_count = int(sum(r["invokes"] or 0 for r in runs))
+    page: Path | None = None
+    if dashboard:
+        from spark.dashboard import write_dashboard
+
+        page = write_dashboard(out / DASHBOARD, summary, trends, runs)
+        say(f"dashboard {page}")
+    return AggregateResult(
+        summary=summary, trends=trends, runs=runs, out_dir=out, dashboard=page,
+        run_count=len(runs), op_count=op_count, seconds=seconds,
+    )
+
+
+def _fmt(v: Any, spec: str = "") -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, dt.datetime | dt.date):
+        return v.isoformat()[:10]
+    return format(v, spec)
+
+
+def render_table(summary: list[dict[str, Any]], title: str = "jepsen-py aggregate") -> Any:
+    """The summary as a rich Table (printed by the CLI)."""
+    from rich.table import Table
+
+    t = Table(title=title, show_lines=False)
+    for name, justify in (
+        ("workload", "left"), ("nemesis", "left"), ("bug", "left"), ("version", "left"),
+        ("runs", "right"), ("ok/bad/?", "right"), ("detect", "right"), ("anomalies", "left"),
+        ("p50 ms", "right"), ("p95 ms", "right"), ("p99 ms", "right"), ("ok/s", "right"),
+        ("avail", "right"), ("max gap s", "right"),
+    ):
+        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in summary:
+        anomalies = r.get("anomalies") or {}
+        t.add_row(
+            r["workload"], r["nemesis"], r["bug"], r["version"], str(r["runs"]),
+            f"{r['valid_runs']}/{r['invalid_runs']}/{r['unknown_runs'] + r['unchecked_runs']}",
+            _fmt(r["detection_rate"], ".0%"),
+            " ".join(f"{k}:{v}" for k, v in sorted(anomalies.items())) or "-",
+            _fmt(r["latency_p50_ms"], ".1f"), _fmt(r["latency_p95_ms"], ".1f"),
+            _fmt(r["latency_p99_ms"], ".1f"), _fmt(r["throughput"], ".0f"),
+            _fmt(r["availability"], ".1%"), _fmt(r["longest_unavailable_s"], ".2f"),
+        )
+    return t
