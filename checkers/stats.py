@@ -19,25 +19,33 @@ class StatsChecker:
 
     name = "stats"
 
-    def __init__(self, *, ignore_fs: frozenset[str] = frozenset()) -> None:
-        # fs expected to never succeed (e.g. a probe of a deliberately absent name) can be excused.
+    def __init__(self, *, ignore_fs: frozenset[str] = frozenset(),
+                 answers: frozenset[str] = frozenset({"already_exists"})) -> None:
+        # fs expected to never succeed (e.g. a probe of a deliberately absent name) can be excused;
+        # a fail whose error is in `answers` is the system answering (a create that lost the race
+        # hears "already exists"), so it shows the op type worked even without an ok.
         self.ignore_fs = ignore_fs
+        self.answers = answers
 
     def check(self, test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
         by_f: dict[str, dict[str, int]] = {}
+        answered: set[str] = set()
         for p in pairs(history):
             if not isinstance(p.invoke.process, int):
                 continue
             c = by_f.setdefault(p.invoke.f, {"count": 0, OK: 0, FAIL: 0, INFO: 0})
             c["count"] += 1
             c[p.type] += 1
+            if p.type == FAIL and p.complete is not None and p.complete.error in self.answers:
+                answered.add(p.invoke.f)
         total = {"count": 0, OK: 0, FAIL: 0, INFO: 0}
         for c in by_f.values():
             for k in total:
                 total[k] += c[k]
         for c in [*by_f.values(), total]:
             c["ok_fraction"] = round(c[OK] / c["count"], 4) if c["count"] else 0.0
-        never_ok = sorted(f for f, c in by_f.items() if c[OK] == 0 and f not in self.ignore_fs)
+        never_ok = sorted(f for f, c in by_f.items()
+                          if c[OK] == 0 and f not in self.ignore_fs and f not in answered)
         anomalies = [
             {"kind": "never-ok", "ops": [],
              "explanation": f"{f!r} was attempted {by_f[f]['count']} times and never succeeded "

@@ -36,3 +36,14 @@ def test_no_client_ops_is_unknown():
     h = H()
     h.sample(0, "n1", "leader", 1)
     assert StatsChecker().check(None, h.build())["valid"] == "unknown"
+
+
+def test_a_definite_answer_like_already_exists_shows_the_op_type_works():
+    h = H()
+    h.op(0, "create", "t", {}, 0, 1, kind="info", error="timeout")  # the create that won, unacknowledged
+    h.op(1, "create", "t", {}, 2, 3, kind="fail", error="already_exists")
+    h.op(1, "describe", "t", None, 4, 5, result={"name": "t"})
+    r = StatsChecker().check(None, h.build())
+    assert r["valid"] is True and r["never_ok"] == []
+    h.op(1, "create", "u", {}, 6, 7, kind="fail", error="unavailable")
+    assert StatsChecker(answers=frozenset()).check(None, h.build())["never_ok"] == ["create"]
