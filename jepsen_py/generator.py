@@ -148,8 +148,35 @@ class Generator:
 
     def fresh(self) -> Generator:
         """An unstarted copy (each_thread, cycle). Generators keep their state in attributes, and
-        a copy taken before the first `op` is pristine."""
-        return copy.deepcopy(self)
+        a copy taken before the first `op` is pristine.
+
+        Only the generator tree is copied (generators and the lists, dicts and sets holding them);
+        everything else they refer to (functions, clients, counters, workload state) is shared, as
+        it should be: a value counter must stay unique across the copies, and a lock cannot be
+        copied at all."""
+        return _copy_tree(self, {})
+
+
+def _copy_tree(x: Any, memo: dict[int, Any]) -> Any:
+    if isinstance(x, Generator):
+        if id(x) in memo:
+            return memo[id(x)]
+        new = copy.copy(x)
+        memo[id(x)] = new
+        for k, v in vars(new).items():
+            setattr(new, k, _copy_tree(v, memo))
+        return new
+    if isinstance(x, list):
+        return [_copy_tree(v, memo) for v in x]
+    if isinstance(x, tuple) and type(x) is tuple:
+        return tuple(_copy_tree(v, memo) for v in x)
+    if isinstance(x, dict):
+        return {k: _copy_tree(v, memo) for k, v in x.items()}
+    if isinstance(x, set):
+        return set(x)
+    if isinstance(x, Template):
+        return replace(x, meta=dict(x.meta))
+    return x
 
 
 GenLike = (
@@ -451,21 +478,24 @@ class OnThreads(Generator):
     def __init__(self, pred: Callable[[Thread], bool], gen: Generator) -> None:
         self.pred = pred
         self.gen = gen
+        self.done = False
+        self._src: tuple[Thread, ...] | None = None
+        self._scoped: tuple[Thread, ...] = ()
 
     def _scope(self, ctx: Context) -> Context:
-        return replace(ctx, threads=tuple(t for t in ctx.threads if self.pred(t)))
+        if ctx.threads is not self._src:  # the thread set rarely changes: filter it once
+            self._src = ctx.threads
+            self._scoped = tuple(t for t in ctx.threads if self.pred(t))
+        return Context(ctx.time, ctx.thread, ctx.process, ctx.rng, self._scoped, ctx.busy, ctx.nodes)
 
     def op(self, ctx: Context) -> Step:
         if not self.pred(ctx.thread):
-            # Another thread's generator: stay pending until it is exhausted. Asking it would
-            # hand this thread an op it must not run, so peek only for exhaustion via a flag.
+            # Not this thread's generator: wait until the threads it serves exhaust it.
             return None if self.done else PENDING
         step = self.gen.op(self._scope(ctx))
         if step is None:
             self.done = True
         return step
-
-    done = False
 
     def update(self, ctx: Context, invoke: Op, complete: Op) -> None:
         if self.pred(ctx.thread):

@@ -60,6 +60,7 @@ POST_RUN: list[Callable[[Path], None]] = []
 
 POLL_S = 0.05  # longest a waiting worker sleeps before asking its generator again
 JOIN_GRACE_S = 5.0
+NEMESIS_JOIN_S = 120.0
 
 
 @dataclass
@@ -403,8 +404,11 @@ class _Run:
                 if not alive:
                     break
                 if driver.exhausted or driver.stopped:
-                    # Ops in flight at the end get the op timeout plus a grace period.
-                    self._join_bounded(alive, self.spec.op_timeout + JOIN_GRACE_S)
+                    # Client ops in flight at the end get the op timeout plus a grace period; a
+                    # fault in progress (a restart, a clock reset) gets longer: heal must not race it.
+                    clients = [t for t in alive if t.name != "nemesis"]
+                    self._join_bounded(clients, self.spec.op_timeout + JOIN_GRACE_S)
+                    self._join_bounded([t for t in alive if t.name == "nemesis"], NEMESIS_JOIN_S)
                     break
                 alive[0].join(0.25)
         except BaseException:

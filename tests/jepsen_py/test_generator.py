@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import threading
 from collections import Counter
 
 import pytest
@@ -258,3 +259,21 @@ def test_fresh_copies_are_pristine() -> None:
     copy = g.fresh()
     assert len(simulate(g)) == 2
     assert len(simulate(copy)) == 2
+
+
+def test_copies_share_functions_and_state_but_not_progress() -> None:
+    """each_thread copies the generator, not what it refers to: a workload object holding a lock
+    is shared (deepcopy would fail on the lock) and its value counter stays unique across threads."""
+
+    class Workload:
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+            self.values = iter(range(100))
+
+        def write(self, c: Context) -> dict:
+            with self.lock:
+                return {"f": "write", "value": next(self.values)}
+
+    ops = simulate(gen.each_thread(gen.limit(3, Workload().write)), concurrency=4)
+    assert len(ops) == 12
+    assert sorted(o.template.value for o in ops) == list(range(12))
