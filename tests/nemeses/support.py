@@ -40,20 +40,25 @@ class ProbeDB:
         self.spec = spec
         self.leader: str | None = None  # what primaries() claims, set by a test
 
+    def dir(self, test: Test, node: str) -> str:
+        """The node's own directory (the local backend's nodes share one filesystem)."""
+        return getattr(test.remotes[node], "workdir", None) or self.DIR
+
     def pidfile(self, test: Test, node: str) -> str:
-        return f"{self.DIR}/probe.pid"
+        return f"{self.dir(test, node)}/probe.pid"
 
     def faketime_file(self, test: Test, node: str) -> str:
         from nemeses.clock import faketime_file
 
-        return faketime_file(self.DIR)
+        return faketime_file(self.dir(test, node))
 
     def setup(self, test: Test, node: str) -> None:
         from nemeses.clock import write_offset
 
         r = test.remotes[node]
-        r.exec(["mkdir", "-p", f"{self.DIR}/data"])
-        r.upload(HERE / "probe_server.py", f"{self.DIR}/probe_server.py")
+        d = self.dir(test, node)
+        r.exec(["mkdir", "-p", f"{d}/data"])
+        r.upload(HERE / "probe_server.py", f"{d}/probe_server.py")
         write_offset(r, self.faketime_file(test, node), 0.0)
         self.start(test, node)
 
@@ -63,9 +68,10 @@ class ProbeDB:
         r = test.remotes[node]
         if r.signal(self.pidfile(test, node), "0"):
             return
-        r.start_daemon(["python3", f"{self.DIR}/probe_server.py", node, str(PROBE_PORT), f"{self.DIR}/data"],
-                       pidfile=self.pidfile(test, node), logfile=f"{self.DIR}/probe.log",
-                       env=faketime_env(self.faketime_file(test, node)), cwd=self.DIR)
+        d = self.dir(test, node)
+        r.start_daemon(["python3", f"{d}/probe_server.py", node, str(PROBE_PORT), f"{d}/data"],
+                       pidfile=self.pidfile(test, node), logfile=f"{d}/probe.log",
+                       env=faketime_env(self.faketime_file(test, node)), cwd=d)
         wait_for(lambda: self.status(test, node) is not None, 10, f"probe on {node} to answer")
 
     def kill(self, test: Test, node: str) -> None:
@@ -83,7 +89,7 @@ class ProbeDB:
         r = test.remotes[node]
         r.signal(self.pidfile(test, node), "CONT")
         r.signal(self.pidfile(test, node), "KILL")
-        r.exec(["rm", "-rf", self.DIR], check=False)
+        r.exec(["rm", "-rf", self.dir(test, node)], check=False)
 
     def status(self, test: Test, node: str, timeout: float = 1.0) -> dict[str, Any] | None:
         host, port = test.backend.client_endpoint(node, PROBE_PORT)  # type: ignore[union-attr]
@@ -93,7 +99,7 @@ class ProbeDB:
         return [self.leader] if self.leader else []
 
     def log_files(self, test: Test, node: str) -> list[str]:
-        return [f"{self.DIR}/probe.log"]
+        return [f"{self.dir(test, node)}/probe.log"]
 
     def client(self, workload: str) -> Any:
         raise NotImplementedError("the probe DB has no workload clients")
