@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -64,6 +65,9 @@ class LocalCluster:
     nodes: dict[str, LocalNode] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._pick_ports()
+
+    def _pick_ports(self) -> None:
         ports = free_ports(2 * self.n)
         for i in range(self.n):
             nid = f"n{i + 1}"
@@ -104,9 +108,35 @@ class LocalCluster:
             err.close()
         n.starts += 1
 
-    def start_all(self) -> None:
-        for nid in self.nodes:
-            self.start(nid)
+    def start_all(self, attempts: int = 3) -> None:
+        """Starts every node; if a fresh cluster loses a port race (another process took a port
+        between free_ports() and the bind), it picks new ports and starts again."""
+        for attempt in range(attempts):
+            for nid in self.nodes:
+                self.start(nid)
+            lost = self._wait_listening()
+            if not lost:
+                return
+            fresh = all(n.starts == 1 for n in self.nodes.values())
+            if not fresh or attempt == attempts - 1:
+                raise RuntimeError(f"{', '.join(lost)} could not listen: {self.stderr_text(lost[0])[-500:]}")
+            self.close()
+            for n in self.nodes.values():
+                shutil.rmtree(n.data_dir, ignore_errors=True)
+                n.starts = 0
+            self._pick_ports()
+
+    def _wait_listening(self, timeout: float = 20.0) -> list[str]:
+        """Waits until every node logged that it listens; returns those that exited instead."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            dead = [nid for nid in self.nodes if not self.alive(nid)]
+            if dead:
+                return dead
+            if all("listening:" in self.log_text(nid) for nid in self.nodes):
+                return []
+            time.sleep(0.05)
+        return []
 
     def kill(self, nid: str) -> None:
         """SIGKILL: the process dies mid-whatever, as in a crash."""
@@ -154,6 +184,9 @@ class LocalCluster:
                 if leader is not None and leader in ids and sts[leader]["role"] == "leader":
                     return leader
             time.sleep(0.05)
+            dead = [nid for nid in ids if not self.alive(nid)]
+            if dead:
+                raise RuntimeError(f"{dead[0]} exited: {self.stderr_text(dead[0])[-800:]}")
         raise TimeoutError(f"no agreed leader among {ids} within {timeout}s; last statuses: {last}")
 
     def log_text(self, nid: str) -> str:

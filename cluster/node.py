@@ -169,6 +169,10 @@ class Node:
             fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             raise StartupError(f"{cfg.data_dir} is in use by another node process") from None
+        for name in os.listdir(cfg.data_dir):
+            if name.endswith(".tmp"):  # a snapshot or WAL rewrite cut short by a crash
+                os.remove(os.path.join(cfg.data_dir, name))
+                self.log(f"removed {name}, left over from an interrupted write")
         try:
             self.wal, rec = WAL.open(cfg.data_dir, cfg.cluster_id, cfg.id, log=self.log, fsync=cfg.fsync)
             snap = snapshots.load_newest(cfg.data_dir, cfg.cluster_id, rec.snapshot_index, log=self.log)
