@@ -40,6 +40,8 @@ def decode_payload(payload: bytes) -> dict[str, Any]:
         obj = json.loads(payload)
     except (UnicodeDecodeError, ValueError) as e:
         raise FrameError(f"frame is not valid JSON: {e}", fatal=False) from None
+    except RecursionError:
+        raise FrameError("frame nests JSON too deeply", fatal=False) from None
     if not isinstance(obj, dict):
         raise FrameError(f"frame holds a JSON {type(obj).__name__}, not an object", fatal=False)
     return obj

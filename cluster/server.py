@@ -90,6 +90,8 @@ class ClientServer:
                 task.add_done_callback(lambda t: (tasks.discard(t), slots.release()))
         except (OSError, ConnectionError):
             pass
+        except Exception as e:  # whatever a client sends, the node keeps serving the others
+            self.node.log(f"client {peer}: closing connection after unexpected error: {e!r}")
         finally:
             for t in tasks:
                 t.cancel()

@@ -246,6 +246,9 @@ class Transport:
             self.log_limited(f"bad-{addr}", f"transport: closing connection from {peer} at {addr}: {e}")
         except (OSError, ConnectionError):
             pass
+        except Exception as e:  # a peer speaking garbage must never take the node down
+            self.stats.rejected_connections += 1
+            self.log_limited(f"bad-{addr}", f"transport: closing connection from {peer} at {addr}: {e!r}")
         finally:
             if self._incoming.get(peer) is writer:
                 del self._incoming[peer]

@@ -58,6 +58,8 @@ def assert_alive(c: LocalCluster) -> None:
         (frame_bytes(b"{not json"), "bad_request"),
         (frame_bytes(b"[1, 2, 3]"), "bad_request"),
         (frame_bytes(b"\xff\xfe\x00garbage"), "bad_request"),
+        (frame_bytes(b"[" * 100_000 + b"]" * 100_000), "bad_request"),
+        (frame_bytes(b'{"id": 1, "op": "status", "x": ' + b"9" * 5000 + b"}"), "bad_request"),
         (encode({"id": 1}), "unknown_op"),
         (encode({"id": 1, "op": "drop_all_topics"}), "unknown_op"),
         (encode({"id": 1, "op": 17}), "unknown_op"),
