@@ -134,6 +134,8 @@ class Raft:
         # Ticks since this incarnation started: lease stamps and the boot vote lease use it.
         self.ticks = 0
         self._lease_forfeited = False
+        self._bcast_pending = False
+        self._read_bcast_pending = False
         if not hs.is_empty():
             self._load_state(hs)
         if config.applied > self.raft_log.committed:
@@ -204,6 +206,8 @@ class Raft:
         self.pending_read_index_messages = []
         self.uncommitted_size = 0
         self._lease_forfeited = False
+        self._bcast_pending = False
+        self._read_bcast_pending = False
 
     def _reset_randomized_election_timeout(self) -> None:
         et = self.config.election_tick
@@ -329,6 +333,28 @@ class Raft:
         elif pr.state == PROBE:
             pr.probe_sent = True
         return True
+
+    def flush(self) -> None:
+        """Sends the appends that proposals and commit advances asked for since the last Ready.
+
+        Deferring them to Ready time coalesces many proposals (and many acknowledgements that each
+        advance the commit index) into one MsgApp per peer instead of one per event: the same
+        messages, fewer of them. RawNode calls it before looking for a Ready.
+        """
+        if self._read_bcast_pending:
+            self._read_bcast_pending = False
+            ctx = self.read_only.last_pending_ctx()
+            if self.state == LEADER and ctx is not None:
+                self._bcast_heartbeat(ctx)
+        if not self._bcast_pending:
+            return
+        self._bcast_pending = False
+        if self.state != LEADER:
+            return
+        for p in self.voters:
+            if p != self.id and self._maybe_send_append(p, send_if_empty=True):
+                while self._maybe_send_append(p, send_if_empty=False):
+                    pass
 
     def _send_snapshot(self, to: str, pr: Progress) -> bool:
         """The entries the peer needs were compacted: ship the snapshot instead (section 7)."""
@@ -533,7 +559,7 @@ class Raft:
                 if m.src == self.id:
                     raise
                 return  # a forwarded proposal is dropped; its client times out and retries
-            self._bcast_append()
+            self._bcast_pending = True
             return
         if t == MSG_READ_INDEX:
             self._leader_read_index(m)
@@ -583,7 +609,7 @@ class Raft:
             pr.inflights.free_le(m.index)
         if self._maybe_commit():
             self._release_pending_read_index_messages()
-            self._bcast_append()
+            self._bcast_pending = True
         elif old_paused:
             self._send_append(m.src)
         while self._maybe_send_append(m.src, send_if_empty=False):
@@ -657,7 +683,9 @@ class Raft:
         ctx = m.context or ""
         self.read_only.add_request(self.raft_log.committed, m)
         self.read_only.recv_ack(self.id, ctx)
-        self._bcast_heartbeat(ctx)
+        # One heartbeat round per Ready, carrying the newest context: its quorum releases every read
+        # queued before it (flush()).
+        self._read_bcast_pending = True
 
     def _release_pending_read_index_messages(self) -> None:
         if not self.pending_read_index_messages or not self._committed_entry_in_current_term():

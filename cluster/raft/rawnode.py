@@ -122,6 +122,7 @@ class RawNode:
 
     def has_ready(self) -> bool:
         r = self.raft
+        r.flush()
         return bool(
             r.soft_state() != self._prev_soft
             or (not (hs := r.hard_state()).is_empty() and hs != self._prev_hard)
@@ -137,6 +138,7 @@ class RawNode:
         if self._outstanding:
             raise RuntimeError("ready() called again before advance() of the previous Ready")
         r = self.raft
+        r.flush()
         soft = r.soft_state()
         hard = r.hard_state()
         snap = r.raft_log.pending_snapshot()

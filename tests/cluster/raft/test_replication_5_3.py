@@ -157,7 +157,8 @@ def test_probe_sends_one_append_then_waits():
 
 
 def test_replicate_pipelines_up_to_the_inflight_window():
-    lead, st = leader_of([], Config(pre_vote=False, check_quorum=False, max_inflight_msgs=3))
+    cfg = Config(pre_vote=False, check_quorum=False, max_inflight_msgs=3, max_batch_entries=1)
+    lead, st = leader_of([], cfg)
     drain(lead, st)
     lead.step(Message(type=MSG_APP_RESP, src="n2", dst="n1", term=1, index=1))
     assert lead.raft.prs["n2"].state == REPLICATE

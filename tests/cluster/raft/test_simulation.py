@@ -125,6 +125,26 @@ def test_simulation_3_nodes_plain_raft(steps):
     simulate(3, Config(**{**FAST.__dict__, "pre_vote": False, "check_quorum": False}), steps)
 
 
+@_sim_settings(25)
+@given(steps=STEPS)
+def test_simulation_3_nodes_checkquorum_without_prevote(steps):
+    """CheckQuorum alone: a candidate stranded with a higher term must still be freed after healing."""
+    simulate(3, Config(**{**FAST.__dict__, "pre_vote": False}), steps)
+
+
+@_sim_settings(25)
+@given(steps=STEPS)
+def test_simulation_5_nodes_prevote_without_checkquorum(steps):
+    simulate(5, Config(**{**FAST.__dict__, "check_quorum": False}), steps)
+
+
+@_sim_settings(25)
+@given(steps=STEPS)
+def test_simulation_5_nodes_lease_reads(steps):
+    cfg = Config(**{**FAST.__dict__, "read_only": "lease", "lease_margin_ticks": 1})
+    simulate(5, cfg, steps, drift=False)
+
+
 @_sim_settings(40)
 @given(steps=STEPS)
 def test_simulation_lease_reads_with_synchronized_clocks(steps):
