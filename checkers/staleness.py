@@ -20,6 +20,7 @@ What counts as a write or a read is a `Projection`, so the same report covers of
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -105,6 +106,17 @@ class TopicsProjection:
         return []
 
 
+class _KeyWrites:
+    """One key's writes, indexed: by value (the sources of a read) and ok ones by invocation time."""
+
+    def __init__(self, ws: list[Write]) -> None:
+        self.by_value: dict[Hashable, list[Write]] = defaultdict(list)
+        for w in ws:
+            self.by_value[_hashable(w.value)].append(w)
+        self.ok = sorted((w for w in ws if w.ok), key=lambda w: w.invoke_time)
+        self.ok_invokes = [w.invoke_time for w in self.ok]
+
+
 def _hashable(x: Any) -> Hashable:
     if isinstance(x, list):
         return tuple(_hashable(i) for i in x)
@@ -136,6 +148,8 @@ class StalenessChecker:
             done = p.complete.time if p.type == OK and p.complete is not None else INFINITY
             writes[key].append(Write(key, value, p.invoke.time, done, p.type == OK, p.invoke.index))
         keys = set(writes)
+        index = {k: _KeyWrites(ws) for k, ws in writes.items()}
+        empty = _KeyWrites([])
         claims = leader_claims(history)
 
         stale: list[dict[str, Any]] = []
@@ -146,7 +160,7 @@ class StalenessChecker:
                 continue
             for key, value in proj.reads(p, keys):
                 reads_checked += 1
-                finding = self._judge(key, value, p, writes.get(key, []), proj.initial, claims)
+                finding = self._judge(key, value, p, index.get(key, empty), proj.initial, claims)
                 if finding is None:
                     continue
                 if finding == "unwritten":
@@ -157,11 +171,11 @@ class StalenessChecker:
         return self._report(stale, reads_checked, unwritten)
 
     @staticmethod
-    def _judge(key: Hashable, value: Any, p: Pair, ws: list[Write], initial: Any,
+    def _judge(key: Hashable, value: Any, p: Pair, kw: _KeyWrites, initial: Any,
                claims: list[Any]) -> dict[str, Any] | str | None:
         assert p.complete is not None
         r_inv, r_done = p.invoke.time, p.complete.time
-        sources = [w for w in ws if w.value == value]
+        sources = kw.by_value.get(_hashable(value), [])
         if value == initial:
             sources_done: float = -1.0 if not sources else max(w.complete_time for w in sources)
         elif not sources:
@@ -170,8 +184,10 @@ class StalenessChecker:
             sources_done = max(w.complete_time for w in sources)
         if sources_done == INFINITY:
             return None  # an info write of this value may have landed at any time: not provably stale
-        over = [w for w in ws if w.ok and w.value != value and w.invoke_time > sources_done
-                and w.complete_time < r_inv]
+        # Overwriters are invoked after sources_done and completed (hence invoked) before r_inv.
+        lo = bisect.bisect_right(kw.ok_invokes, sources_done)
+        hi = bisect.bisect_left(kw.ok_invokes, r_inv)
+        over = [w for w in kw.ok[lo:hi] if w.value != value and w.complete_time < r_inv]
         if not over:
             return None
         stale_since = min(w.complete_time for w in over)
