@@ -32,7 +32,7 @@ from typing import Any
 
 from jepsen_py import generator as gen
 from jepsen_py import store
-from jepsen_py.errors import EXIT_FRAMEWORK, BadInput, FrameworkFailure, JepsenError
+from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, BadInput, FrameworkFailure, JepsenError
 from jepsen_py.generator import Context, Generator, Pending, Template, Thread
 from jepsen_py.history import (
     COMPLETIONS,
@@ -725,7 +725,9 @@ def run_test(
                 log.warning("interrupted: healing and tearing down")
             except BaseException as e:
                 error = e
-                log.error("run failed in phase %s: %s", run.phases[-1] if run.phases else "?", e)
+                # A problem the user can fix (254) is reported once, by the CLI; the log keeps it.
+                level = logging.INFO if getattr(e, "exit_code", None) == EXIT_BAD_INPUT else logging.ERROR
+                log.log(level, "run failed in phase %s: %s", run.phases[-1] if run.phases else "?", e)
                 log.debug("the failure in full", exc_info=True)
             failures = run.cleanup()
         finally:

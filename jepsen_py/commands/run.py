@@ -10,6 +10,7 @@ import argparse
 import importlib
 import importlib.util
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,11 @@ def run(args: argparse.Namespace) -> int:
         s = specmod.with_seed(spec, spec.seed + i) if i else spec
         outcome = build_and_run(s, show_progress=not args.no_progress)
         outcomes.append(outcome)
+        if outcome.exit_code == EXIT_BAD_INPUT:
+            # The environment or an input is wrong (Docker down, a bad option for the db): one
+            # line, and no point in running the remaining tests.
+            print(f"jepsen-py: {outcome.error} (run stored in {outcome.run_dir})", file=sys.stderr)
+            return EXIT_BAD_INPUT
         title = f"{s.name} (seed {s.seed})"
         if spec.test_count > 1:
             title += f", run {i + 1}/{spec.test_count}"

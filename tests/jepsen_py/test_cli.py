@@ -13,8 +13,9 @@ import pytest
 
 from jepsen_py import cli
 from jepsen_py.commands import run as runcmd
+from jepsen_py.errors import EnvironmentProblem
 from jepsen_py.protocols import TestSpec
-from tests.jepsen_py.fakes import register_workload
+from tests.jepsen_py.fakes import FakeDB, register_workload
 
 FAKE_DB = "tests.jepsen_py.fakes:FakeDB"
 REPO = Path(__file__).resolve().parents[2]
@@ -176,3 +177,24 @@ def test_analyze_bad_history_names_file_and_line(tmp_path: Path, monkeypatch: py
     assert p.returncode == 254
     assert f"{history}:" in p.stderr and "without an invocation" in p.stderr
     assert (run_dir / "results.json").read_text() == results_before  # nothing already written is lost
+
+
+class NoEngineDB(FakeDB):
+    """A DB whose nodes cannot be reached: what a stopped Docker engine looks like to the runner."""
+
+    def setup(self, test: Any, node: str) -> None:
+        raise EnvironmentProblem("no Docker engine reachable: start dockerd")
+
+
+def test_an_environment_problem_is_one_line_254_after_cleanup(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    use_fakes(monkeypatch)
+    argv = fake_run(tmp_path, "--test-count", "3")
+    argv[argv.index(FAKE_DB)] = "tests.jepsen_py.test_cli:NoEngineDB"
+    assert cli.main(argv) == 254
+    err = capsys.readouterr().err
+    assert [ln for ln in err.splitlines() if ln.strip()] == [
+        ln for ln in err.splitlines() if ln.startswith("jepsen-py: no Docker engine reachable")]
+    runs = [p for p in (tmp_path / "results" / "register-none").iterdir() if p.name != "latest"]
+    assert len(runs) == 1  # stopped at the first run
+    assert "no Docker engine" in json.loads((runs[0] / "results.json").read_text())["error"]
