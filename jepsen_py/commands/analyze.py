@@ -33,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit-xml", default=None, metavar="FILE", help="also write JUnit XML")
     parser.add_argument("--no-render", action="store_true",
                         help="do not re-run the post-run renderers (timeline, plots)")
+    parser.add_argument("--allow-truncated", action="store_true",
+                        help="check the intact lines of a history whose last line was cut off "
+                             "(a controller killed mid-write) instead of refusing it")
 
 
 def load_history(path: Path) -> tuple[list[Op], dict[int, int], int | None]:
@@ -67,8 +70,11 @@ def load_history(path: Path) -> tuple[list[Op], dict[int, int], int | None]:
     return ops, lines, torn
 
 
-def analyze(run_dir: Path) -> dict[str, Any]:
-    """Re-checks one run; returns the new results (also written to results.json)."""
+def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:
+    """Re-checks one run; returns the new results (also written to results.json).
+
+    A history cut off mid-line is refused (254, naming the line) unless `allow_truncated`: then
+    the intact lines before it are checked, with a warning."""
     from jepsen_py.commands.run import workload_registry
     from jepsen_py.runner import client_stats, run_checkers
 
@@ -76,6 +82,10 @@ def analyze(run_dir: Path) -> dict[str, Any]:
     history_path = run_dir / store.HISTORY
     ops, lines, torn = load_history(history_path)
     if torn is not None:
+        if not allow_truncated:
+            raise BadInput(f"{history_path}:{torn}: history truncated mid-line (the writer stopped "
+                           f"mid-write); the {len(ops)} ops before it are intact: "
+                           "pass --allow-truncated to check them")
         print(f"jepsen-py: warning: {history_path}:{torn}: torn last line skipped "
               "(the writer stopped mid-write)", file=sys.stderr)
     validate(ops, locate=lambda op: f"{history_path}:{lines.get(id(op), '?')}")
@@ -110,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     from jepsen_py.runner import count_anomalies, run_post_hooks
 
     run_dir = store.resolve_run_dir(Path(args.run_dir))
-    results = analyze(run_dir)
+    results = analyze(run_dir, allow_truncated=args.allow_truncated)
     if not args.no_render:
         run_post_hooks(run_dir)
     if args.junit_xml:

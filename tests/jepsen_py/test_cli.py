@@ -142,7 +142,7 @@ def test_analyze_rechecks_a_stored_run(tmp_path: Path, monkeypatch: pytest.Monke
     assert json.loads((run_dir / "results.json").read_text())["valid"] is False
 
 
-def test_analyze_tolerates_a_torn_tail_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_analyze_refuses_a_torn_tail_unless_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     use_fakes(monkeypatch)
     assert cli.main(fake_run(tmp_path)) == 0
@@ -152,7 +152,9 @@ def test_analyze_tolerates_a_torn_tail_and_says_so(tmp_path: Path, monkeypatch: 
     with history.open("a") as f:
         f.write('{"index": 99999, "time": 1, "ty')
     capsys.readouterr()
-    assert cli.main(["analyze", str(run_dir)]) == 0
+    assert cli.main(["analyze", str(run_dir)]) == 254
+    assert f"history.jsonl:{n + 1}: history truncated mid-line" in capsys.readouterr().err
+    assert cli.main(["analyze", "--allow-truncated", str(run_dir)]) == 0
     assert f"history.jsonl:{n + 1}: torn last line skipped" in capsys.readouterr().err
 
 
