@@ -128,7 +128,7 @@ def test_kill9_at_random_moments_loses_no_acknowledged_write(tmp_path):
             stop.set()
             for t in threads:
                 t.join(30)
-        assert kills >= 10
+        assert kills >= 6  # at least 3 single kills, then all three at once
         total_ok = sum(k.ok for k in logs)
         assert total_ok > 100, f"too few acknowledged writes to mean anything: {total_ok}"
         wait_converged(c)
