@@ -230,6 +230,7 @@ class _Run:
         self.backend_set_up = False
         self.db_nodes_set_up: list[str] = []
         self.watchdog_stop = threading.Event()
+        self.worker_errors: list[str] = []
         self.notes: list[str] = []
         self.phase_times: dict[str, float] = {}
         self.phase_cpu: dict[str, float] = {}
@@ -303,17 +304,15 @@ class _Run:
         if not nodes:
             return
         errors: list[tuple[str, BaseException]] = []
+        # Every node is torn down afterwards, whatever happens here: partial setups included.
+        self.db_nodes_set_up = list(nodes)
         with concurrent.futures.ThreadPoolExecutor(max_workers=len(nodes),
                                                    thread_name_prefix="db-setup") as pool:
             futures = {pool.submit(self.db.setup, self.test, n): n for n in nodes}
             for fut in concurrent.futures.as_completed(futures):
-                node = futures[fut]
                 exc = fut.exception()
-                if exc is None:
-                    self.db_nodes_set_up.append(node)
-                else:
-                    errors.append((node, exc))
-                    self.db_nodes_set_up.append(node)  # partial setups still get torn down
+                if exc is not None:
+                    errors.append((futures[fut], exc))
         if errors:
             node, exc = sorted(errors, key=lambda e: e[0])[0]
             for n, e in errors:
@@ -418,6 +417,8 @@ class _Run:
         finally:
             self.watchdog_stop.set()
             watchdog.join(1.0)
+        if self.worker_errors:
+            raise FrameworkFailure("; ".join(self.worker_errors[:3]))
 
     @staticmethod
     def _join_bounded(ts: list[threading.Thread], seconds: float) -> None:
@@ -523,30 +524,39 @@ class _Run:
                               f"{type(e).__name__}: {e}", {})
                     self._drop_client(w, inv.node)  # Jepsen: a crashed client is reopened
                 done = self._done(w, inv, comp)
-        except RuntimeError as e:
-            if "closed" not in str(e):
-                log.exception("worker %s failed", w.thread)
-        except Exception:
-            log.exception("worker %s failed", w.thread)
-            driver.stop()
-            raise
+        except Exception as e:
+            self._worker_failed(w, driver, e)
+
+    def _worker_failed(self, w: _Worker, driver: _Driver, e: Exception) -> None:
+        """A failure outside invoke (a generator bug, the history unwritable) ends the phase for
+        everyone and fails the run: a silently shortened test would be a lie."""
+        if isinstance(e, RuntimeError) and "history writer is closed" in str(e) and driver.stopped:
+            return  # an abandoned worker finishing after the run ended
+        log.error("worker %s failed: %s: %s", w.thread, type(e).__name__, e)
+        log.debug("worker failure in full", exc_info=e)
+        self.worker_errors.append(f"worker {w.thread}: {type(e).__name__}: {e}")
+        driver.stop()
 
     def _nemesis_loop(self, driver: _Driver) -> None:
         assert self.nemesis is not None
         w = self.nemesis_worker
         start = self._start(w)
         done: Callable[[], tuple[int | str, Op, Op]] | None = None
-        while True:
-            inv = driver.next(w, start, done)
-            if inv is None:
-                return
-            try:
-                comp = _normalize(self.nemesis.invoke(self.test, _copy(inv)), inv, nemesis=True)
-            except Exception as e:
-                log.exception("nemesis op %s failed", inv.f)
-                comp = Op(-1, 0, INFO, NEMESIS, inv.f, inv.key, inv.value, inv.node,
-                          f"{type(e).__name__}: {e}", {})
-            done = self._done(w, inv, comp)
+        try:
+            while True:
+                inv = driver.next(w, start, done)
+                if inv is None:
+                    return
+                try:
+                    comp = _normalize(self.nemesis.invoke(self.test, _copy(inv)), inv, nemesis=True)
+                except Exception as e:
+                    log.error("nemesis op %s failed: %s: %s", inv.f, type(e).__name__, e)
+                    log.debug("nemesis failure in full", exc_info=True)
+                    comp = Op(-1, 0, INFO, NEMESIS, inv.f, inv.key, inv.value, inv.node,
+                              f"{type(e).__name__}: {e}", {})
+                done = self._done(w, inv, comp)
+        except Exception as e:
+            self._worker_failed(w, driver, e)
 
     # ---- cleanup ----------------------------------------------------------------------------
 

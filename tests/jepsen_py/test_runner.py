@@ -285,3 +285,22 @@ def test_register_fake_is_a_real_register() -> None:
     c = RegisterClient(r, Calls(), "n1")
     c.invoke(None, Op(0, 0, INVOKE, 0, "write", 1, 42))  # type: ignore[arg-type]
     assert c.invoke(None, Op(1, 0, INVOKE, 0, "read", 1)).value == 42  # type: ignore[arg-type]
+
+
+def test_a_generator_bug_fails_the_run_instead_of_shortening_it(tmp_path: Path) -> None:
+    calls = Calls()
+    n = iter(range(10**6))
+
+    def buggy(ctx: gen.Context) -> dict[str, Any]:
+        if next(n) == 50:
+            raise KeyError("no such key in the workload's table")
+        return {"f": "write", "key": 0, "value": 1}
+
+    spec = make_spec(tmp_path, time_limit=5.0, recovery_timeout=0)
+    w = register_workload(final=False, generator=buggy)
+    out = run_test(spec, db=FakeDB(spec, calls=calls), workload=w, backend=NoneBackend(spec))
+    assert out.exit_code == 255
+    assert "KeyError" in (out.error or "") and "no such key" in (out.error or "")
+    assert out.results["stats"]["phase_s"]["main"] < 3
+    assert calls.names().count("db.teardown") == 3
+    validate(read_history(out.run_dir / "history.jsonl"))
