@@ -62,6 +62,20 @@ async def phase(ports: list[int], clients: int, seconds: float, make_req) -> tup
     return lat, errors, time.monotonic() - t0
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of the node processes so far (from /proc: a load-independent cost)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / tick
+
+
 def pct(xs: list[float], p: float) -> float:
     if not xs:
         return float("nan")
@@ -105,11 +119,18 @@ def main() -> int:
             return {"op": "fetch_offset", "group": f"g{wid % 4}", "topic": "orders",
                     "partition": wid, "timeout_ms": 4000}
 
+        pids = [n.proc.pid for n in c.nodes.values() if n.proc is not None]
+        cpu0 = cpu_seconds(pids)
         lat, errs, el = asyncio.run(phase(ports, args.clients, args.seconds, commit))
+        cpu1 = cpu_seconds(pids)
         commits = report("offset commits", lat, errs, el)
         p99 = pct(lat, 99)
         lat_r, errs_r, el_r = asyncio.run(phase(ports, args.clients, args.seconds, fetch))
+        cpu2 = cpu_seconds(pids)
         reads = report("linearizable fetches (ReadIndex)", lat_r, errs_r, el_r)
+        print(f"node CPU (all {len(pids)} processes): {1000 * (cpu1 - cpu0) / max(1, len(lat)):.2f} ms per "
+              f"commit, {1000 * (cpu2 - cpu1) / max(1, len(lat_r)):.2f} ms per read; "
+              f"machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         st = c.status(leader, 2.0) or {}
         print(f"leader: {st.get('wal_syncs')} WAL fsyncs for {st.get('commit')} committed entries "
               f"({st.get('readies')} Ready batches)")
