@@ -19,7 +19,6 @@ NS = 1_000_000_000
 
 # Nemesis verbs that undo a fault. "heal" undoes every open fault at once.
 _UNDO_PREFIXES = ("stop", "heal", "resume", "reset", "restart", "recover", "cont", "unpause", "repair")
-_DO_PREFIXES = ("start", "begin", "bump", "strobe", "kill", "pause", "partition", "skew", "isolate")
 
 
 @dataclass(slots=True)
@@ -113,44 +112,70 @@ def _verb(f: str) -> str:
 
 
 def _family(f: str) -> str:
-    """start-partition and stop-partition share the family "partition"; pause/resume share ""."""
+    """start-partition and stop-partition share the family "partition"; bare verbs have none."""
     parts = f.replace("_", "-").lower().split("-", 1)
     return parts[1] if len(parts) == 2 else ""
 
 
+# Undo ops of our nemeses (nemeses/) and Jepsen's, and the faults each one ends.
+_UNDOES: dict[str, tuple[str, ...]] = {
+    "stop-partition": ("start-partition",),
+    "resume": ("pause",),
+    "start": ("kill",),  # Jepsen's kill nemesis: :start restarts what :kill killed
+    "reset-clock": ("bump-clock", "strobe-clock"),
+}
+# A fault that replaces the open fault of the same f (a new partition heals the old one first).
+_REPLACES = frozenset({"start-partition"})
+
+
 def _is_undo(f: str) -> bool:
-    return _verb(f).startswith(_UNDO_PREFIXES)
+    return f in _UNDOES or _verb(f).startswith(_UNDO_PREFIXES)
+
+
+def _nodes(v: Any) -> str:
+    if isinstance(v, list):
+        if v and all(isinstance(g, list) for g in v):
+            return " | ".join(" ".join(str(n) for n in g) for g in v)
+        return " ".join(str(n) for n in v)
+    return str(v)
 
 
 def _describe(value: Any) -> str:
-    """A short human summary of what the nemesis said it did."""
+    """A short human summary of what the nemesis said it did: which fault, which nodes."""
     if value is None:
         return ""
-    if isinstance(value, dict):
-        for k in ("partition", "grudge", "groups", "components"):
-            v = value.get(k)
-            if isinstance(v, list) and v and all(isinstance(g, list) for g in v):
-                return " | ".join(" ".join(str(n) for n in g) for g in v)
-        for k in ("nodes", "node", "targets", "isolated", "target"):
-            v = value.get(k)
-            if isinstance(v, list):
-                return " ".join(str(n) for n in v)
-            if v is not None:
-                return str(v)
-        return ", ".join(f"{k}={v}" for k, v in list(value.items())[:4])
-    if isinstance(value, list):
-        if value and all(isinstance(g, list) for g in value):
-            return " | ".join(" ".join(str(n) for n in g) for g in value)
-        return " ".join(str(v) for v in value)
-    return str(value)
+    if not isinstance(value, dict):
+        return _nodes(value)
+    head = str(value.get("shape") or value.get("target") or "")
+    for k in ("sides", "partition", "groups", "components"):
+        v = value.get(k)
+        if isinstance(v, list) and v:
+            return f"{head}: {_nodes(v)}" if head else _nodes(v)
+    grudge = value.get("grudge")
+    if isinstance(grudge, dict) and grudge:
+        cut = "; ".join(f"{n}x{','.join(map(str, g))}" for n, g in sorted(grudge.items()) if g)
+        return f"{head}: {cut}" if head else cut
+    bumped = value.get("bumped-ms")
+    if isinstance(bumped, dict):
+        return " ".join(f"{n} {d:+g} ms" for n, d in sorted(bumped.items()))
+    if "delta-ms" in value and "nodes" in value:
+        return f"{_nodes(value['nodes'])} strobe {value['delta-ms']} ms / {value.get('period-ms', '?')} ms"
+    for k in ("nodes", "node", "targets", "isolated"):
+        if value.get(k) is not None:
+            return f"{head}: {_nodes(value[k])}" if head and head != _nodes(value[k]) else _nodes(value[k])
+    if head:
+        return head
+    return ", ".join(f"{k}={v}" for k, v in list(value.items())[:4])
 
 
 def fault_windows(nemesis_pairs: list[Pair], end_time: float) -> list[FaultWindow]:
     """Pairs each fault-causing nemesis op with the op that undid it.
 
-    An undo closes the newest open window of its own family (stop-partition closes start-partition,
-    reset-clock closes bump-clock), else the oldest open one; "heal" closes all. A fault never undone
-    stays open to the end of the history. A failed nemesis op caused nothing and opens nothing.
+    An undo closes the newest open window it undoes (stop-partition ends start-partition, resume
+    ends pause, start ends kill, reset-clock ends bump-clock; otherwise by shared family name, else
+    the oldest open one); "heal" closes all; a new partition replaces the open one. A strobe with a
+    duration ends when its duration is up. A fault never undone stays open to the end of the
+    history. A failed nemesis op caused nothing and opens nothing.
     """
     out: list[FaultWindow] = []
     open_: list[FaultWindow] = []
@@ -159,29 +184,38 @@ def fault_windows(nemesis_pairs: list[Pair], end_time: float) -> list[FaultWindo
             continue
         f = p.invoke.f
         t = p.invoke.time / NS
+        t_done = (p.complete.time if p.complete is not None else p.invoke.time) / NS
         said = p.complete.value if p.complete is not None else p.invoke.value
         if _is_undo(f):
-            t_done = (p.complete.time if p.complete is not None else p.invoke.time) / NS
             if _verb(f) == "heal":
                 closing, open_ = open_, []
             else:
+                undoes = _UNDOES.get(f)
                 fam = _family(f)
-                same = [w for w in open_ if _family(w.f) == fam and fam]
-                target = same[-1] if same else (open_[0] if open_ else None)
+                if undoes is not None:
+                    same = [w for w in open_ if w.f in undoes]
+                else:
+                    same = [w for w in open_ if fam and _family(w.f) == fam]
+                target = same[-1] if same else (open_[0] if open_ and undoes is None else None)
                 closing = [target] if target is not None else []
                 open_ = [w for w in open_ if w is not target]
             for w in closing:
                 w.end = t_done
             continue
+        if f in _REPLACES:
+            for w in [w for w in open_ if w.f == f]:
+                w.end = t
+                open_.remove(w)
         desc = _describe(said)
         label = f"{f}: {desc}" if desc else f
         detail = json.dumps(said, default=str)[:300] if said is not None else ""
-        w = FaultWindow(start=t, end=None, f=f, label=label[:80], detail=detail)
+        w = FaultWindow(start=t, end=None, f=f, label=label[:90], detail=detail)
         out.append(w)
-        if _verb(f).startswith(_DO_PREFIXES) or not _is_undo(f):
+        duration = said.get("duration-s") if isinstance(said, dict) else None
+        if isinstance(duration, int | float) and not isinstance(duration, bool):
+            w.end = max(t_done, t + float(duration))
+        else:
             open_.append(w)
-    for w in open_:
-        w.end = end_time
     for w in out:
         if w.end is None:
             w.end = end_time

@@ -103,9 +103,10 @@ def make_run(root: Path, n_ops: int = 400, *, seed: int = 7, name: str = "offset
     # nemesis: partition-leader isolating n1, healed later
     add(Op(0, p_start - 2 * MS, "invoke", "nemesis", "start-partition", None, None))
     add(Op(0, p_start, "info", "nemesis", "start-partition", None,
-           {"partition": [["n1"], ["n2", "n3", "n4", "n5"]], "kind": "partition-leader"}))
+           {"shape": "leader", "leader": "n1", "sides": [["n1"], ["n2", "n3", "n4", "n5"]],
+            "grudge": {"n1": ["n2", "n3", "n4", "n5"], **{n: ["n1"] for n in NODES[1:]}}}))
     add(Op(0, p_end - 3 * MS, "invoke", "nemesis", "stop-partition", None, None))
-    add(Op(0, p_end, "info", "nemesis", "stop-partition", None, "healed"))
+    add(Op(0, p_end, "info", "nemesis", "stop-partition", None, {"healed": True}))
     # observer samples every 100 ms per node
     t = 0
     while t < duration_ns:

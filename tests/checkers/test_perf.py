@@ -43,7 +43,7 @@ def test_perf_page_as_seen(browser: Any, tmp_path: Path) -> None:
     assert seen["ytitles"][0] == "latency (ms)" and seen["ytitles"][1] == "quantiles (ms)"
     assert seen["ytitles"][2].startswith("ops/s")
     assert seen["shapes"] == 1 and abs(seen["left"] - seen["x0"]) < 2
-    assert "start-partition: n1 | n2 n3 n4 n5" in seen["notes"]
+    assert "start-partition: leader: n1 | n2 n3 n4 n5" in seen["notes"]
     assert "commit" in seen["table"] and "fetch" in seen["table"]
     assert seen["pts"] == sum(1 for s in samples(load_run(run.run_dir)))  # small run: nothing decimated
     screenshot(browser, "perf")

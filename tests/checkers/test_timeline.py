@@ -95,7 +95,7 @@ def test_lanes_faults_anomaly_and_zombie_as_seen(browser: Any, tmp_path: Path) -
     assert band["fill"] != "none"
     labels = browser.execute_script(
         "return Array.from(document.querySelectorAll('.annotation-text')).map(e => e.textContent)")
-    assert "start-partition: n1 | n2 n3 n4 n5" in labels
+    assert "start-partition: leader: n1 | n2 n3 n4 n5" in labels
 
     # the stale read is listed with its explanation, and drawn as a highlighted star
     items = browser.execute_script(
@@ -186,9 +186,25 @@ def test_fault_windows_pair_undo_with_its_fault() -> None:
     got = [(w.f, round(w.start), round(w.end or 0)) for w in ws]
     assert got == [("start-partition", 1, 3), ("pause", 2, 5)]
     assert ws[0].label == "start-partition: n1 | n2 n3" and ws[1].label == "pause: n2"
-    ws = fault_windows([pr(1, "bump-clock", {"node": "n4"}), pr(2, "start-partition"), pr(6, "heal")], 10.0)
-    assert [round(w.end or 0) for w in ws] == [6, 6]
+    ws = fault_windows([pr(1, "bump-clock", {"bumped-ms": {"n4": 250}}), pr(2, "start-partition"),
+                        pr(6, "heal")], 10.0)
+    assert [round(w.end or 0) for w in ws] == [6, 6] and ws[0].label == "bump-clock: n4 +250 ms"
     assert fault_windows([pr(1, "start-partition")], 9.5)[0].end == 9.5
+    # our nemeses' own undo names: start ends kill, resume ends pause, even interleaved
+    ws = fault_windows([pr(1, "kill", {"target": "leader", "nodes": ["n1"]}),
+                        pr(2, "pause", {"nodes": ["n3"]}), pr(3, "start", {"nodes": ["n1"]}),
+                        pr(4, "resume", {"nodes": ["n3"]})], 10.0)
+    assert [(w.f, round(w.end or 0), w.label) for w in ws] == [("kill", 3, "kill: leader: n1"),
+                                                                ("pause", 4, "pause: n3")]
+    # a new partition replaces the open one; a strobe lasts its duration
+    ws = fault_windows([pr(1, "start-partition", {"shape": "one", "sides": [["n2"], ["n1", "n3"]]}),
+                        pr(2, "start-partition", {"shape": "ring", "grudge": {"n1": ["n3"]}}),
+                        pr(3, "strobe-clock", {"nodes": ["n2"], "delta-ms": 200, "period-ms": 16,
+                                               "duration-s": 2}),
+                        pr(7, "stop-partition")], 10.0)
+    assert [(w.label, round(w.start), round(w.end or 0)) for w in ws] == [
+        ("start-partition: one: n2 | n1 n3", 1, 2), ("start-partition: ring: n1xn3", 2, 7),
+        ("strobe-clock: n2 strobe 200 ms / 16 ms", 3, 5)]
 
 
 def test_timeline_data_is_compact_and_complete(tmp_path: Path) -> None:
