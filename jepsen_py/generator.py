@@ -45,6 +45,8 @@ Combinators (Jepsen's names where they exist)
     nemesis(ng, cg)            Jepsen's nemesis routing: ng on the nemesis thread beside cg on clients
     on_threads(pred, g)        only threads for which pred(thread) is true
     any_of(*gens)              whichever offers an op first
+    reserve(n, a, m, b, rest)  client threads 0..n-1 run a, the next m run b, the others rest
+    log(message)               a line in jepsen.log when reached (marks stages of a schedule)
     flip_flop(a, b)            alternates a, b, a, b ... (start/stop fault schedules)
     map_ops(fn, g), filter_ops(pred, g), until_ok(g), defer(fn), synchronize(g)
 
@@ -57,6 +59,7 @@ A typical test:
 from __future__ import annotations
 
 import copy
+import logging
 import random
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -720,6 +723,52 @@ def nemesis(nemesis_gen: GenLike, client_gen: GenLike = None) -> Generator:
     if client_gen is None:
         return n
     return AnyOf([n, clients(client_gen)])
+
+
+def reserve(*args: int | GenLike) -> Generator:
+    """Jepsen's `reserve`: reserve(5, writes, 10, cas, reads) gives client threads 0-4 to
+    writes, 5-14 to cas and every other client thread to reads. Each group sees only its threads."""
+    if len(args) % 2 != 1:
+        raise TypeError("reserve takes (count, generator) pairs and then a default generator")
+    gens: list[Generator] = []
+    lo = 0
+    for i in range(0, len(args) - 1, 2):
+        n = args[i]
+        if not isinstance(n, int) or n < 0:
+            raise TypeError(f"reserve: thread counts must be non-negative integers, got {n!r}")
+        gens.append(OnThreads(_ThreadRange(lo, lo + n), lift(args[i + 1])))  # type: ignore[arg-type]
+        lo += n
+    gens.append(OnThreads(_ThreadRange(lo, None), lift(args[-1])))  # type: ignore[arg-type]
+    return AnyOf(gens)
+
+
+@dataclass(frozen=True)
+class _ThreadRange:
+    """Client threads lo <= t < hi (hi None: no upper bound); a picklable, printable predicate."""
+
+    lo: int
+    hi: int | None
+
+    def __call__(self, t: Thread) -> bool:
+        return isinstance(t, int) and t >= self.lo and (self.hi is None or t < self.hi)
+
+
+class Log(Generator):
+    """Writes a line to the run's log when reached, hands out no op (Jepsen's `log`)."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.done = False
+
+    def op(self, ctx: Context) -> Step:
+        if not self.done:
+            self.done = True
+            logging.getLogger("jepsen_py.generator").info("%s", self.message)
+        return None
+
+
+def log(message: str) -> Generator:
+    return Log(message)
 
 
 def any_of(*gens: GenLike) -> Generator:

@@ -277,3 +277,21 @@ def test_copies_share_functions_and_state_but_not_progress() -> None:
     ops = simulate(gen.each_thread(gen.limit(3, Workload().write)), concurrency=4)
     assert len(ops) == 12
     assert sorted(o.template.value for o in ops) == list(range(12))
+
+
+def test_reserve_dedicates_threads() -> None:
+    g = gen.time_limit(5, gen.reserve(2, gen.repeat({"f": "write"}), 1, gen.repeat({"f": "cas"}),
+                                      gen.repeat({"f": "read"})))
+    ops = simulate(g, concurrency=6, nemesis_thread=True, latency=1.0)
+    by_thread = {t: {o.template.f for o in ops if o.thread == t} for t in range(6)}
+    assert by_thread == {0: {"write"}, 1: {"write"}, 2: {"cas"}, 3: {"read"}, 4: {"read"}, 5: {"read"}}
+    assert not [o for o in ops if o.thread == NEMESIS]
+    with pytest.raises(TypeError, match="pairs"):
+        gen.reserve(2, gen.repeat({"f": "w"}))
+
+
+def test_log_writes_a_line_and_hands_out_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("INFO", logger="jepsen_py.generator"):
+        ops = simulate([{"f": "a"}, gen.log("switching to reads"), {"f": "b"}])
+    assert fs(ops) == ["a", "b"]
+    assert "switching to reads" in caplog.text
