@@ -132,4 +132,4 @@ def _code(e: Exception) -> str:
             "AlreadyExists": "already_exists", "ProtocolError": "protocol"}.get(name, name.lower())
 
 
-__all__ = ["FS", "INFO", "MetadataClient", "offsets_key", "split_key"]
+__all__ = ["FS", "MetadataClient", "offsets_key", "split_key"]
