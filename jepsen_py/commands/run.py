@@ -143,6 +143,11 @@ def run(args: argparse.Namespace) -> int:
                       anomalies=outcome.anomalies, run_dir=outcome.run_dir,
                       checkers=outcome.results.get("checkers"), error=outcome.error, title=title)
     merged = merge(o.valid for o in outcomes)
+    if len(outcomes) > 1:
+        valid_n = sum(1 for o in outcomes if o.valid is True)
+        invalid_n = sum(1 for o in outcomes if o.valid is False)
+        print(f"overall: {str(merged).lower()} over {len(outcomes)} runs ({valid_n} valid, "
+              f"{invalid_n} invalid, {len(outcomes) - valid_n - invalid_n} unknown)")
     if args.junit_xml:
         if len(outcomes) == 1:
             results = outcomes[0].results

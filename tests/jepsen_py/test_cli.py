@@ -107,9 +107,10 @@ def test_run_end_to_end_with_an_in_process_db(tmp_path: Path, monkeypatch: pytes
 
 
 def test_test_count_runs_each_in_its_own_dir_with_its_own_seed(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     use_fakes(monkeypatch)
     assert cli.main(fake_run(tmp_path, "--test-count", "2", "--time-limit", "0.2")) == 0
+    assert "overall: true over 2 runs (2 valid, 0 invalid, 0 unknown)" in capsys.readouterr().out
     runs = sorted(p for p in (tmp_path / "results" / "register-none").iterdir() if p.name != "latest")
     assert len(runs) == 2
     assert [json.loads((r / "test.json").read_text())["seed"] for r in runs] == [5, 6]
