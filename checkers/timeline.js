@@ -175,9 +175,10 @@ function laneAxis(groupBy) {
     vals.push(-1); text.push('nemesis');
     return {tickvals: vals, ticktext: text, range: [-1.6, DATA.node_lanes.length + 0.8]};
   }
+  // label every lane when the labels fit (about 13 px each), else every k-th lane
   const n = DATA.lanes.length;
-  if (n <= 80) return {tickvals: DATA.lanes.map((_, i) => i), ticktext: DATA.lanes.map(p => p === 'nemesis' ? 'nemesis' : 'p' + p), range: [-0.8, n - 0.2]};
-  const step = Math.ceil(n / 40), vals = [], text = [];
+  const fit = Math.max(8, Math.floor((plot.clientHeight || 700) * 0.5 / 13));
+  const step = Math.max(1, Math.ceil(n / fit)), vals = [], text = [];
   for (let i = 0; i < n; i += step) { vals.push(i); text.push(DATA.lanes[i] === 'nemesis' ? 'nemesis' : 'p' + DATA.lanes[i]); }
   return {tickvals: vals, ticktext: text, range: [-0.8, n - 0.2]};
 }
@@ -196,7 +197,7 @@ function layout(groupBy) {
     yaxis2: {title: {text: 'role'}, domain: [0.2, 0.38], tickvals: DATA.node_lanes.map((_, i) => i),
              ticktext: DATA.node_lanes, range: [-0.6, DATA.node_lanes.length - 0.4], zeroline: false,
              visible: hasObs},
-    yaxis3: {title: {text: 'term'}, domain: [0, 0.17], visible: hasObs, rangemode: 'tozero'},
+    yaxis3: {title: {text: 'term'}, domain: [0, 0.17], visible: hasObs, rangemode: 'tozero', tickformat: 'd'},
   };
 }
 
