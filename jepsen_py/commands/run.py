@@ -7,10 +7,14 @@ the workload, nemesis and cluster packages are in.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import logging
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +125,29 @@ def write_junit(results: dict[str, Any], path: Path) -> None:
     junit.write_junit(results, path)
 
 
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """A CI job cancelled with SIGTERM gets what Ctrl-C gets: heal, teardown, results.json."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def run(args: argparse.Namespace) -> int:
+    with sigterm_as_interrupt():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from jepsen_py.progress import print_summary
 
     spec = specmod.from_args(args, collect_options(args))

@@ -201,3 +201,40 @@ def test_an_environment_problem_is_one_line_254_after_cleanup(
     runs = [p for p in (tmp_path / "results" / "register-none").iterdir() if p.name != "latest"]
     assert len(runs) == 1  # stopped at the first run
     assert "no Docker engine" in json.loads((runs[0] / "results.json").read_text())["error"]
+
+
+DRIVER = """
+import sys
+from jepsen_py import cli
+from jepsen_py.commands import run as runcmd
+from tests.jepsen_py.fakes import register_workload
+runcmd.workload_registry = lambda: {"register": lambda spec: register_workload()}
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_sigterm_heals_and_tears_down_like_ctrl_c(tmp_path: Path) -> None:
+    """A cancelled CI job (SIGTERM) still gets heal, teardown and a results.json."""
+    import os
+    import signal
+    import time
+
+    argv = fake_run(tmp_path, "--time-limit", "60")
+    p = subprocess.Popen([sys.executable, "-c", DRIVER, *argv], cwd=REPO, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    history = tmp_path / "results" / "register-none"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        runs = list(history.glob("*/history.jsonl")) if history.exists() else []
+        if runs and runs[0].stat().st_size > 10_000:
+            break
+        time.sleep(0.1)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 255, err
+    assert "interrupted" in err
+    run_dir = (tmp_path / "results" / "latest").resolve()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["error"] == "interrupted"
+    assert "teardown" in results["stats"]["phases"]
