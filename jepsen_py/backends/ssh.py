@@ -232,7 +232,8 @@ class SSHRemote(Remote):
             if chan.recv_stderr_ready():
                 err += chan.recv_stderr(65536)
                 got = True
-            if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+            # EOF, not the exit status, ends the output: sshd may send the status before the last data.
+            if (chan.eof_received or chan.closed) and not chan.recv_ready() and not chan.recv_stderr_ready():
                 break
             if not got:
                 time.sleep(0.002)

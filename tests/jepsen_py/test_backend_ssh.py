@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
+import paramiko
 import pytest
 
 from jepsen_py.backends.common import RemoteCommandFailed
@@ -41,8 +41,10 @@ def sshd(node_image, tmp_path_factory):
     from jepsen_py.backends.docker import DockerBackend
 
     tmp = tmp_path_factory.mktemp("ssh")
-    key = tmp / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    key = tmp / "id_rsa"
+    pk = paramiko.RSAKey.generate(2048)
+    pk.write_private_key_file(str(key))
+    key.with_suffix(".pub").write_text(f"{pk.get_name()} {pk.get_base64()} jepsen-py-test\n")
     spec = make_spec(NODES, tmp, options={"docker_image": node_image, "publish_ports": [22]})
     test = make_test(spec, tmp)
     backend = DockerBackend(spec)
