@@ -106,46 +106,46 @@ def simulate(n: int, config: Config, steps: list[tuple[str, int]], drift: bool =
 FAST = Config(election_tick=5, heartbeat_tick=1, max_batch_entries=4, max_inflight_msgs=4)
 
 
-@_sim_settings(60)
+@_sim_settings(150)
 @given(steps=STEPS)
 def test_simulation_3_nodes_prevote_checkquorum(steps):
     simulate(3, FAST, steps)
 
 
-@_sim_settings(30)
+@_sim_settings(80)
 @given(steps=STEPS)
 def test_simulation_5_nodes_prevote_checkquorum(steps):
     simulate(5, FAST, steps)
 
 
-@_sim_settings(40)
+@_sim_settings(100)
 @given(steps=STEPS)
 def test_simulation_3_nodes_plain_raft(steps):
     """Neither PreVote nor CheckQuorum: the paper's basic algorithm must be just as safe."""
     simulate(3, Config(**{**FAST.__dict__, "pre_vote": False, "check_quorum": False}), steps)
 
 
-@_sim_settings(25)
+@_sim_settings(60)
 @given(steps=STEPS)
 def test_simulation_3_nodes_checkquorum_without_prevote(steps):
     """CheckQuorum alone: a candidate stranded with a higher term must still be freed after healing."""
     simulate(3, Config(**{**FAST.__dict__, "pre_vote": False}), steps)
 
 
-@_sim_settings(25)
+@_sim_settings(60)
 @given(steps=STEPS)
 def test_simulation_5_nodes_prevote_without_checkquorum(steps):
     simulate(5, Config(**{**FAST.__dict__, "check_quorum": False}), steps)
 
 
-@_sim_settings(25)
+@_sim_settings(60)
 @given(steps=STEPS)
 def test_simulation_5_nodes_lease_reads(steps):
     cfg = Config(**{**FAST.__dict__, "read_only": "lease", "lease_margin_ticks": 1})
     simulate(5, cfg, steps, drift=False)
 
 
-@_sim_settings(40)
+@_sim_settings(100)
 @given(steps=STEPS)
 def test_simulation_lease_reads_with_synchronized_clocks(steps):
     """Lease reads are safe only while clocks advance together: every tick here is a tick of all."""
