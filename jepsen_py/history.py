@@ -56,9 +56,13 @@ class Op:
         return asdict(self)
 
     def to_json(self) -> str:
-        return json.dumps(
+        return f'{{"index":{self.index},{self._json_tail()}'
+
+    def _json_tail(self) -> str:
+        """Everything after the index: encoded outside the writer's lock, which then only numbers
+        and writes the line."""
+        return _ENCODER.encode(
             {
-                "index": self.index,
                 "time": self.time,
                 "type": self.type,
                 "process": self.process,
@@ -68,10 +72,8 @@ class Op:
                 "node": self.node,
                 "error": self.error,
                 "meta": self.meta,
-            },
-            separators=(",", ":"),
-            default=_json_default,
-        )
+            }
+        )[1:]
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Op:
@@ -103,6 +105,10 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 
+# One encoder for every line: json.dumps would build a new one per call when given options.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_json_default)
+
+
 class HistoryWriter:
     """Appends ops to history.jsonl, one flushed line each; safe to call from many threads.
 
@@ -118,14 +124,19 @@ class HistoryWriter:
         self._next_index = 0
         self._closed = False
 
-    def append(self, op: Op) -> Op:
-        """Assigns the op its index, writes and flushes it; returns the op."""
+    def append(self, op: Op, *, tail: str | None = None) -> Op:
+        """Assigns the op its index, writes and flushes it; returns the op.
+
+        `tail`: op._json_tail() computed earlier by the caller, outside any lock it holds.
+        """
+        if tail is None:
+            tail = op._json_tail()
         with self._lock:
             if self._closed:
                 raise RuntimeError("history writer is closed")
             op.index = self._next_index
             self._next_index += 1
-            self._file.write(op.to_json() + "\n")
+            self._file.write(f'{{"index":{op.index},{tail}\n')
             self._file.flush()
             if self._fsync:
                 os.fsync(self._file.fileno())
