@@ -17,7 +17,9 @@ from types import ModuleType
 from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, JepsenError
 
 # Subcommand modules in the order --help lists them. An issue that adds a subcommand adds it here.
-COMMANDS: tuple[str, ...] = ("run", "analyze", "check", "cleanup", "timeline", "serve", "export", "aggregate")
+COMMANDS: tuple[str, ...] = (
+    "run", "analyze", "check", "cleanup", "image", "timeline", "serve", "export", "aggregate",
+)
 
 log = logging.getLogger("jepsen_py")
 
