@@ -6,6 +6,7 @@ from __future__ import annotations
 import _thread
 import json
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -304,3 +305,21 @@ def test_a_generator_bug_fails_the_run_instead_of_shortening_it(tmp_path: Path) 
     assert out.results["stats"]["phase_s"]["main"] < 3
     assert calls.names().count("db.teardown") == 3
     validate(read_history(out.run_dir / "history.jsonl"))
+
+
+def test_a_slow_node_does_not_thin_out_the_others_samples(tmp_path: Path) -> None:
+    import time as _time
+
+    class SlowN3(FakeDB):
+        def status(self, test: Any, node: str) -> dict[str, Any] | None:
+            if node == "n3":
+                _time.sleep(0.6)  # a paused node answering only at its client timeout
+            return super().status(test, node)
+
+    spec = make_spec(tmp_path, time_limit=1.5, recovery_timeout=0, rate=20.0)
+    out = run_test(spec, db=SlowN3(spec), workload=register_workload(final=False), backend=NoneBackend(spec))
+    samples = [o for o in read_history(out.run_dir / "history.jsonl") if o.process == OBSERVER]
+    count = Counter(o.node for o in samples)
+    assert count["n1"] >= 8 and count["n2"] >= 8
+    assert 1 <= count["n3"] <= 4
+    assert all(o.meta["sent"] <= o.time for o in samples)
