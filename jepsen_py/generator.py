@@ -87,13 +87,14 @@ class Template:
             return x
         if not isinstance(x, dict) or "f" not in x:
             raise TypeError(f"an op template needs at least an 'f': {x!r}")
-        unknown = set(x) - {"f", "key", "value", "node", "meta"}
-        if unknown:
-            raise TypeError(f"op template has unknown fields {sorted(unknown)}: {x!r}")
-        return cls(
-            f=x["f"], key=x.get("key"), value=x.get("value"), node=x.get("node"),
-            meta=dict(x.get("meta") or {}),
-        )
+        if not _TEMPLATE_FIELDS.issuperset(x):
+            unknown = sorted(set(x) - _TEMPLATE_FIELDS)
+            raise TypeError(f"op template has unknown fields {unknown}: {x!r}")
+        meta = x.get("meta")
+        return cls(x["f"], x.get("key"), x.get("value"), x.get("node"), dict(meta) if meta else {})
+
+
+_TEMPLATE_FIELDS = frozenset({"f", "key", "value", "node", "meta"})
 
 
 @dataclass(frozen=True, slots=True)
