@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from cluster.raft import LEADER, Config, Entry, HardState, Message
+from cluster.raft import LEADER, Config, Entry, HardState, Message, RawNode
 from cluster.raft.messages import MSG_APP, MSG_APP_RESP, MSG_VOTE, MSG_VOTE_RESP
+from cluster.raft.quorum import committed_index
+from cluster.raft.raft import Raft
 
-from .sim import Cluster, drain, make_node, storage_with_log
+from .sim import Cluster, InvariantViolation, drain, make_node, storage_with_log
 
 PEERS = ["n1", "n2", "n3"]
 
@@ -132,3 +134,81 @@ def test_corrupt_hard_state_is_refused():
     st.set_hard_state(HardState(term=1, vote=None, commit=5))
     with pytest.raises(ConfigError):
         make_node("n1", PEERS, storage=st)
+
+
+# ---- Figure 8, played out on the simulated cluster
+
+
+class CommitsOldTermEntries(Raft):
+    """Broken on purpose: commits whatever a majority holds, whatever its term (no 5.4.2 rule)."""
+
+    def _maybe_commit(self) -> bool:
+        mci = committed_index(self.voters, {p: pr.match for p, pr in self.prs.items()})
+        if mci > self.raft_log.committed:
+            self.raft_log.commit_to(mci)
+            return True
+        return False
+
+
+class CommitsOldTermEntriesNode(RawNode):
+    raft_class = CommitsOldTermEntries
+
+
+def deliver_where(c: Cluster, pred, until=lambda: False) -> None:
+    while True:
+        c.pump()
+        pos = next((i for i, m in enumerate(c.net) if pred(m)), None)
+        if pos is None or until():
+            return
+        c.deliver_at(pos)
+
+
+def elect(c: Cluster, node: str, excluded: str) -> None:
+    for _ in range(3):
+        if c.nodes[node].raw.raft.state == LEADER:
+            return
+        c.nodes[node].raw.campaign()
+        deliver_where(c, lambda m: m.type in (MSG_VOTE, MSG_VOTE_RESP) and excluded not in (m.src, m.dst))
+    assert c.nodes[node].raw.raft.state == LEADER
+
+
+def figure_8(node_class: type[RawNode]) -> tuple[Cluster, int]:
+    """(a) n1 leads and gets X to n2 only; (b) n1 crashes, n5 leads a later term with n3, n4 and
+    appends its own entry at X's index, alone; (c) n5 crashes, n1 returns, leads again and brings X
+    to n3, so X sits on a majority, then crashes before its own term's entry does; (d) n5 returns
+    and wins with n3, n4 (its last term is newer), overwriting X. Returns the cluster and n1's commit
+    index at the end of (c)."""
+    cfg = Config(election_tick=10, pre_vote=False, check_quorum=False, max_batch_entries=1)
+    c = Cluster(5, cfg, node_class=node_class)
+    elect(c, "n1", excluded="")
+    c.deliver_all()
+    c.propose("n1", "X")
+    deliver_where(c, lambda m: m.dst in ("n1", "n2"))
+    c.net.clear()
+    c.crash("n1")
+    elect(c, "n5", excluded="n2")
+    c.pump()
+    c.net.clear()
+    c.crash("n5")
+    c.restart("n1")
+    elect(c, "n1", excluded="n5")
+    lead = c.nodes["n1"].raw.raft
+    deliver_where(c, lambda m: "n5" not in (m.src, m.dst), until=lambda: lead.prs["n3"].match >= 2)
+    commit = lead.raft_log.committed
+    c.crash("n1")
+    c.net.clear()
+    c.restart("n5")
+    elect(c, "n5", excluded="n2")
+    c.commit_everywhere()
+    return c, commit
+
+
+def test_figure_8_an_entry_of_an_old_term_on_a_majority_is_not_committed():
+    c, commit_in_c = figure_8(RawNode)
+    assert commit_in_c == 1  # X (index 2, an older term) was on n1, n2, n3 and still not committed
+    assert c.applied_at[2] != {"seq": 1, "v": "X"}  # n5 overwrote it, legitimately
+
+
+def test_figure_8_the_checks_catch_committing_old_term_entries():
+    with pytest.raises(InvariantViolation, match="leader completeness"):
+        figure_8(CommitsOldTermEntriesNode)
