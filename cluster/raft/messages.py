@@ -159,7 +159,11 @@ class Message:
       reject_hint is the follower's last index hint and log_term the term at it.
     - MsgVote/MsgPreVote: (log_term, index) is the candidate's last entry; context carries
       CAMPAIGN_TRANSFER for a leader transfer.
-    - MsgHeartbeat: commit is min(leader commit, peer's match); context echoes a ReadIndex round.
+    - MsgHeartbeat: commit is min(leader commit, peer's match); context names the newest pending
+      ReadIndex round; index is the leader's lease stamp (its tick count at sending).
+    - MsgHeartbeatResp: echoes the heartbeat's context and index (the lease stamp acknowledged).
+    - MsgProp / MsgReadIndex / MsgTransferLeader travel with term 0 when forwarded, src naming the
+      node that asked first (the leader answers it directly).
     - MsgReadIndex/MsgReadIndexResp: context is the caller's request id, index the read index.
     - MsgSnap: snapshot is set.
     """
