@@ -53,6 +53,7 @@ class StatusSample:
     term: int | None
     leader: str | None
     zombie: bool = False
+    index: int = -1  # the sample's history index (anomalies may point at it)
 
 
 @dataclass
@@ -255,7 +256,8 @@ def status_samples(ops: list[Op]) -> list[StatusSample]:
         term = v.get("term") if isinstance(v.get("term"), int) else None
         role = str(v.get("role") or ("unreachable" if not answered else "unknown"))
         s = StatusSample(op.time / NS, str(op.node), answered, role if answered else "unreachable",
-                         term, None if v.get("leader") is None else str(v.get("leader")))
+                         term, None if v.get("leader") is None else str(v.get("leader")),
+                         index=op.index)
         if answered and term is not None:
             latest_term[s.node] = term
             if role == "leader":

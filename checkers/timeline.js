@@ -134,6 +134,16 @@ function observerTraces() {
                  hovertemplate: '%{text}<extra></extra>', marker: {color: st[0], symbol: st[1], size: st[2]},
                  xaxis: 'x', yaxis: 'y2'});
   }
+  // observer samples a checker pointed at (a split leadership, a node seen down)
+  const ax = [], ay = [], at = [];
+  for (const a of DATA.anomalies) for (const j of a.samples || []) {
+    ax.push(S.t[j]); ay.push(DATA.node_lanes.indexOf(DATA.nodes[S.n[j]]));
+    at.push('<b>' + esc(a.kind) + '</b> (' + esc(a.checker) + '): ' + esc(wrap(a.explanation)));
+  }
+  traces.push({type: 'scattergl', mode: 'markers', name: 'anomaly (sample)', legendgroup: 'anomaly',
+               showlegend: false, x: ax, y: ay, text: at, hovertemplate: '%{text}<extra></extra>',
+               marker: {color: '#e0007f', symbol: 'circle-open', size: 18, line: {color: '#e0007f', width: 3}},
+               xaxis: 'x', yaxis: 'y2'});
   traces.push({type: 'scattergl', mode: 'markers', name: 'zombie leader', x: zx, y: zy, text: zt,
                hovertemplate: '%{text}<extra></extra>',
                marker: {color: '#e0007f', symbol: 'star', size: 12, line: {color: '#5a0033', width: 0.5}},
@@ -265,9 +275,11 @@ function listen() {
                    a.ops.map(o => '#' + o).join(', ') + ': ' + esc(a.explanation);
     li.title = 'click to zoom to these ops';
     li.addEventListener('click', () => {
-      if (!a.rows.length) return;
+      const samples = a.samples || [];
+      if (!a.rows.length && !samples.length) return;
       let lo = Infinity, hi = -Infinity;
       for (const r of a.rows) { lo = Math.min(lo, O.t0[r]); hi = Math.max(hi, O.t1[r]); }
+      for (const j of samples) { lo = Math.min(lo, DATA.samples.t[j]); hi = Math.max(hi, DATA.samples.t[j]); }
       const pad = Math.max((hi - lo) * 2, 0.05);
       draw([lo - pad, hi + pad]);
     });

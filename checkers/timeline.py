@@ -15,6 +15,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from checkers.linearizable.visualization import failures_in
 from checkers.plotpage import page, verdict_badge
 from checkers.runview import NS, RunView, load_run, pair_type
 from jepsen_py.history import NEMESIS
@@ -97,7 +98,9 @@ def timeline_data(view: RunView) -> dict[str, Any]:
     for n in node_names:
         nodes(n)
     sample_cols: dict[str, list[Any]] = {k: [] for k in ("t", "n", "role", "term", "leader", "z")}
+    sample_row: dict[int, int] = {}
     for s in view.samples:
+        sample_row[s.index] = len(sample_cols["t"])
         sample_cols["t"].append(round(s.time, 6))
         sample_cols["n"].append(nodes(s.node))
         sample_cols["role"].append(s.role)
@@ -106,7 +109,8 @@ def timeline_data(view: RunView) -> dict[str, Any]:
         sample_cols["z"].append(1 if s.zombie else 0)
     anomalies = [
         {"checker": a.checker, "kind": a.kind, "ops": a.ops, "explanation": a.explanation,
-         "rows": sorted({row_of[i] for i in a.ops if i in row_of})}
+         "rows": sorted({row_of[i] for i in a.ops if i in row_of}),
+         "samples": sorted({sample_row[i] for i in a.ops if i in sample_row})}
         for a in view.anomalies
     ]
     return {
@@ -147,12 +151,14 @@ def render_timeline(view: RunView, out: Path | None = None) -> Path:
     bugs = t.get("bugs")
     bugs_s = ",".join(bugs) if isinstance(bugs, list) and bugs else "none"
     n_client = len(view.client_pairs)
+    lin_link = (' · <a href="linearizability.html" id="failure-view">linearizability failure view</a>'
+                if failures_in(view.results) else "")
     body = (
         f"<h1>{html.escape(view.name)} — timeline {verdict_badge(valid)}</h1>"
         f'<div class="meta">run {html.escape(view.run_dir.name)} · workload '
         f"{html.escape(str(t.get('workload', '?')))} · nemesis {html.escape(nem_s or 'none')} · bugs "
         f"{html.escape(bugs_s)} · {n_client} client ops · {len(view.faults)} faults · "
-        f"{len(view.samples)} observer samples · <a href=\"perf.html\">perf</a></div>"
+        f"{len(view.samples)} observer samples · <a href=\"perf.html\">perf</a>{lin_link}</div>"
         '<div class="controls"><label>key <select id="key-filter"><option value="">all keys</option>'
         '</select></label><label>lanes <select id="group-by"><option value="process">per process'
         '</option><option value="node">per node</option></select></label>'

@@ -27,6 +27,7 @@ class FixtureRun:
     stale_read_ops: list[int]  # [invoke index, completion index] of the stale fetch
     nonlinear_op: int  # completion index of the op the linearizable checker could not place
     partition: tuple[float, float]  # seconds
+    split_leader_samples: list[int]  # observer sample indices of the split-leader anomaly
     n_client_ops: int
 
 
@@ -129,6 +130,10 @@ def make_run(root: Path, n_ops: int = 400, *, seed: int = 7, name: str = "offset
         for _, _, op in events:
             hw.append(op)
     stale = [stale_invoke.index, stale_marker.index]
+    # two observer samples at one moment after the election: n1 (term 1) and n2 (term 2) both lead
+    both = [op for _, _, op in events if op.process == "observer" and op.value["role"] == "leader"
+            and op.time >= elect + 500 * MS][:2]
+    split = sorted(op.index for op in both)
     (run_dir / "test.json").write_text(json.dumps({
         "name": name, "workload": "offsets", "nemesis": ["partition-leader"], "nodes": NODES,
         "time_limit": duration_ns / 1e9, "concurrency": concurrency, "rate": 100.0,
@@ -150,8 +155,13 @@ def make_run(root: Path, n_ops: int = 400, *, seed: int = 7, name: str = "offset
                                "explanation": "no linearization places this fetch after the "
                                               "committed 1000001"}],
             },
+            "leaders": {
+                "valid": False,
+                "anomalies": [{"kind": "split-leader", "ops": split,
+                               "explanation": "n1 (term 1) and n2 (term 2) both report leading at once"}],
+            },
             "availability": {"valid": True, "ok_fraction": 0.93},
         },
     }
     (run_dir / "results.json").write_text(json.dumps(results))
-    return FixtureRun(run_dir, stale, stale_marker.index, (p_start / 1e9, p_end / 1e9), made)
+    return FixtureRun(run_dir, stale, stale_marker.index, (p_start / 1e9, p_end / 1e9), split, made)

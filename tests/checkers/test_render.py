@@ -21,6 +21,7 @@ def test_render_run_writes_every_picture(tmp_path: Path) -> None:
     run = make_run(tmp_path, 200)
     written = render_run(run.run_dir)
     assert [p.name for p in written] == ["timeline.html", "perf.html"]
+    assert 'href="linearizability.html"' not in written[0].read_text()  # no failures: no link
     assert all(p.stat().st_size > 100_000 for p in written)
 
 

@@ -100,7 +100,7 @@ def test_lanes_faults_anomaly_and_zombie_as_seen(browser: Any, tmp_path: Path) -
     # the stale read is listed with its explanation, and drawn as a highlighted star
     items = browser.execute_script(
         "return Array.from(document.querySelectorAll('#anomalies li')).map(e => e.textContent)")
-    assert len(items) == 2
+    assert len(items) == 3
     assert any("stale-read" in t and "deposed" in t for t in items)
     legend = browser.execute_script(
         "return Array.from(document.querySelectorAll('.legendtext')).map(e => e.textContent)")
@@ -118,6 +118,11 @@ def test_lanes_faults_anomaly_and_zombie_as_seen(browser: Any, tmp_path: Path) -
     assert set(zombie["y"]) == {0}  # n1's lane
     p0, p1 = run.partition
     assert all(p0 <= x <= p1 for x in zombie["x"])
+    # the split leadership the leaders checker found is ringed on the role lanes of n1 and n2
+    ringed = browser.execute_script("""
+        const t = document.getElementById('plot').data.find(t => t.name === 'anomaly (sample)');
+        return Array.from(t.y);""")
+    assert sorted(ringed) == [0, 1]
     screenshot(browser, "timeline")
 
     # clicking the anomaly zooms to it
@@ -212,8 +217,9 @@ def test_timeline_data_is_compact_and_complete(tmp_path: Path) -> None:
     d = timeline_data(load_run(run.run_dir))
     # clients, the stale read and its write, 2 nemesis ops
     assert len(d["ops"]["t0"]) == run.n_client_ops + 2 + 2
-    assert {a["kind"] for a in d["anomalies"]} == {"stale-read", "nonlinearizable"}
-    assert all(a["rows"] for a in d["anomalies"])
+    assert {a["kind"] for a in d["anomalies"]} == {"stale-read", "nonlinearizable", "split-leader"}
+    assert [len(a["rows"]) for a in d["anomalies"]] == [1, 1, 0]  # invoke + completion: one bar
+    assert len(d["anomalies"][2]["samples"]) == 2
     assert sum(d["samples"]["z"]) > 0
     json.dumps(d, allow_nan=False)
 

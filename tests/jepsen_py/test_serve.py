@@ -103,7 +103,7 @@ def test_index_as_seen_and_links_open(server: str) -> None:
             Array.from(document.querySelectorAll('tr.run')).pop().querySelector('.files a').click();""")
         wait_rendered(b)
         assert b.current_url.endswith("/files/offsets-partition-leader/20261122T031500.000/timeline.html")
-        assert b.execute_script("return document.querySelectorAll('#anomalies li').length") == 2
+        assert b.execute_script("return document.querySelectorAll('#anomalies li').length") == 3
         assert severe_console_errors(b) == []
 
 

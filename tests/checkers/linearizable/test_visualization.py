@@ -11,6 +11,7 @@ import pytest
 from checkers.linearizable import check, get_model
 from checkers.linearizable.visualization import failure_view, failures_in, render
 from checkers.runview import load_run
+from checkers.timeline import render as render_timeline
 from jepsen_py.history import HistoryWriter, Op, read_history
 from tests.browser import chromium, chromium_available, screenshot, severe_console_errors, wait_rendered
 from tests.conftest import require
@@ -98,6 +99,11 @@ def test_states_not_guessed_when_replay_disagrees(tmp_path: Path) -> None:
     assert all(s["state"] is None for s in fv["steps"])
     page = render(d)
     assert page is not None and "could not be reconstructed" in page.read_text()
+
+
+def test_timeline_links_to_the_failure_view(tmp_path: Path) -> None:
+    d = _run(tmp_path)
+    assert 'href="linearizability.html"' in render_timeline(d).read_text()
 
 
 def test_no_failures_no_page(tmp_path: Path) -> None:
