@@ -36,10 +36,12 @@ def test_a_node_that_dies_with_no_fault_aimed_at_it_is_found():
     poll(h, "n2", 12_000, 20_000)
     h.nemesis("start-partition", 15_000, 15_010)
     h.nemesis("stop-partition", 16_000, 16_010)
-    r = CrashChecker().check(None, h.build())
+    r = CrashChecker(min_down_s=5).check(None, h.build())
     assert r["valid"] is False
     (f,) = r["findings"]
     assert f["node"] == "n2" and f["kind"] == "died" and "6.9 s" in f["explanation"]
+    # The default threshold is longer (CPU-starved nodes miss polls for seconds): not a finding there.
+    assert CrashChecker().check(None, h.build())["valid"] is True
     assert r["anomalies"][0]["kind"] == "crash"
 
 
