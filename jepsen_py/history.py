@@ -56,7 +56,8 @@ class Op:
         return asdict(self)
 
     def to_json(self) -> str:
-        return f'{{"index":{self.index},{self._json_tail()}'
+        index = self.index if type(self.index) is int else _ENCODER.encode(self.index)
+        return f'{{"index":{index},{self._json_tail()}'
 
     def _json_tail(self) -> str:
         """Everything after the index: encoded outside the writer's lock, which then only numbers
