@@ -157,6 +157,7 @@ class Node:
         self.readies = 0
         self._lock_fd: int | None = None
         self.transport: Transport | None = None
+        self._last_tick = time.monotonic()
         self._open_storage()
 
     # ---- startup ----------------------------------------------------------------------------------
@@ -236,6 +237,7 @@ class Node:
     # ---- inputs -------------------------------------------------------------------------------------
 
     def on_peer_message(self, msg: Message) -> None:
+        self.catch_up_ticks()
         try:
             self.raw.step(msg)
         except RaftError as e:
@@ -260,6 +262,7 @@ class Node:
         """
         if len(self.pending) >= MAX_PENDING:
             raise ProposalDropped("overloaded: too many proposals in flight")
+        self.catch_up_ticks()
         self._seq += 1
         rid = f"{self.cfg.id}.{self.boot}.{self._seq}"
         self.raw.propose({**cmd, "rid": rid})
@@ -279,6 +282,7 @@ class Node:
         if local or self.cfg.read_mode == "local":
             fut.set_result(self.state.applied_index)
             return fut
+        self.catch_up_ticks()
         if self.leader() is None:
             raise ProposalDropped("no leader known")
         self.read_queue.append(fut)
@@ -297,8 +301,28 @@ class Node:
         self.raw.read_index(ctx)
         self.schedule_ready()
 
+    def catch_up_ticks(self) -> None:
+        """Gives the core every tick that is due by the monotonic clock, before it acts on anything.
+
+        Called on every input, not only by the timer: after a stall (SIGSTOP, a long fsync, a
+        starved CPU) the ticks that elapsed are applied before the first request or message is
+        handled, so a leader that slept through its lease or its CheckQuorum window learns it before
+        it serves a lease read. Bursts are capped at two election timeouts plus one, which is enough
+        for any timer in the core to fire.
+        """
+        interval = self.cfg.tick_ms / 1000
+        now = time.monotonic()
+        due = int((now - self._last_tick) / interval)
+        if due <= 0:
+            return
+        cap = 2 * self.cfg.election_tick + 1
+        for _ in range(min(due, cap)):
+            self.raw.tick()
+        self._last_tick = now if due > cap else self._last_tick + due * interval
+        self.schedule_ready()
+
     def tick(self) -> None:
-        self.raw.tick()
+        self.catch_up_ticks()
         r = self.read_round
         if r is not None and time.monotonic() - r.started > self.election_timeout_s():
             # the round was dropped (no leader, leader changed): its reads join a fresh round
@@ -308,7 +332,6 @@ class Node:
             self.read_queue = [f for f in self.read_queue if not f.done()]  # drop timed-out reads
             if self.read_queue and self.leader() is not None:
                 self._start_read_round()
-        self.schedule_ready()
 
     def election_timeout_s(self) -> float:
         return self.cfg.election_tick * self.cfg.tick_ms / 1000
@@ -532,6 +555,7 @@ class Node:
             f"listening: peers on {self.cfg.peers[self.cfg.id][0]}:{self.cfg.peers[self.cfg.id][1]}, "
             f"clients on {server.host}:{server.port}"
         )
+        self._last_tick = time.monotonic()  # recovery time is not election time
         ticker = asyncio.ensure_future(self._ticker())
         try:
             await self.stopping.wait()
@@ -544,13 +568,9 @@ class Node:
 
     async def _ticker(self) -> None:
         interval = self.cfg.tick_ms / 1000
-        loop = asyncio.get_running_loop()
-        next_at = loop.time() + interval
         while True:
-            await asyncio.sleep(max(0.0, next_at - loop.time()))
+            await asyncio.sleep(max(0.0, self._last_tick + interval - time.monotonic()))
             self.tick()
-            # after a stall (SIGSTOP, a long fsync) tick once, not a burst: time jumps are not ticks
-            next_at = max(next_at + interval, loop.time())
 
 
 def build_parser() -> argparse.ArgumentParser:
