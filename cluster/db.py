@@ -112,6 +112,10 @@ class RaftMetadataDB:
 
     def setup(self, test: Test, node: str) -> None:
         remote = self._remote(test, node)
+        if not getattr(remote, "fresh", False):
+            # A node that outlived an earlier run (ssh hosts, a crashed controller) starts clean:
+            # no old daemon holding the ports, no old cluster's data to recover.
+            self.teardown(test, node)
         remote.upload(self._staging(), self.dir(test, node))
         self._launch(test, node)
         self.wait_for_leader(test, node)

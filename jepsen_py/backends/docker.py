@@ -87,6 +87,8 @@ class DockerRemote(Remote):
     def __init__(self, node: str, container: Any) -> None:
         self.node = node
         self.container = container
+        # Made by this run: nothing of an earlier run can be on it (DBs skip their pre-setup wipe).
+        self.fresh = True
 
     def exec(
         self,

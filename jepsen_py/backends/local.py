@@ -75,6 +75,8 @@ class LocalRemote(Remote):
         self.node = node
         self.netns = netns
         self.workdir = workdir
+        # Made by this run: nothing of an earlier run can be on it (DBs skip their pre-setup wipe).
+        self.fresh = True
 
     def exec(
         self,

@@ -22,7 +22,7 @@ HELP = "remove every container, network, iptables rule and process jepsen-py mad
 log = logging.getLogger(__name__)
 SINGULAR = {"containers": "container", "networks": "network", "images": "image",
             "iptables": "iptables rule", "namespaces": "network namespace", "links": "link",
-            "processes": "process"}
+            "processes": "process", "ssh hosts": "iptables rules on"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only the Docker containers and networks of this run (label jepsen-py.run)")
     parser.add_argument("--images", action="store_true",
                         help="also remove the cached node images (they are rebuilt on the next run)")
+    parser.add_argument("--ssh-nodes", metavar="N1,N2,...", default=None,
+                        help="also remove the iptables rules jepsen-py left on these SSH hosts "
+                             "(with the --ssh-* options below; the next run's DB setup wipes the rest)")
+    from jepsen_py.backends import ssh
+
+    ssh.add_arguments(parser.add_argument_group("ssh options (with --ssh-nodes)"))
 
 
 def host_iptables() -> list[str]:
@@ -65,6 +71,25 @@ def docker_resources(run: str | None, images: bool) -> dict[str, list[str]]:
     return removed
 
 
+def ssh_iptables(nodes: list[str], options: dict[str, Any]) -> list[str]:
+    """Removes the labelled iptables rules on each SSH host; returns "node: count" lines."""
+    from pathlib import Path
+
+    from jepsen_py.backends.ssh import SSHBackend
+    from jepsen_py.protocols import TestSpec
+    from nemeses import net
+
+    spec = TestSpec(name="cleanup", workload="", nemesis=[], nodes=nodes, time_limit=1, concurrency=1,
+                    rate=0, nemesis_interval=1, seed=0, backend="ssh", read_mode="read-index", bugs=[],
+                    db="", results_dir=Path("."), options=options)
+    backend = SSHBackend(spec)
+    try:
+        remotes = backend.setup(None)
+        return [f"{n}: {net.heal(r)} rule(s)" for n, r in remotes.items()]
+    finally:
+        backend.teardown(None)
+
+
 def cleanup(run: str | None = None, images: bool = False) -> dict[str, Any]:
     """Removes the framework's leftovers; returns what was removed, by kind."""
     out: dict[str, Any] = {}
@@ -85,6 +110,11 @@ def cleanup(run: str | None = None, images: bool = False) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     removed = cleanup(args.run, args.images)
+    if args.ssh_nodes:
+        keys = ("ssh_user", "ssh_key", "ssh_password", "ssh_port", "ssh_host", "ssh_sudo",
+                "strict_host_key_checking", "ssh_known_hosts")
+        nodes = [n.strip() for n in args.ssh_nodes.split(",") if n.strip()]
+        removed["ssh hosts"] = ssh_iptables(nodes, {k: getattr(args, k) for k in keys})
     total = 0
     for kind, items in removed.items():
         if isinstance(items, str):
