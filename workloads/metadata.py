@@ -24,7 +24,7 @@ class MetadataGen:
         o = spec.options
         self.offsets = offsets.OffsetsGen(int(o.get("active_keys", max(2, spec.concurrency // 4))),
                                           int(o.get("ops_per_key", 200)), float(o.get("read_fraction", 0.5)))
-        self.topics = topics.TopicsGen(int(o.get("active_names", 3)), int(o.get("ops_per_name", 12)))
+        self.topics = topics.TopicsGen(int(o.get("active_names", 3)), int(o.get("ops_per_name", 30)))
         self.describe = describe.DescribeGen(int(o.get("describe_topics", 3)), 0.05)
         self.weights = (0.5, 0.25, 0.25)
 

@@ -60,7 +60,7 @@ def topics_checkers(spec: TestSpec, *, suffix: str = "") -> list[Checker]:
 
 def topics_workload(spec: TestSpec) -> Workload:
     o = spec.options
-    state = TopicsGen(active_names=int(o.get("active_names", 3)), ops_per_name=int(o.get("ops_per_name", 12)))
+    state = TopicsGen(active_names=int(o.get("active_names", 3)), ops_per_name=int(o.get("ops_per_name", 30)))
     return Workload(
         name="topics",
         generator=fn(lambda ctx: state.op(ctx)),
