@@ -8,6 +8,7 @@ from .config import READ_ONLY_LEASE, READ_ONLY_SAFE, Config
 from .errors import (
     CompactedError,
     ConfigError,
+    InvalidMessageError,
     ProposalDropped,
     RaftError,
     SnapOutOfDateError,
@@ -43,6 +44,7 @@ __all__ = [
     "ConfigError",
     "Entry",
     "HardState",
+    "InvalidMessageError",
     "MemoryStorage",
     "Message",
     "MessageDecodeError",

@@ -32,3 +32,8 @@ class ConfigError(RaftError, ValueError):
 
 class StepLocalMessageError(RaftError):
     """A node-local message type (MsgHup, MsgBeat, ...) arrived through step() from the network."""
+
+
+class InvalidMessageError(RaftError):
+    """A well-formed message that breaks the protocol (e.g. non-contiguous entries): refused whole,
+    before it changes any state, so a faulty peer cannot corrupt this node's log."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import READ_ONLY_LEASE, Config
-from .errors import CompactedError, ConfigError, ProposalDropped
+from .errors import CompactedError, ConfigError, InvalidMessageError, ProposalDropped
 from .log import RaftLog
 from .messages import (
     CAMPAIGN_TRANSFER,
@@ -805,6 +805,11 @@ class Raft:
         )
 
     def _handle_heartbeat(self, m: Message) -> None:
+        if m.commit > self.raft_log.last_index():
+            # A leader only sends min(commit, our match): a larger one is a faulty peer.
+            raise InvalidMessageError(
+                f"heartbeat from {m.src} commits {m.commit} past our last index {self.raft_log.last_index()}"
+            )
         self.raft_log.commit_to(m.commit)
         self._send(
             Message(

@@ -23,9 +23,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from .config import Config
-from .errors import StepLocalMessageError
+from .errors import InvalidMessageError, StepLocalMessageError
 from .messages import (
     LOCAL_MESSAGE_TYPES,
+    MSG_APP,
     MSG_HUP,
     MSG_PROP,
     MSG_READ_INDEX,
@@ -89,6 +90,8 @@ class RawNode:
         if msg.src not in self.raft.voters and msg.type not in _RESPONSE_FREE_FROM_UNKNOWN:
             # A message from a node outside the membership (e.g. a stale config) is ignored.
             return
+        if msg.type == MSG_APP:
+            _validate_append(msg)
         self.raft.step(msg)
 
     def read_index(self, context: str) -> None:
@@ -196,6 +199,20 @@ class RawNode:
 
     def soft_state(self) -> SoftState:
         return self.raft.soft_state()
+
+
+def _validate_append(msg: Message) -> None:
+    """Entries must follow (index, log_term) contiguously with non-decreasing terms <= msg.term."""
+    prev_index, prev_term = msg.index, msg.log_term
+    if prev_term > msg.term:
+        raise InvalidMessageError(f"MsgApp from {msg.src}: log_term {prev_term} > term {msg.term}")
+    for e in msg.entries:
+        if e.index != prev_index + 1 or e.term < prev_term or e.term > msg.term:
+            raise InvalidMessageError(
+                f"MsgApp from {msg.src}: entry ({e.index}, term {e.term}) does not follow "
+                f"({prev_index}, term {prev_term}) in term {msg.term}"
+            )
+        prev_index, prev_term = e.index, e.term
 
 
 # Requests that peers forward without a term (etcd-io/raft's convention for MsgProp/MsgReadIndex).

@@ -9,12 +9,14 @@ from cluster.raft import (
     LEADER,
     Config,
     ConfigError,
+    Entry,
+    InvalidMessageError,
     Message,
     RawNode,
     SoftState,
     StepLocalMessageError,
 )
-from cluster.raft.messages import MSG_APP, MSG_HUP, MSG_VOTE, MSG_VOTE_RESP
+from cluster.raft.messages import MSG_APP, MSG_HEARTBEAT, MSG_HUP, MSG_VOTE, MSG_VOTE_RESP
 
 from .sim import drain, make_node
 
@@ -110,3 +112,27 @@ def test_ready_twice_without_advance_is_a_caller_bug():
     raw.ready()
     with pytest.raises(RuntimeError, match="advance"):
         raw.ready()
+
+
+@pytest.mark.parametrize(
+    "msg",
+    [
+        Message(type=MSG_APP, src="n2", dst="n1", term=2, index=0, log_term=0, entries=(Entry(2, 2),)),
+        Message(type=MSG_APP, src="n2", dst="n1", term=2, index=0, log_term=0, entries=(Entry(3, 1),)),
+        Message(type=MSG_APP, src="n2", dst="n1", term=2, index=0, log_term=0,
+                entries=(Entry(2, 1), Entry(1, 2))),
+        Message(type=MSG_APP, src="n2", dst="n1", term=2, index=1, log_term=3),
+    ],
+)
+def test_a_faulty_peers_append_is_refused_before_it_changes_anything(msg):
+    raw, _ = make_node("n1", PEERS)
+    with pytest.raises(InvalidMessageError):
+        raw.step(msg)
+    assert raw.status()["term"] == 0 and raw.status()["last_index"] == 0
+
+
+def test_a_heartbeat_committing_past_the_log_is_refused():
+    raw, _ = make_node("n1", PEERS)
+    with pytest.raises(InvalidMessageError):
+        raw.step(Message(type=MSG_HEARTBEAT, src="n2", dst="n1", term=1, commit=7))
+    assert raw.status()["commit"] == 0
