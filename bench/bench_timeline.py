@@ -34,8 +34,8 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB"
 
 
-def load_times(driver: object, page: Path, repeat: int) -> tuple[float, float, float]:
-    """(median ms to first draw in-page, median wall s from get() to drawn, ms to redraw zoomed)."""
+def first_draw(driver: object, page: Path, repeat: int) -> tuple[float, float]:
+    """(median ms from navigation to the first complete draw, in-page; median wall s from get())."""
     in_page, wall = [], []
     for _ in range(repeat):
         driver.get("about:blank")  # type: ignore[attr-defined]
@@ -45,13 +45,18 @@ def load_times(driver: object, page: Path, repeat: int) -> tuple[float, float, f
         wall.append(time.perf_counter() - t)
         drawn = driver.execute_script("return document.body.dataset.rendered")  # type: ignore[attr-defined]
         in_page.append(float(drawn))
+    return statistics.median(in_page), statistics.median(wall)
+
+
+def zoom_redraw_ms(driver: object) -> float:
+    """ms to redraw the open timeline after zooming into one second (full detail there)."""
     zoom = driver.execute_script("""
         const t0 = performance.now(), gd = document.getElementById('plot');
         document.body.dataset.rendered = '';
         Plotly.relayout(gd, {'xaxis.range': [20, 21]});
         return new Promise(res => { const poll = () => document.body.dataset.rendered
             ? res(performance.now() - t0) : setTimeout(poll, 5); poll(); });""")  # type: ignore[attr-defined]
-    return statistics.median(in_page), statistics.median(wall), float(zoom)
+    return float(zoom)
 
 
 def main() -> int:
@@ -80,7 +85,9 @@ def main() -> int:
                    "tl_size": tl.stat().st_size, "pf_s": t_pf, "pf_size": pf.stat().st_size}
             if browser:
                 with chromium() as d:
-                    row["tl_inpage_ms"], row["tl_wall_s"], row["zoom_ms"] = load_times(d, tl, args.repeat)
+                    row["pf_inpage_ms"], row["pf_wall_s"] = first_draw(d, pf, args.repeat)
+                    row["tl_inpage_ms"], row["tl_wall_s"] = first_draw(d, tl, args.repeat)
+                    row["zoom_ms"] = zoom_redraw_ms(d)
             rows.append(row)
     print(f"{'client ops':>10} {'records':>8} {'history':>9} {'read s':>7} {'timeline s':>10} "
           f"{'timeline':>9} {'perf s':>7} {'perf':>8}")
@@ -88,12 +95,13 @@ def main() -> int:
         print(f"{r['ops']:>10} {r['records']:>8} {_mb(r['history']):>9} {r['load_s']:>7.2f} "
               f"{r['tl_s']:>10.2f} {_mb(r['tl_size']):>9} {r['pf_s']:>7.2f} {_mb(r['pf_size']):>8}")
     if browser:
-        print("\nheadless Chromium (software WebGL), timeline.html:")
-        print(f"{'client ops':>10} {'first draw ms':>14} {'open wall s':>12} {'vs 3 s':>7} "
-              f"{'zoom redraw ms':>15}")
+        print("\nheadless Chromium (software WebGL): ms from navigation to the first complete draw")
+        print(f"{'client ops':>10} {'timeline ms':>12} {'wall s':>7} {'vs 3 s':>7} {'zoom redraw ms':>15} "
+              f"{'perf ms':>8} {'wall s':>7}")
         for r in rows:
-            print(f"{r['ops']:>10} {r['tl_inpage_ms']:>14.0f} {r['tl_wall_s']:>12.2f} "
-                  f"{r['tl_wall_s'] / TARGET_OPEN_S:>6.2f}x {r['zoom_ms']:>15.0f}")
+            print(f"{r['ops']:>10} {r['tl_inpage_ms']:>12.0f} {r['tl_wall_s']:>7.2f} "
+                  f"{r['tl_inpage_ms'] / 1000 / TARGET_OPEN_S:>6.2f}x {r['zoom_ms']:>15.0f} "
+                  f"{r['pf_inpage_ms']:>8.0f} {r['pf_wall_s']:>7.2f}")
         print("(plotly.js itself is ~4.8 MB of every page; 'vs 3 s' below 1.00x meets the target)")
     elif not args.no_browser:
         print("\n(headless Chromium or selenium not available: browser timings skipped)")

@@ -102,7 +102,7 @@ function opTraces(keyFilter, groupBy, range, pxWidth) {
     anPts[0].push((O.t0[i] + O.t1[i]) / 2); anPts[1].push(y);
     const which = DATA.anomalies.filter(a => a.rows.includes(i));
     anPts[2].push(which.map(a => '<b>' + esc(a.kind) + '</b> (' + esc(a.checker) + '): ' +
-                  esc(wrap(a.explanation))).join('<br>') + '<br>' + hoverFor(i));
+                  wrap(esc(a.explanation))).join('<br>') + '<br>' + hoverFor(i));
   }
   traces.push({type: 'scattergl', mode: 'lines', name: 'anomaly', legendgroup: 'anomaly', x: an[0], y: an[1],
                line: {color: '#e0007f', width: 9}, opacity: 0.55, hoverinfo: 'skip', xaxis: 'x', yaxis: 'y'});
@@ -112,7 +112,7 @@ function opTraces(keyFilter, groupBy, range, pxWidth) {
                xaxis: 'x', yaxis: 'y'});
   return {traces, detailed, visible: vis.length};
 }
-function wrap(s) { return String(s).replace(/(.{1,90})(\s|$)/g, '$1<br>'); }
+function wrap(s) { return String(s).replace(/(.{1,90})(\s|$)/g, '$1<br>').replace(/(<br>)+$/, ''); }
 
 function observerTraces() {
   const S = DATA.samples, byRole = {};
@@ -138,7 +138,7 @@ function observerTraces() {
   const ax = [], ay = [], at = [];
   for (const a of DATA.anomalies) for (const j of a.samples || []) {
     ax.push(S.t[j]); ay.push(DATA.node_lanes.indexOf(DATA.nodes[S.n[j]]));
-    at.push('<b>' + esc(a.kind) + '</b> (' + esc(a.checker) + '): ' + esc(wrap(a.explanation)));
+    at.push('<b>' + esc(a.kind) + '</b> (' + esc(a.checker) + '): ' + wrap(esc(a.explanation)));
   }
   traces.push({type: 'scattergl', mode: 'markers', name: 'anomaly (sample)', legendgroup: 'anomaly',
                showlegend: false, x: ax, y: ay, text: at, hovertemplate: '%{text}<extra></extra>',
@@ -207,7 +207,8 @@ function layout(groupBy) {
     yaxis2: {title: {text: 'role'}, domain: [0.2, 0.38], tickvals: DATA.node_lanes.map((_, i) => i),
              ticktext: DATA.node_lanes, range: [-0.6, DATA.node_lanes.length - 0.4], zeroline: false,
              visible: hasObs},
-    yaxis3: {title: {text: 'term'}, domain: [0, 0.17], visible: hasObs, rangemode: 'tozero', tickformat: 'd'},
+    yaxis3: {title: {text: 'term'}, domain: [0, 0.17], visible: hasObs, rangemode: 'tozero', tick0: 0,
+             dtick: Math.max(1, Math.ceil(DATA.samples.term.reduce((m, t) => t !== null && t > m ? t : m, 0) / 4))},
   };
 }
 
