@@ -147,12 +147,13 @@ class Raft:
     # ------------------------------------------------------------------ state
 
     def _load_state(self, hs: HardState) -> None:
-        if hs.commit < self.raft_log.committed or hs.commit > self.raft_log.last_index():
+        if hs.commit > self.raft_log.last_index():
             raise ConfigError(
-                f"hard state commit {hs.commit} is out of range "
-                f"[{self.raft_log.committed}, {self.raft_log.last_index()}]"
+                f"hard state commit {hs.commit} is past the last index {self.raft_log.last_index()}"
             )
-        self.raft_log.committed = hs.commit
+        # A snapshot is committed state by construction: a crash after writing it but before the
+        # hard state leaves a lower durable commit, which the snapshot supersedes.
+        self.raft_log.committed = max(hs.commit, self.raft_log.committed)
         self.term = hs.term
         self.vote = hs.vote
 

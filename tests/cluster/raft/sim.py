@@ -98,6 +98,23 @@ class Cluster:
     def crash(self, node_id: str) -> None:
         self.nodes[node_id].raw = None
 
+    def crash_mid_ready(self, node_id: str, stage: int) -> None:
+        """Crashes while handling a Ready: stage 0 persisted nothing, 1 the snapshot and entries but
+        not the hard state, 2 everything but sent no message."""
+        node = self.nodes[node_id]
+        raw = node.raw
+        if raw is None:
+            return
+        if raw.has_ready():
+            rd = raw.ready()
+            if stage >= 1:
+                if rd.snapshot is not None:
+                    node.storage.apply_snapshot(rd.snapshot)
+                node.storage.append(rd.entries)
+            if stage >= 2 and rd.hard_state is not None:
+                node.storage.set_hard_state(rd.hard_state)
+        self.crash(node_id)
+
     def restart(self, node_id: str) -> None:
         node = self.nodes[node_id]
         if node.alive:

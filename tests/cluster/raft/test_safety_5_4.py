@@ -127,6 +127,16 @@ def test_restart_skips_entries_already_applied():
     assert [e.index for e in applied] == [3]
 
 
+def test_a_snapshot_newer_than_the_durable_commit_supersedes_it():
+    from cluster.raft import Snapshot
+
+    st = storage_with_log(PEERS, [])
+    st.apply_snapshot(Snapshot(index=7, term=2, peers=tuple(PEERS), data={}))
+    st.set_hard_state(HardState(term=2, vote=None, commit=3))  # crash before the new hard state
+    raw, _ = make_node("n1", PEERS, Config(pre_vote=False, check_quorum=False, applied=7), storage=st)
+    assert raw.status()["commit"] == 7
+
+
 def test_corrupt_hard_state_is_refused():
     from cluster.raft import ConfigError
 

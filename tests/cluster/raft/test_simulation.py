@@ -31,7 +31,7 @@ ACTIONS = (
     "propose", "propose", "propose",
     "read",
     "partition", "heal", "heal",
-    "crash", "restart", "restart",
+    "crash", "restart", "restart", "crash_mid_ready",
     "compact",
     "tick",
 )
@@ -88,6 +88,8 @@ def run_steps(cluster: Cluster, steps: list[tuple[str, int]], drift: bool = True
             cluster.heal()
         elif action == "crash":
             cluster.crash(node)
+        elif action == "crash_mid_ready":
+            cluster.crash_mid_ready(node, sel // len(ids) % 3)
         elif action == "restart":
             cluster.restart(node)
         elif action == "compact":
