@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from jepsen_py.protocols import Test
 
-TARGETS = ("leader", "one", "minority", "majority", "all")
+TARGETS = ("leader", "one", "random", "minority", "majority", "all")
 
 
 def majority(n: int) -> int:
@@ -38,7 +38,7 @@ def pick(kind: str, test: Test, rng: random.Random, nodes: Sequence[str] | None 
     if kind == "leader":
         leaders = [n for n in primaries(test) if n in pool]
         return [rng.choice(sorted(leaders))] if leaders else [rng.choice(pool)]
-    if kind == "one":
+    if kind in ("one", "random"):  # "random": one random node, as DESIGN.md names it
         return [rng.choice(pool)]
     if kind == "minority":
         k = rng.randint(1, max(1, (len(pool) - 1) // 2))

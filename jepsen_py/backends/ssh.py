@@ -40,8 +40,9 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
     """The SSH backend's options on `jepsen-py run` (values land in TestSpec.options)."""
     group.add_argument("--ssh-user", default="root", help="SSH user (default root)")
     group.add_argument("--ssh-key", metavar="FILE", default=None, help="private key file")
-    group.add_argument("--ssh-password", default=None,
-                       help="password (for the login, and for sudo if it asks); prefer keys")
+    group.add_argument("--ssh-password", default=os.environ.get("JEPSEN_PY_SSH_PASSWORD"),
+                       help="password (for the login, and for sudo if it asks); default from "
+                            "JEPSEN_PY_SSH_PASSWORD, which keeps it out of the process list; prefer keys")
     group.add_argument("--ssh-port", type=int, default=22, help="SSH port (default 22)")
     group.add_argument("--ssh-host", action="append", default=[], metavar="NODE=HOST[:PORT]",
                        help="where SSH reaches NODE, when that is not the node's name (repeatable)")
