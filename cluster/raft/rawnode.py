@@ -37,6 +37,7 @@ from .messages import (
     HardState,
     Message,
     Ready,
+    Snapshot,
     SoftState,
 )
 from .raft import Raft
@@ -120,6 +121,21 @@ class RawNode:
     def report_snapshot(self, peer: str, failed: bool) -> None:
         """The transport finished sending a MsgSnap to `peer` (failed: it did not arrive)."""
         self.raft.step(Message(type=MSG_SNAP_STATUS, src=peer, dst=self.raft.id, reject=failed))
+
+    def compact(self, index: int, data: dict[str, Any], keep_entries: int = 0) -> Snapshot:
+        """Records a snapshot of the state machine at `index` (<= applied) in storage and discards
+        log entries up to index - keep_entries (kept ones let a slightly lagging follower catch up
+        from the log rather than by snapshot). The edges write the returned Snapshot to disk before
+        truncating their WAL."""
+        log = self.raft.raft_log
+        if index > log.applied:
+            raise ValueError(f"cannot snapshot at {index}: only {log.applied} is applied")
+        storage = log.storage
+        snap = storage.create_snapshot(index, self.raft.voters, data)
+        upto = index - max(0, keep_entries)
+        if upto >= storage.first_index():
+            storage.compact(upto)
+        return snap
 
     # ---- outputs ----
 

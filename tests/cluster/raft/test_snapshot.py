@@ -219,3 +219,20 @@ def test_cluster_catches_up_a_crashed_node_through_a_snapshot():
     assert MSG_SNAP in sent
     assert c.nodes[victim].applied == lead.applied
     assert c.nodes[victim].digest == lead.digest
+
+
+def test_rawnode_compact_keeps_a_tail_of_the_log():
+    c = Cluster(3, Config(election_tick=10))
+    lead = c.stabilize()
+    for i in range(10):
+        c.propose(lead.id, i)
+    c.pump()
+    c.deliver_all()
+    applied = lead.raw.status()["applied"]
+    snap = lead.raw.compact(applied, {"digest": lead.digest}, keep_entries=3)
+    assert snap.index == applied and lead.storage.snapshot() == snap
+    assert lead.storage.first_index() == applied - 3 + 1
+    with pytest.raises(ValueError, match="applied"):
+        lead.raw.compact(applied + 5, {})
+    with pytest.raises(SnapOutOfDateError):
+        lead.raw.compact(applied, {})
