@@ -158,3 +158,20 @@ def test_a_transfer_requested_on_a_follower_is_forwarded_to_the_leader():
     c.pump()
     c.deliver_all()
     assert c.nodes[follower].raw.raft.state == LEADER
+
+
+def test_a_stuck_candidate_with_a_higher_term_is_freed_after_healing():
+    """CheckQuorum without PreVote: an isolated node campaigns its term up; once back, the others
+    ignore its votes (they hear from the leader), so it would be stuck. The leader's heartbeat gets a
+    response carrying the higher term, the leader steps down, and a new election includes it."""
+    c = Cluster(3, Config(election_tick=10, pre_vote=False))
+    lead = c.stabilize()
+    stuck = next(n.id for n in c.live() if n.id != lead.id)
+    c.isolate(stuck)
+    run(c, 60)
+    high = c.nodes[stuck].raw.raft.term
+    assert high > lead.raw.raft.term + 2
+    c.heal()
+    new = c.stabilize()
+    assert new.raw.raft.term > high - 1
+    assert {n.raw.raft.lead for n in c.live()} == {new.id}
