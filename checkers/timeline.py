@@ -12,6 +12,7 @@ lane grouping re-draw from those arrays without a round trip.
 from __future__ import annotations
 
 import html
+import json
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ _VALUE_CHARS = 80
 def _short(v: Any) -> str:
     if v is None:
         return ""
-    s = v if isinstance(v, str) else str(v)
+    s = v if isinstance(v, str) else json.dumps(v, default=str, separators=(",", ":"))
     return s if len(s) <= _VALUE_CHARS else s[: _VALUE_CHARS - 1] + "…"
 
 

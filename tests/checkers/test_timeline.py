@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from checkers.plotpage import plotly_js
+from checkers.render import render_run
 from checkers.runview import fault_windows, load_run
 from checkers.timeline import render, timeline_data
 from jepsen_py.errors import BadInput
-from jepsen_py.history import Op, Pair, read_history
+from jepsen_py.history import HistoryWriter, Op, Pair, read_history
 from tests.browser import chromium, chromium_available, screenshot, severe_console_errors, wait_rendered
 from tests.checkers.runfixture import make_run
 from tests.conftest import require
@@ -232,3 +233,35 @@ def test_bad_run_dirs_are_one_line_errors(tmp_path: Path) -> None:
     (tmp_path / "history.jsonl").write_text('{"index": 0}\n')
     with pytest.raises(BadInput, match=r"history\.jsonl:1: op is missing"):
         render(tmp_path)
+
+
+def test_odd_histories_render_without_errors(browser: Any, tmp_path: Path) -> None:
+    """Empty history; ops never completed; named processes; list keys; dict values; a hostile
+    explanation; anomaly indices that point nowhere: every page still draws, nothing executes."""
+    empty = tmp_path / "empty" / "20261122T000000.000"
+    empty.mkdir(parents=True)
+    (empty / "history.jsonl").write_text("")
+    odd = tmp_path / "odd" / "20261122T000000.000"
+    odd.mkdir(parents=True)
+    with HistoryWriter(odd / "history.jsonl") as w:
+        w.append(Op(0, 0, "invoke", 0, "describe", ["g1", "t", 0], {"a": [1, 2]}))
+        w.append(Op(0, 5, "invoke", "nemesis", "start-partition", None, "leader"))
+        w.append(Op(0, 9, "invoke", "worker-x", "create", "t1", None))
+        w.append(Op(0, 10**6, "ok", "worker-x", "create", "t1", {"created": True}, "n3", None,
+                    {"term": True}))
+        w.append(Op(0, 2 * 10**6, "fail", "observer", "status", None, None, "n2"))
+    hostile = "<img src=x onerror=\"document.title='pwned'\">"
+    (odd / "results.json").write_text(json.dumps({"valid": "unknown", "checkers": {"x": {
+        "valid": "unknown", "anomalies": [{"kind": "weird", "ops": [0, 99, "a"], "explanation": hostile}]}}}))
+    for run_dir, shown in ((empty, 0), (odd, 3)):
+        for page in render_run(run_dir):
+            _open(browser, page)
+            assert severe_console_errors(browser) == [], page
+            assert browser.title != "pwned"
+            if page.name == "timeline.html":
+                assert int(browser.execute_script("return document.body.dataset.shownOps")) == shown
+    _open(browser, odd / "timeline.html")
+    never = browser.execute_script("""
+        const t = document.getElementById('plot').data.find(t => t.name === 'info (completion)');
+        return t.text.join(' ');""")
+    assert "never completed" in never and "g1/t/0" in never and '{"a":[1,2]}' in never
