@@ -116,3 +116,20 @@ def test_no_failures_no_page(tmp_path: Path) -> None:
     (d / "results.json").write_text(json.dumps({"valid": True, "checkers": {"linearizable": res}}))
     assert render(d) is None
     assert not (d / "linearizability.html").exists()
+
+
+def test_fast_path_only_failure_still_shows_its_window(tmp_path: Path) -> None:
+    """When the detailed search ran out of budget the checker reports no linearization and no state,
+    only the fast path's window: the page draws those ops and the blamed one, and guesses nothing."""
+    d = _run(tmp_path)
+    res = json.loads((d / "results.json").read_text())
+    f = res["checkers"]["linearizable"]["failures"][0]
+    f.update(longest_linearization=[], state_before=None, candidates=[], window=[0, 2, 6])
+    (d / "results.json").write_text(json.dumps(res))
+    view = load_run(d)
+    by_index = {p.invoke.index: p for p in view.client_pairs}
+    fv = failure_view(view, "linearizable", res["checkers"]["linearizable"], f, by_index)
+    roles = [(b["index"], b["role"]) for b in fv["bars"]]
+    assert roles == [(0, "concurrent"), (2, "concurrent"), (6, "blocked")]
+    assert fv["steps"] == [] and all(b["state"] is None for b in fv["bars"])
+    assert render(d) is not None
