@@ -34,19 +34,29 @@ from cluster.transport import Transport, describe_stats
 from cluster.wal import WAL, WALError
 
 READ_MODES = ("read-index", "lease", "local")
-#: Bug names (issue 7). Accepted so the CLI contract is stable; each lives in one place when built.
-KNOWN_BUGS = (
-    "split-brain-metadata",
-    "volatile-offsets",
-    "leader-on-follower",
-    "drop-unconnected",
-    "recovery-duplicates",
-    "unordered-send",
-    "zombie-leader",
-    "lease-no-drift-bound",
-)
+#: Bug names (issue 7), each reproducing one post-mortem in the seeds (DESIGN.md section 5), all off
+#: by default. Each is checked in exactly one place, where the correct code makes that decision.
+BUG_HELP: dict[str, str] = {
+    "split-brain-metadata": "seed 000: topics and offsets go to a node-local store, no Raft; reads come "
+                            "from it (cluster/server.py ClientServer.dispatch)",
+    "volatile-offsets": "seed 000 #4: offset commits are never written to the WAL, only kept in memory "
+                        "(cluster/node.py Node._persist)",
+    "leader-on-follower": "seed 001: partition leaders assigned round-robin (replicas[0]); a follower "
+                          "leading a partition cannot propose and nothing forwards (cluster/server.py)",
+    "drop-unconnected": "seed 002 #1: a message to an unconnected peer is dropped and counted as delivered, "
+                        "never resent (cluster/transport.py PeerSender._lost)",
+    "recovery-duplicates": "seed 002 #2: WAL recovery keeps every version of an index "
+                           "(cluster/wal.py replay_entries)",
+    "unordered-send": "seed 003: every outgoing message on its own delayed task: reordering "
+                      "(cluster/transport.py Transport.send)",
+    "zombie-leader": "seed 004 (KAFKA-15489): no CheckQuorum, the leader serves reads from local state "
+                     "(cluster/node.py Node.zombie_leader)",
+    "lease-no-drift-bound": "lease reads trust the local clock with no drift margin "
+                            "(cluster/node.py Node._open_storage, lease_margin_ticks)",
+}
+KNOWN_BUGS = tuple(BUG_HELP)
 #: The bugs this build can actually reproduce; the rest are refused at start rather than ignored.
-IMPLEMENTED_BUGS: tuple[str, ...] = ()
+IMPLEMENTED_BUGS: tuple[str, ...] = KNOWN_BUGS
 MAX_PENDING = 20_000
 
 
@@ -141,6 +151,10 @@ class Node:
 
     def __init__(self, cfg: NodeConfig, log: Callable[[str], None]) -> None:
         self.cfg = cfg
+        #: the zombie-leader bug (seed 004): no CheckQuorum and leader-local reads
+        self.zombie_leader = "zombie-leader" in cfg.bugs
+        #: the split-brain-metadata bug's node-local store (seed 000); unused by the correct build
+        self.local_meta = MetadataState()
         self.log = log
         self.boot = os.urandom(4).hex()
         self._seq = 0
@@ -175,7 +189,8 @@ class Node:
                 os.remove(os.path.join(cfg.data_dir, name))
                 self.log(f"removed {name}, left over from an interrupted write")
         try:
-            self.wal, rec = WAL.open(cfg.data_dir, cfg.cluster_id, cfg.id, log=self.log, fsync=cfg.fsync)
+            self.wal, rec = WAL.open(cfg.data_dir, cfg.cluster_id, cfg.id, log=self.log, fsync=cfg.fsync,
+                                     keep_duplicates="recovery-duplicates" in cfg.bugs)
             snap = snapshots.load_newest(cfg.data_dir, cfg.cluster_id, rec.snapshot_index, log=self.log)
         except (WALError, OSError) as e:
             raise StartupError(str(e)) from None
@@ -218,8 +233,13 @@ class Node:
             election_tick=cfg.election_tick,
             heartbeat_tick=cfg.heartbeat_tick,
             pre_vote=True,
-            check_quorum=True,
-            read_only=READ_ONLY_LEASE if cfg.read_mode == "lease" else READ_ONLY_SAFE,
+            # zombie-leader: KRaft before KAFKA-15489 had no CheckQuorum, so an isolated leader never
+            # learns it was deposed (and lease reads need CheckQuorum, so it reads locally instead)
+            check_quorum=not self.zombie_leader,
+            read_only=(READ_ONLY_LEASE if cfg.read_mode == "lease" and not self.zombie_leader
+                       else READ_ONLY_SAFE),
+            # lease-no-drift-bound: the lease lasts the full election timeout, no margin for drift
+            lease_margin_ticks=0 if "lease-no-drift-bound" in cfg.bugs else Config.lease_margin_ticks,
             max_inflight_msgs=cfg.max_inflight_msgs,
             max_batch_entries=cfg.max_batch_entries,
             applied=applied,
@@ -279,7 +299,7 @@ class Node:
         reads that arrived before it began), so under load one heartbeat round serves many reads.
         """
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        if local or self.cfg.read_mode == "local":
+        if local or self.cfg.read_mode == "local" or (self.zombie_leader and self.leader() == self.cfg.id):
             fut.set_result(self.state.applied_index)
             return fut
         self.catch_up_ticks()
@@ -402,7 +422,13 @@ class Node:
             self.wal.rewrite(rd.snapshot.index, rd.snapshot.term, hs, [])
             self.storage.apply_snapshot(rd.snapshot)
         if rd.entries or rd.hard_state is not None:
-            self.wal.save(rd.hard_state, rd.entries, sync=rd.must_sync or bool(rd.entries))
+            durable = rd.entries
+            if "volatile-offsets" in self.cfg.bugs:
+                # seed 000 issue 4: offsets live in memory only; the WAL gets an empty entry instead
+                durable = tuple(Entry(term=e.term, index=e.index, data=None)
+                                if e.data is not None and e.data.get("op") == "commit_offset" else e
+                                for e in rd.entries)
+            self.wal.save(rd.hard_state, durable, sync=rd.must_sync or bool(rd.entries))
         if rd.entries:
             self.storage.append(rd.entries)
         if rd.hard_state is not None:
@@ -543,6 +569,8 @@ class Node:
             on_snapshot_status=self.on_snapshot_status,
             log=self.log,
             listen_host=self.cfg.peer_listen_host,
+            drop_unconnected="drop-unconnected" in self.cfg.bugs,
+            unordered_send="unordered-send" in self.cfg.bugs,
         )
         client_host = self.cfg.client_host or self.cfg.peers[self.cfg.id][0]
         server = ClientServer(self, client_host, self.cfg.client_port)
@@ -574,7 +602,10 @@ class Node:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python3 -m cluster.node", description="A Raft metadata node.")
+    bugs = "\n".join(f"  {name:22} {text}" for name, text in BUG_HELP.items())
+    p = argparse.ArgumentParser(prog="python3 -m cluster.node", description="A Raft metadata node.",
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=f"known bugs (--bug NAME, repeatable, all off by default):\n{bugs}")
     p.add_argument("--id", required=True, help="this node's id; must appear in --peers")
     p.add_argument("--peers", required=True, help="every node: id=host:port,... (peer addresses)")
     p.add_argument("--data-dir", required=True, help="WAL, snapshots and the default log live here")
@@ -582,7 +613,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--client-host", default=None, help="address of the client API (default: the peer host)")
     p.add_argument("--peer-listen-host", default=None, help="bind the peer port here (default: peer host)")
     p.add_argument("--read-mode", choices=READ_MODES, default="read-index")
-    p.add_argument("--bug", action="append", default=[], choices=KNOWN_BUGS, help="reproduce a known bug")
+    p.add_argument("--bug", action="append", default=[], choices=KNOWN_BUGS, metavar="NAME",
+                   help="reproduce a known bug (repeatable; listed below)")
     p.add_argument("--log-file", default="", help="default: <data-dir>/node.log")
     p.add_argument("--cluster-id", default="", help="default: derived from --peers")
     p.add_argument("--tick-ms", type=int, default=50)

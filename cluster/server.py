@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from cluster.framing import MAX_CLIENT_FRAME, FrameError, encode, read_frame
 from cluster.raft.errors import ProposalDropped
-from cluster.state_machine import CommandError, validate
+from cluster.state_machine import CommandError, round_robin_leader, validate
 
 if TYPE_CHECKING:
     from cluster.node import Node
@@ -131,6 +131,10 @@ class ClientServer:
         timeout = self._timeout(req)
         if op == "status":
             return self.node.status()
+        if "split-brain-metadata" in self.node.cfg.bugs:
+            # seed 000: topics and offsets live in a node-local store written before (and here
+            # instead of) consensus, and reads come from it: each node has its own metadata
+            return self._serve_split_brain(op, req)
         if op in WRITE_OPS:
             return await self._write(op, req, timeout)
         return await self._read(op, req, timeout)
@@ -152,6 +156,17 @@ class ClientServer:
             validate(cmd)
         except CommandError as e:
             raise RequestError("bad_request", e.message) from None
+        if op == "commit_offset" and "leader-on-follower" in self.node.cfg.bugs:
+            # seed 001: the partition's leader proposes its writes, and partition leaders were
+            # assigned round-robin; one that is not the Raft leader cannot propose, and nothing
+            # forwards the write to the node that can
+            nodes = sorted(self.node.cfg.peers)
+            owner = round_robin_leader(self.node.state, cmd["topic"], cmd["partition"], nodes)
+            raft_leader = self.node.leader()
+            if owner != raft_leader:
+                where = f"{cmd['topic']}/{cmd['partition']}"
+                raise RequestError("unavailable", f"cannot propose: partition {where} is led by {owner}, "
+                                   f"which is not the Raft leader ({raft_leader})", leader_hint=owner)
         try:
             fut = self.node.propose(cmd)
         except ProposalDropped as e:
@@ -192,6 +207,36 @@ class ClientServer:
             out["topics"] = state.list_topics()
         else:
             out["offset"] = state.fetch_offset(args["group"], args["topic"], args["partition"])
+        return out
+
+    def _serve_split_brain(self, op: str, req: dict[str, Any]) -> dict[str, Any]:
+        """The split-brain-metadata bug's node-local store: applied here at once, never replicated."""
+        local = self.node.local_meta
+        if op in WRITE_OPS:
+            if op == "create_topic":
+                cmd = {"op": op, **{k: req.get(k) for k in ("name", "partitions", "rf")}}
+            else:
+                cmd = {"op": op, **{k: req.get(k) for k in ("group", "topic", "partition", "offset")}}
+            try:
+                validate(cmd)
+            except CommandError as e:
+                raise RequestError("bad_request", e.message) from None
+            if local.controller is None:
+                # it leads every partition it creates, like node 3's local __meta in seed 000
+                local.brokers = sorted(self.node.cfg.peers)
+                local.controller = self.node.cfg.id
+            result = local.apply(local.applied_index + 1, 0, cmd)
+            if not result.get("ok"):
+                raise RequestError(result.get("error", "invalid"), result.get("message", ""))
+            return {k: v for k, v in result.items() if k != "ok"}
+        args = self._read_args(op, req)
+        out: dict[str, Any] = {"read_index": local.applied_index, "applied": local.applied_index}
+        if op == "describe_topic":
+            out["topic"] = local.describe(args["name"])
+        elif op == "list_topics":
+            out["topics"] = local.list_topics()
+        else:
+            out["offset"] = local.fetch_offset(args["group"], args["topic"], args["partition"])
         return out
 
     @staticmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,19 @@ def validate(cmd: dict[str, Any]) -> None:
         pass
     else:
         raise CommandError("unknown_op", f"unknown command {op!r}")
+
+
+def round_robin_leader(state: MetadataState, topic: str, partition: int, nodes: list[str]) -> str | None:
+    """The first replica of a partition, as Chronik's v2.2 assigned partition leaders (seed 001): the
+    topic's own replica list when it exists, else round-robin over the nodes from the partition
+    number (offset by the topic name, so topics spread like separately created ones). Only the
+    leader-on-follower bug asks; the correct build's partition leader is the Raft leader."""
+    t = state.topics.get(topic)
+    if t is not None and partition < len(t.partitions) and t.partitions[partition].replicas:
+        return t.partitions[partition].replicas[0]
+    if not nodes:
+        return None
+    return nodes[(zlib.crc32(topic.encode()) + partition) % len(nodes)]
 
 
 @dataclass

@@ -10,7 +10,7 @@ or the peer is so slow that its bounded queue overflows, is dropped *and reporte
 (`on_unreachable`), which moves that peer's progress back to probing and retransmits from next_index;
 a MsgSnap's fate is reported through `on_snapshot_status`. Raft itself tolerates the loss; what it
 cannot tolerate is a loss it is told was a success. Issue 7's transport bugs each have one place:
-drop-unconnected in PeerSender.enqueue (drop while not connected, report nothing), unordered-send in
+drop-unconnected in PeerSender._lost (drop while not connected, report it delivered), unordered-send in
 Transport.send (each message on its own delayed task instead of the one ordered queue).
 """
 
@@ -19,17 +19,27 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.framing import MAX_PEER_FRAME, FrameError, encode, read_frame
-from cluster.raft.messages import LOCAL_MESSAGE_TYPES, MSG_SNAP, Message, MessageDecodeError
+from cluster.raft.messages import (
+    LOCAL_MESSAGE_TYPES,
+    MSG_APP,
+    MSG_APP_RESP,
+    MSG_SNAP,
+    Message,
+    MessageDecodeError,
+)
 
 HELLO_TIMEOUT = 5.0
 CONNECT_TIMEOUT = 1.0
 BACKOFF_MIN = 0.02
 BACKOFF_MAX = 0.5
+#: unordered-send: the longest a message waits on its own task (Chronik saw milliseconds to seconds)
+UNORDERED_MAX_DELAY_S = 1.0
 
 
 @dataclass
@@ -70,6 +80,17 @@ class PeerSender:
     def _lost(self, msgs: Iterable[Message], why: str) -> None:
         msgs = list(msgs)
         if not msgs:
+            return
+        if self.t.drop_unconnected and not self.connected:
+            # drop-unconnected (seed 002, bug 1): dropped with a warning, and the leader is told
+            # nothing, so it counts the entries as delivered and never resends them
+            self.t.stats.dropped += len(msgs)
+            self.t.log_limited(self.peer, f"transport: failed to send {len(msgs)} messages to {self.peer} "
+                                          f"({why}); dropped")
+            for m in msgs:
+                if m.type == MSG_APP and m.entries:
+                    self.t.on_message(Message(type=MSG_APP_RESP, src=self.peer, dst=self.t.node_id,
+                                              term=m.term, index=m.entries[-1].index))
             return
         self.t.stats.dropped += len(msgs)
         for m in msgs:
@@ -166,6 +187,8 @@ class Transport:
         log: Callable[[str], None],
         max_queue: int = 4096,
         listen_host: str | None = None,
+        drop_unconnected: bool = False,
+        unordered_send: bool = False,
     ) -> None:
         self.node_id = node_id
         self.cluster_id = cluster_id
@@ -176,6 +199,9 @@ class Transport:
         self.log = log
         self.max_queue = max_queue
         self.listen_host = listen_host
+        self.drop_unconnected = drop_unconnected
+        self.unordered_send = unordered_send
+        self._rng = random.Random()
         self.stats = TransportStats()
         self.closing = False
         self.closed_event = asyncio.Event()
@@ -204,10 +230,16 @@ class Transport:
             self.senders[peer] = s
 
     def send(self, msgs: Iterable[Message]) -> None:
+        loop = asyncio.get_running_loop() if self.unordered_send else None
         for m in msgs:
             s = self.senders.get(m.dst)
             if s is None:
                 self.log_limited("unknown-dst", f"transport: no peer {m.dst!r} for a {m.type}; dropped")
+                continue
+            if loop is not None:
+                # unordered-send (seed 003): each message on its own task, scheduled whenever the
+                # event loop gets to it; nothing keeps the order the core produced them in
+                loop.call_later(self._rng.uniform(0.0, UNORDERED_MAX_DELAY_S), s.enqueue, m)
                 continue
             s.enqueue(m)
 

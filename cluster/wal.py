@@ -119,12 +119,19 @@ def _entries_from(body: Any, where: str) -> list[Entry]:
     return out
 
 
-def replay_entries(log: list[Entry], batch: list[Entry], snapshot_index: int, where: str) -> None:
+def replay_entries(log: list[Entry], batch: list[Entry], snapshot_index: int, where: str,
+                   keep_duplicates: bool = False) -> None:
     """Applies one ENTRIES record to the replayed log: the batch replaces every entry from its first
-    index on, which is how a truncated conflicting suffix disappears. The one place a
-    recovery-duplicates bug (issue 7) would live."""
+    index on, which is how a truncated conflicting suffix disappears.
+
+    keep_duplicates is the recovery-duplicates bug (seed 002, bug 2): every version of an index is
+    kept, so the recovered log is longer than its index range and `first + len - 1` overstates the
+    last index, as Chronik's recovery did before its dedup fix."""
     batch = [e for e in batch if e.index > snapshot_index]
     if not batch:
+        return
+    if keep_duplicates:
+        log.extend(batch)
         return
     first = batch[0].index
     next_index = log[-1].index + 1 if log else snapshot_index + 1
@@ -157,6 +164,7 @@ class WAL:
         node_id: str,
         log: Callable[[str], None] = lambda _m: None,
         fsync: bool = True,
+        keep_duplicates: bool = False,
     ) -> tuple[WAL, Recovered]:
         """Opens (or creates) the WAL in data_dir and replays it.
 
@@ -176,7 +184,7 @@ class WAL:
             log(f"wal: created {path} for cluster {cluster_id} node {node_id}")
         with open(path, "rb") as f:
             buf = f.read()
-        rec = cls._replay(buf, path, cluster_id, node_id)
+        rec = cls._replay(buf, path, cluster_id, node_id, keep_duplicates)
         if rec.torn_bytes:
             good = len(buf) - rec.torn_bytes
             with open(path, "r+b") as f:
@@ -197,7 +205,8 @@ class WAL:
         return wal, rec
 
     @staticmethod
-    def _replay(buf: bytes, path: str, cluster_id: str, node_id: str) -> Recovered:
+    def _replay(buf: bytes, path: str, cluster_id: str, node_id: str,
+                keep_duplicates: bool = False) -> Recovered:
         rec = Recovered()
         off = 0
         while off < len(buf):
@@ -237,7 +246,8 @@ class WAL:
                 except ValueError as e:
                     raise WALError(f"{where}: bad hard state: {e}") from None
             elif rtype == ENTRIES:
-                replay_entries(rec.entries, _entries_from(body, where), rec.snapshot_index, where)
+                replay_entries(rec.entries, _entries_from(body, where), rec.snapshot_index, where,
+                               keep_duplicates)
             elif rtype == SNAPSHOT:
                 if not isinstance(body, dict) or not all(
                     isinstance(body.get(k), int) for k in ("index", "term")
