@@ -1,0 +1,211 @@
+"""The aggregate job on real PySpark local[2] equals a plain-Python computation over the same runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from jepsen_py.cli import main
+from jepsen_py.history import read_history
+from spark.aggregate import AggregateResult, run_aggregate
+from spark.synthetic import SyntheticRun, write_run
+from tests.spark.test_export import framework_run
+
+
+def make_store(root: Path) -> list[Path]:
+    """Runs across workloads, nemeses, bugs, versions and days: valid, invalid, unknown, unchecked."""
+    dirs = []
+    i = 0
+    for workload in ("offsets", "topics"):
+        for nemesis in (["partition-leader"], []):
+            for bugs in ([], ["zombie-leader"]):
+                for k in range(3):
+                    i += 1
+                    dirs.append(write_run(root, SyntheticRun(
+                        test_name=f"{workload}-{i}", workload=workload, nemesis=nemesis, bugs=bugs,
+                        version="0.1.0" if k < 2 else "0.2.0", seed=i, pairs=200 + 40 * k,
+                        stale_reads=1 if bugs and k != 1 else 0, verdict_unknown=not bugs and k == 1,
+                        start=dt.datetime(2026, 11, 18 + k, 8 + i % 5, i, tzinfo=dt.UTC))))
+    (dirs[5] / "results.json").unlink()  # a run whose checkers never ran
+    dirs.append(framework_run(root))
+    return dirs
+
+
+def nearest_rank(xs: list[int], p: float) -> float:
+    s = sorted(xs)
+    return s[max(0, math.ceil(p * len(s)) - 1)] / 1e6
+
+
+def reference(dirs: list[Path]) -> tuple[dict[tuple, dict[str, Any]], dict[tuple, dict[str, Any]]]:
+    """Plain Python over test.json, results.json and history.jsonl: (per group, per group x day)."""
+    runs: list[dict[str, Any]] = []
+    for d in dirs:
+        spec = json.loads((d / "test.json").read_text())
+        results = json.loads((d / "results.json").read_text()) if (d / "results.json").exists() else None
+        ops = [op for op in read_history(d / "history.jsonl") if isinstance(op.process, int)]
+        open_: dict[int, Any] = {}
+        lat: list[int] = []
+        for op in ops:
+            if op.type == "invoke":
+                open_[op.process] = op
+            else:
+                inv = open_.pop(op.process)
+                if op.type == "ok":
+                    lat.append(op.time - inv.time)
+        first = min(op.time for op in ops if op.type == "invoke")
+        last = max(op.time for op in ops if op.type != "invoke")
+        oks = sorted(op.time for op in ops if op.type == "ok")
+        bounds = [first, *oks, last]
+        kinds: dict[str, int] = defaultdict(int)
+        seen = set()
+        for res in ((results or {}).get("checkers") or {}).values():
+            for a in res.get("anomalies", []):
+                ident = (a["kind"], json.dumps(a.get("ops")))
+                if a.get("ops") and ident in seen:
+                    continue
+                seen.add(ident)
+                kinds[a["kind"]] += 1
+        verdicts = {True: "true", False: "false"}
+        valid = "missing" if results is None else verdicts.get(results["valid"], "unknown")
+        try:
+            day = dt.datetime.strptime(d.name, "%Y%m%dT%H%M%S.%f").date()
+        except ValueError:
+            day = None
+        runs.append({
+            "group": (spec["workload"], ",".join(spec["nemesis"]) or "none",
+                      ",".join(sorted(spec["bugs"])) or "none",
+                      spec.get("options", {}).get("version", "unversioned")),
+            "day": day, "valid": valid, "kinds": kinds, "lat": lat,
+            "invokes": sum(op.type == "invoke" for op in ops), "ok": len(oks),
+            "gap": max(b - a for a, b in itertools.pairwise(bounds)), "duration": last - first,
+        })
+
+    def figures(rs: list[dict[str, Any]]) -> dict[str, Any]:
+        n = len(rs)
+        invalid = sum(r["valid"] == "false" for r in rs)
+        lat = [x for r in rs for x in r["lat"]]
+        kinds: dict[str, int] = defaultdict(int)
+        for r in rs:
+            for k, v in r["kinds"].items():
+                kinds[k] += v
+        return {
+            "runs": n,
+            "valid_runs": sum(r["valid"] == "true" for r in rs),
+            "invalid_runs": invalid,
+            "unknown_runs": sum(r["valid"] == "unknown" for r in rs),
+            "unchecked_runs": sum(r["valid"] == "missing" for r in rs),
+            "detection_rate": None if rs[0]["group"][2] == "none" else invalid / n,
+            "anomalies": dict(kinds),
+            "availability": sum(r["ok"] for r in rs) / sum(r["invokes"] for r in rs),
+            "throughput": sum(r["ok"] for r in rs) / (sum(r["duration"] for r in rs) / 1e9),
+            "longest_unavailable_s": max(r["gap"] for r in rs) / 1e9,
+            "latency_p50_ms": nearest_rank(lat, 0.5),
+            "latency_p95_ms": nearest_rank(lat, 0.95),
+            "latency_p99_ms": nearest_rank(lat, 0.99),
+        }
+
+    groups: dict[tuple, list] = defaultdict(list)
+    days: dict[tuple, list] = defaultdict(list)
+    for r in runs:
+        groups[r["group"]].append(r)
+        if r["day"] is not None:
+            days[(*r["group"], r["day"])].append(r)
+    return {g: figures(rs) for g, rs in groups.items()}, {g: figures(rs) for g, rs in days.items()}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    root = tmp_path_factory.mktemp("results")
+    return root, make_store(root)
+
+
+@pytest.fixture(scope="module")
+def aggregated(spark_session: Any, store: tuple[Path, list[Path]]) -> AggregateResult:
+    root, _ = store
+    return run_aggregate(root, out_dir=root.parent / "agg", spark=spark_session, progress=lambda s: None)
+
+
+FIELDS = ("runs", "valid_runs", "invalid_runs", "unknown_runs", "unchecked_runs", "detection_rate",
+          "anomalies", "availability", "throughput", "longest_unavailable_s", "latency_p50_ms",
+          "latency_p95_ms", "latency_p99_ms")
+
+
+def _same(got: dict[str, Any], want: dict[str, Any]) -> None:
+    for f in FIELDS:
+        if isinstance(want[f], float):
+            assert got[f] == pytest.approx(want[f], rel=1e-9), f
+        else:
+            assert got[f] == want[f], f
+
+
+def test_summary_equals_plain_python(aggregated: AggregateResult, store: tuple[Path, list[Path]]) -> None:
+    want, _ = reference(store[1])
+    got = {(r["workload"], r["nemesis"], r["bug"], r["version"]): r for r in aggregated.summary}
+    assert set(got) == set(want)
+    for g in want:
+        _same(got[g], want[g])
+    assert aggregated.run_count == len(store[1])
+    # the store holds detected and missed bugs, unknown and unchecked runs: the figures are not trivial
+    rates = {r["detection_rate"] for r in aggregated.summary if r["detection_rate"] is not None}
+    assert any(0 < x < 1 for x in rates)
+    assert sum(r["unknown_runs"] for r in aggregated.summary) > 0
+    assert sum(r["unchecked_runs"] for r in aggregated.summary) == 1
+
+
+def test_trends_per_day_equal_plain_python(aggregated: AggregateResult,
+                                           store: tuple[Path, list[Path]]) -> None:
+    _, want = reference(store[1])
+    got = {(r["workload"], r["nemesis"], r["bug"], r["version"], r["start_day"]): r
+           for r in aggregated.trends}
+    # the framework run's directory name is today's timestamp; compare the synthetic days exactly
+    for g in want:
+        _same(got[g], want[g])
+    assert len({r["start_day"] for r in aggregated.trends}) >= 3
+
+
+def test_outputs_are_parquet_and_a_self_contained_dashboard(aggregated: AggregateResult) -> None:
+    out = aggregated.out_dir
+    summary = pq.read_table(out / "summary.parquet").to_pylist()
+    assert len(summary) == len(aggregated.summary)
+    assert [dict(r["anomalies"]) for r in summary] == [r["anomalies"] for r in aggregated.summary]
+    assert pq.read_table(out / "runs.parquet").num_rows == aggregated.run_count
+    page = (aggregated.dashboard or Path("missing")).read_text()
+    assert "Detection rate" in page and "Trends by day" in page and "Plotly.newPlot" in page
+    assert "<script src=" not in page  # works offline: plotly.js is inlined
+
+
+def test_cli_aggregate_prints_the_table(spark_session: Any, store: tuple[Path, list[Path]], tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    root, dirs = store
+    assert main(["aggregate", str(root), "--out", str(tmp_path / "o"), "--quiet", "--no-dashboard"]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(dirs)} runs" in out and "zombie-leader" in out and "partition-leader" in out
+    assert (tmp_path / "o" / "summary.parquet").is_file() and not (tmp_path / "o" / "dashboard.html").exists()
+
+
+def test_cli_bad_input_is_one_line_and_254(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    assert main(["aggregate", str(tmp_path / "empty")]) == 254
+    err = capsys.readouterr().err.strip()
+    assert err == (f"jepsen-py: {tmp_path / 'empty'}: no runs found "
+                   "(no test.json + history.jsonl, nor parquet/run.parquet)")
+    assert main(["aggregate", str(tmp_path / "missing")]) == 254
+    assert capsys.readouterr().err.strip().endswith("missing: no such results directory")
+    assert main(["export", str(tmp_path / "empty")]) == 254
+    assert "no runs found" in capsys.readouterr().err
+    assert main(["aggregate", str(tmp_path), "--spark-log", "loud"]) == 254
+
+
+def test_cli_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = write_run(tmp_path, SyntheticRun(test_name="a", pairs=40))
+    b = write_run(tmp_path, SyntheticRun(test_name="b", pairs=40))
+    assert main(["export", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.split() == [str(a / "parquet"), str(b / "parquet")]
