@@ -47,6 +47,7 @@ class RaftMetadataDB:
         self.leader_timeout = leader_timeout
         self.status_timeout = 1.0
         self._lock = threading.Lock()
+        self._clients = threading.local()
         self._stage: Path | None = None
         self._stage_tmp: tempfile.TemporaryDirectory[str] | None = None
 
@@ -162,16 +163,32 @@ class RaftMetadataDB:
     # ---- what the nodes say ---------------------------------------------------------------------
 
     def status(self, test: Test, node: str) -> dict[str, Any] | None:
-        from cluster.client import ClusterClient, ClusterError
+        """The node's own status, or None when it does not answer within status_timeout.
+
+        The observer asks every node ~10 times a second, so each thread keeps one connection per
+        node; a cached connection that fails gets one retry on a fresh one before the node counts
+        as silent (it may have been restarted, which closes the old connection)."""
+        from cluster.client import ClusterClient, ClusterError, Timeout
 
         if test.backend is None:
             return None
-        host, port = test.backend.client_endpoint(node, self.CLIENT_PORT)
-        try:
-            with ClusterClient(host, port, timeout=self.status_timeout) as c:
-                return c.status()
-        except (ClusterError, OSError):
-            return None
+        cache: dict[str, ClusterClient] = self._clients.__dict__.setdefault("by_node", {})
+        for _ in range(2):
+            client = cache.pop(node, None)
+            fresh = client is None
+            if client is None:
+                host, port = test.backend.client_endpoint(node, self.CLIENT_PORT)
+                client = ClusterClient(host, port, timeout=self.status_timeout)
+            try:
+                answer = client.status()
+            except (ClusterError, OSError) as e:
+                client.close()
+                if fresh or isinstance(e, Timeout):
+                    return None  # a silent (paused, cut off) node: no second wait
+                continue
+            cache[node] = client
+            return answer
+        return None
 
     def statuses(self, test: Test, nodes: Sequence[str] | None = None) -> dict[str, dict[str, Any] | None]:
         nodes = list(nodes if nodes is not None else test.nodes)
