@@ -114,10 +114,10 @@ def test_pause_kill_restart_and_clock(probe_local):
     try:
         clock.invoke(test, Op(2, 2, "invoke", "nemesis", "bump-clock", value={"n1": -20_000}))
         skew = test.db.status(test, "n1")["time"] - t0
-        assert -21 < skew < -19
+        assert -21.5 < skew < -18.5
     finally:
         clock.heal(test)
-    assert abs(test.db.status(test, "n1")["time"] - time.time()) < 1
+    assert abs(test.db.status(test, "n1")["time"] - time.time()) < 2
 
 
 def test_raft_cluster_on_local_backend(local_env, tmp_path):

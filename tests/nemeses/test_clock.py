@@ -45,25 +45,25 @@ def test_bump_shows_in_wall_and_monotonic_clock_and_reset_undoes_it(probe_cluste
     nem = ClockNemesis()
     nem.setup(test)
     base_skew, mono0 = _skew(test, "n2")
-    assert abs(base_skew) < 1.0
+    assert abs(base_skew) < 2.0
     try:
         done = nem.invoke(test, Op(0, 0, "invoke", "nemesis", "bump-clock", value={"n2": 30_000}))
         assert done.type == INFO and done.value["bumped-ms"] == {"n2": 30_000}
         assert done.value["offsets-ms"] == {"n2": 30_000}
         skew, mono1 = _skew(test, "n2")
-        assert 29.0 < skew - base_skew < 31.5
+        assert 28.5 < skew - base_skew < 32.0
         assert 29.0 < mono1 - mono0 < 35.0, "the monotonic clock must jump too (leases use it)"
         # Unbumped nodes are unaffected.
-        assert abs(_skew(test, "n1")[0]) < 1.0
+        assert abs(_skew(test, "n1")[0]) < 2.0
         # Offsets accumulate, and can go back.
         done = nem.invoke(test, Op(1, 1, "invoke", "nemesis", "bump-clock", value={"n2": -45_000}))
         assert done.value["offsets-ms"] == {"n2": -15_000}
         skew, _ = _skew(test, "n2")
-        assert -16.0 < skew - base_skew < -14.0
+        assert -16.5 < skew - base_skew < -13.5
     finally:
         reset = nem.invoke(test, Op(2, 2, "invoke", "nemesis", "reset-clock"))
     assert reset.value["reset"] == ["n1", "n2", "n3"]
-    assert abs(_skew(test, "n2")[0] - base_skew) < 1.0
+    assert abs(_skew(test, "n2")[0] - base_skew) < 2.0
 
 
 @pytest.mark.docker
@@ -74,7 +74,7 @@ def test_strobe_flips_the_clock_then_restores_it(probe_cluster):
     done = nem.invoke(test, Op(0, 0, "invoke", "nemesis", "strobe-clock"))
     assert done.value["nodes"] == ["n1", "n2", "n3"] and done.value["delta-ms"] >= 32
     for n in ("n1", "n2", "n3"):
-        assert abs(_skew(test, n)[0]) < 1.0, "a strobe ends at the offset it started from"
+        assert abs(_skew(test, n)[0]) < 2.0, "a strobe ends at the offset it started from"
     nem.heal(test)
 
 
@@ -87,6 +87,6 @@ def test_random_bump_records_nodes_and_offsets(probe_cluster):
         (node, delta), = done.value["bumped-ms"].items()
         assert node in test.nodes and delta != 0
         skew, _ = _skew(test, node)
-        assert abs(skew - delta / 1000) < 1.0
+        assert abs(skew - delta / 1000) < 2.0
     finally:
         nem.heal(test)
