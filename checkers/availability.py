@@ -123,12 +123,14 @@ class AvailabilityChecker:
             problems.append(f"unavailable for {outage['ms'] / 1000:.1f} s "
                             f"(limit {th.max_unavailable_s:g} s)")
         tpm = term_growth / minutes
+        churn: list[str] = []
         if th.max_terms_per_minute is not None and tpm > th.max_terms_per_minute:
-            problems.append(f"terms grew {tpm:.0f} per minute (limit {th.max_terms_per_minute:g}): "
-                            "election churn")
+            churn.append(f"terms grew {tpm:.0f} per minute (limit {th.max_terms_per_minute:g}): "
+                         "election churn")
+        dead_keys = _dead_keys(ps)
         return {
-            "valid": not problems,
-            "problems": problems,
+            "valid": not (problems or churn or dead_keys),
+            "problems": problems + churn + [k["explanation"] for k in dead_keys],
             "ok_fraction": ok_fraction,
             "ok_fraction_per_second": per_second,
             "longest_unavailable_ms": outage["ms"],
@@ -141,8 +143,54 @@ class AvailabilityChecker:
                         for c in claims[:500]],
             "recovery": recovery,
             "thresholds": asdict(th),
-            "anomalies": [{"kind": "unavailable", "ops": [], "explanation": p} for p in problems],
+            "unavailable_keys": dead_keys,
+            "anomalies": [{"kind": "unavailable", "ops": [], "explanation": p} for p in problems]
+            + [{"kind": "election-churn", "ops": [], "explanation": c} for c in churn]
+            + [{"kind": "unavailable", "ops": k["ops"], "explanation": k["explanation"]} for k in dead_keys],
         }
+
+
+#: A key is "dead" when at least this many of its writes were refused while at least this many ok
+#: ops of other keys completed within the same stretch of time.
+DEAD_KEY_MIN = 10
+REFUSALS = frozenset({"unavailable", "not_leader"})
+
+
+def _dead_keys(ps: Sequence[Any]) -> list[dict[str, Any]]:
+    """Keys whose every write was refused (unavailable / not leader) while the cluster served other
+    keys at the same time: unavailability of part of the data, which a cluster-wide outage (every key
+    down together) never produces. The leader-on-follower bug's signature: partitions led by a node
+    that cannot propose refuse every commit for the whole run."""
+    by_key: dict[tuple[str, Any], list[Any]] = {}
+    for p in ps:
+        if p.invoke.key is None or p.invoke.value is None:
+            continue  # reads carry no value; only writes can be refused for lack of a proposer
+        try:
+            k = (p.invoke.f, p.invoke.key if not isinstance(p.invoke.key, list) else tuple(p.invoke.key))
+            hash(k)
+        except TypeError:
+            continue
+        by_key.setdefault(k, []).append(p)
+    oks = sorted(p.complete.time for p in ps if p.type == OK and p.complete is not None)
+    found = []
+    for (f, key), kps in by_key.items():
+        if len(kps) < DEAD_KEY_MIN or any(p.type == OK for p in kps):
+            continue
+        if not all(p.complete is not None and p.complete.error in REFUSALS for p in kps):
+            continue
+        lo = min(p.invoke.time for p in kps)
+        hi = max(p.complete.time for p in kps)
+        others = bisect.bisect_right(oks, hi) - bisect.bisect_left(oks, lo)
+        if others < DEAD_KEY_MIN:
+            continue
+        found.append({
+            "f": f, "key": key if not isinstance(key, tuple) else list(key), "attempts": len(kps),
+            "ops": [p.complete.index for p in kps[:5]],
+            "explanation": (f"every one of {len(kps)} {f} ops on {key!r} was refused "
+                            f"({kps[0].complete.error}) over {_ms(hi - lo) / 1000:.1f} s while {others} "
+                            "other ops succeeded: that part of the data was unavailable"),
+        })
+    return found
 
 
 def _longest_outage(start: int, end: int, ok_times: list[int], attempts: list[int]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from checkers.samples import leader_claims, newer_leader_before
-from jepsen_py.history import FAIL, OK, Op, Pair, pairs
+from jepsen_py.history import FAIL, NEMESIS, OK, Op, Pair, pairs
 from jepsen_py.protocols import Test
 
 INFINITY = float("inf")
@@ -168,6 +168,15 @@ class StalenessChecker:
                 else:
                     stale.append(finding)
 
+        # After the last fault was healed and the last write was invoked, nothing is in flight and
+        # nothing is cut off: a stale read then is an acknowledged write the cluster lost.
+        fault_ends = [op.time for op in history if op.process == NEMESIS and op.type != "invoke"]
+        settled = None
+        if fault_ends:
+            write_invokes = [w.invoke_time for ws in writes.values() for w in ws]
+            settled = max([*fault_ends, *write_invokes])
+        for s in stale:
+            s["lost"] = settled is not None and s["read_invoked"] > settled
         return self._report(stale, reads_checked, unwritten)
 
     @staticmethod
@@ -247,10 +256,11 @@ class StalenessChecker:
             longest = max(longest, w)
         anomalies = [
             {
-                "kind": "stale-read",
+                "kind": "lost-commit" if s.get("lost") else "stale-read",
                 "ops": [*s["read"], *s["overwritten_by"][:5]],
                 "explanation": (
-                    f"{s['node']} ({s['role']}, term {s['term']}"
+                    ("after every fault was healed, " if s.get("lost") else "")
+                    + f"{s['node']} ({s['role']}, term {s['term']}"
                     + (", deposed leader" if s["deposed_leader"] else "")
                     + f") returned {s['value']!r} for "
                     f"{s['key']!r}, {s['versions_behind']} version(s) behind: overwritten "
@@ -266,6 +276,7 @@ class StalenessChecker:
             "reads_checked": reads_checked,
             "stale_count": len(stale),
             "zombie_count": sum(1 for s in stale if s["zombie"]),
+            "lost_commit_count": sum(1 for s in stale if s.get("lost")),
             "deposed_leader_count": sum(1 for s in stale if s["deposed_leader"]),
             "longest_stale_window_ms": _ms(longest),
             "max_versions_behind": max((s["versions_behind"] for s in stale), default=0),

@@ -1,0 +1,128 @@
+"""`jepsen-py test-all`: the detection matrix, every seed bug and the correct build, with a verdict.
+
+Exit 0 when every expectation held (each bug detected at its minimum rate, the correct build never
+accused), 1 when one failed, 254 for a bad expectations file or flag, 255 when the runs could not be
+carried out at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from jepsen_py import matrix as mx
+from jepsen_py.errors import BadInput
+
+NAME = "test-all"
+HELP = "run the bug x workload x nemesis detection matrix and check it against the expectations"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = ("example: jepsen-py test-all --quick (one short run per bug plus a few "
+                     "correct-build runs). Exit codes: 0 every expectation held, 1 one failed.")
+    parser.add_argument("--quick", action="store_true",
+                        help="the reduced matrix: one run per bug at its quick time limit, and the "
+                             "correct-build runs marked quick")
+    parser.add_argument("--test-count", type=int, default=None, metavar="N",
+                        help="runs per cell (default: 1 with --quick, 10 otherwise)")
+    parser.add_argument("--expectations", type=Path, default=mx.DEFAULT_EXPECTATIONS, metavar="FILE",
+                        help="the expectations TOML (default: jepsen_py/expectations.toml)")
+    parser.add_argument("--bugs", default=None, metavar="NAMES",
+                        help="only these bugs, comma separated ('correct' names the correct build)")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="S",
+                        help="override every cell's main-phase seconds")
+    parser.add_argument("--node-count", type=int, default=5, metavar="N",
+                        help="nodes per cluster (default 5)")
+    parser.add_argument("--results-dir", type=Path, default=Path("results"), metavar="DIR",
+                        help="the store (default: results)")
+    parser.add_argument("--name", default=None, metavar="NAME",
+                        help="matrix name: runs are <name>-<cell>, the summary results/<name>/summary.json "
+                             "(default: matrix-quick or matrix)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed of the first run of each cell (+1 per run)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    test_count = args.test_count if args.test_count is not None else (1 if args.quick else 10)
+    if test_count < 1:
+        raise BadInput(f"--test-count must be at least 1, got {test_count}")
+    if args.node_count < 3:
+        raise BadInput(f"--node-count must be at least 3, got {args.node_count}")
+    if args.time_limit is not None and args.time_limit <= 0:
+        raise BadInput(f"--time-limit must be positive, got {args.time_limit}")
+    cells = mx.load_expectations(args.expectations, args.quick)
+    bugs = [b.strip() for b in args.bugs.split(",") if b.strip()] if args.bugs else None
+    cells = mx.select(cells, bugs)
+    if args.time_limit is not None:
+        cells = [replace(c, time_limit=args.time_limit) for c in cells]
+    matrix = args.name or ("matrix-quick" if args.quick else "matrix")
+    total = len(cells) * test_count
+    t0 = time.monotonic()
+    rows, records = _run_with_progress(cells, args, test_count, matrix, total)
+    summary_path = args.results_dir / matrix / "summary.json"
+    summary = mx.write_summary(summary_path, matrix=matrix, quick=args.quick, test_count=test_count,
+                               rows=rows, records=records, wall_s=time.monotonic() - t0)
+    _print_table(rows, summary, summary_path)
+    if records and all(r.error is not None for r in records):
+        print(f"test-all: no run could be carried out; first error: {records[0].error}", file=sys.stderr)
+        return 255
+    return 0 if summary["passed"] else 1
+
+
+def _run_with_progress(cells: list[mx.Cell], args: argparse.Namespace, test_count: int, matrix: str,
+                       total: int) -> tuple[list[mx.Row], list[mx.RunRecord]]:
+    kw = {"test_count": test_count, "results_dir": args.results_dir, "matrix": matrix,
+          "node_count": args.node_count, "seed": args.seed}
+    if args.no_progress or not sys.stderr.isatty():
+        def plain(cell: mx.Cell, i: int, rec: mx.RunRecord | None) -> None:
+            if rec is None:
+                print(f"test-all: {cell.label} run {i + 1}/{test_count} ...", file=sys.stderr, flush=True)
+            else:
+                kinds = ",".join(sorted(rec.anomaly_kinds)) or "-"
+                print(f"test-all: {cell.label} run {i + 1}: {rec.verdict} ({kinds}) in {rec.wall_s:.0f} s"
+                      + (f"; {rec.error}" if rec.error else ""), file=sys.stderr, flush=True)
+        return mx.run_matrix(cells, on_run=plain, **kw)
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), transient=False) as bar:
+        task = bar.add_task("test-all", total=total)
+
+        def step(cell: mx.Cell, i: int, rec: mx.RunRecord | None) -> None:
+            if rec is None:
+                bar.update(task, description=f"{cell.label} ({i + 1}/{test_count})")
+            else:
+                bar.advance(task)
+                bar.console.print(f"{cell.label} run {i + 1}: {rec.verdict} "
+                                  f"({', '.join(sorted(rec.anomaly_kinds)) or 'no anomalies'}) "
+                                  f"{rec.wall_s:.0f} s")
+        return mx.run_matrix(cells, on_run=step, **kw)
+
+
+def _print_table(rows: list[mx.Row], summary: dict, path: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"{summary['matrix']}: {'PASSED' if summary['passed'] else 'FAILED'}")
+    for col in ("bug", "workload", "nemesis", "s", "runs", "valid", "invalid", "unknown",
+                "anomalies found", "detection", "median 1st anomaly", "ok"):
+        t.add_column(col)
+    for r in rows:
+        nem = r.nemesis + ("" if r.read_mode == "read-index" else f" ({r.read_mode})")
+        anomalies = ", ".join(f"{k} {n}" for k, n in sorted(r.anomalies.items())) or "-"
+        rate = "-" if r.detection_rate is None else f"{r.detection_rate:.0%}"
+        first = "-" if r.median_first_anomaly_s is None else f"{r.median_first_anomaly_s:.1f} s"
+        t.add_row(r.bug, r.workload, nem, f"{r.time_limit:g}", str(r.runs), str(r.valid), str(r.invalid),
+                  str(r.unknown) + (f" +{r.errors} err" if r.errors else ""), anomalies, rate, first,
+                  "yes" if r.passed else "NO")
+    console = Console(width=200) if not sys.stdout.isatty() else Console()
+    console.print(t)
+    cb = summary["correct_build"]
+    console.print(f"correct build: {cb['false_positives']} invalid of {cb['runs']} runs "
+                  f"({cb['unknown']} unknown); summary in {path}; wall {summary['wall_s']:.0f} s")

@@ -1,0 +1,306 @@
+"""The detection matrix: every seed bug run against the workload and nemesis that must catch it, and
+the correct build against the same faults, with a verdict on each expectation (issue 7).
+
+Why a matrix and not one test per bug: a framework is worth the bugs it catches, *and* its silence on
+a correct system; both are rates over repeated runs, never one lucky run. Each cell is a real
+`jepsen-py run` in its own process (its own run directory in the store, its own Docker cluster), so
+one cell's crash cannot take the others with it and every run stays inspectable afterwards.
+
+Expectations come from a TOML file (jepsen_py/expectations.toml by default); see its header.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jepsen_py.errors import BadInput
+
+DEFAULT_EXPECTATIONS = Path(__file__).with_name("expectations.toml")
+EXIT_NAMES = {0: "valid", 1: "invalid", 2: "unknown", 254: "bad-input", 255: "framework-failure"}
+CORRECT = "correct"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One configuration of the matrix: a bug (or the correct build) under a workload and nemesis."""
+
+    bug: str  # a bug name, or "correct"
+    workload: str
+    nemesis: str
+    read_mode: str
+    time_limit: float
+    nemesis_interval: float
+    anomalies: tuple[str, ...] = ()  # kinds that count as detecting the bug
+    min_detection: float = 0.95
+
+    @property
+    def label(self) -> str:
+        mode = "" if self.read_mode == "read-index" else f"-{self.read_mode}"
+        return f"{self.bug}-{self.workload}-{self.nemesis.replace(',', '+')}{mode}"
+
+
+@dataclass
+class RunRecord:
+    """What one run of a cell produced, read back from its run directory."""
+
+    cell: str
+    iteration: int
+    exit_code: int
+    verdict: str
+    wall_s: float
+    run_dir: str | None = None
+    anomaly_kinds: dict[str, int] = field(default_factory=dict)
+    first_anomaly_s: float | None = None
+    detected: bool = False
+    error: str | None = None
+
+
+@dataclass
+class Row:
+    """The summary of one cell over its runs."""
+
+    cell: str
+    bug: str
+    workload: str
+    nemesis: str
+    read_mode: str
+    time_limit: float
+    runs: int
+    valid: int
+    invalid: int
+    unknown: int
+    errors: int
+    anomalies: dict[str, int]
+    detection_rate: float | None
+    median_first_anomaly_s: float | None
+    expectation: str
+    passed: bool
+
+
+def _num(d: dict[str, Any], key: str, where: str) -> float:
+    v = d[key]
+    if not isinstance(v, int | float) or isinstance(v, bool) or v <= 0:
+        raise BadInput(f"{where}: {key} must be a positive number, got {v!r}")
+    return float(v)
+
+
+def load_expectations(path: Path, quick: bool) -> list[Cell]:
+    """The cells of the matrix: every bug's cell, then the correct build's (only `quick` ones when
+    quick). BadInput naming the file and entry for anything malformed."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise BadInput(f"--expectations: cannot read {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise BadInput(f"--expectations: {path} is not valid TOML: {e}") from None
+    defaults = {"time_limit": 60, "quick_time_limit": 20, "nemesis_interval": 10,
+                "quick_nemesis_interval": 5, "read_mode": "read-index", "min_detection": 0.95,
+                **data.get("defaults", {})}
+    cells: list[Cell] = []
+    for bug, entry in (data.get("bugs") or {}).items():
+        cells.append(_cell(bug, {**defaults, **entry}, quick, f"{path} [bugs.{bug}]"))
+    for i, entry in enumerate(data.get("correct") or []):
+        if quick and not entry.get("quick", False):
+            continue
+        cells.append(_cell(CORRECT, {**defaults, **entry}, quick, f"{path} [[correct]] #{i + 1}"))
+    if not cells:
+        raise BadInput(f"--expectations: {path} names no bugs and no correct-build runs")
+    return cells
+
+
+def _cell(bug: str, e: dict[str, Any], quick: bool, where: str) -> Cell:
+    for key in ("workload", "nemesis"):
+        if not isinstance(e.get(key), str):
+            raise BadInput(f"{where}: {key} must be a string")
+    anomalies = e.get("anomalies", [])
+    if bug != CORRECT and (not isinstance(anomalies, list) or not anomalies
+                           or not all(isinstance(a, str) for a in anomalies)):
+        raise BadInput(f"{where}: anomalies must be a non-empty list of anomaly kinds")
+    rate = e.get("min_detection", 0.95)
+    if not isinstance(rate, int | float) or not 0 <= rate <= 1:
+        raise BadInput(f"{where}: min_detection must be in [0, 1], got {rate!r}")
+    return Cell(
+        bug=bug,
+        workload=e["workload"],
+        nemesis=e["nemesis"],
+        read_mode=str(e.get("read_mode", "read-index")),
+        time_limit=_num(e, "quick_time_limit" if quick else "time_limit", where),
+        nemesis_interval=_num(e, "quick_nemesis_interval" if quick else "nemesis_interval", where),
+        anomalies=tuple(anomalies),
+        min_detection=float(rate),
+    )
+
+
+def select(cells: list[Cell], bugs: Iterable[str] | None) -> list[Cell]:
+    """Only the cells of the named bugs ("correct" names the correct build)."""
+    if not bugs:
+        return cells
+    wanted = set(bugs)
+    known = {c.bug for c in cells}
+    unknown = sorted(wanted - known)
+    if unknown:
+        raise BadInput(f"--bugs: {', '.join(unknown)} not in the expectations "
+                       f"(known: {', '.join(sorted(known))})")
+    return [c for c in cells if c.bug in wanted]
+
+
+def run_argv(cell: Cell, name: str, results_dir: Path, node_count: int, seed: int | None) -> list[str]:
+    argv = [sys.executable, "-m", "jepsen_py.cli", "run", "--workload", cell.workload,
+            "--nemesis", cell.nemesis, "--time-limit", f"{cell.time_limit:g}",
+            "--nemesis-interval", f"{cell.nemesis_interval:g}", "--read-mode", cell.read_mode,
+            "--node-count", str(node_count), "--results-dir", str(results_dir), "--name", name,
+            "--no-progress"]
+    if cell.bug != CORRECT:
+        argv += ["--bug", cell.bug]
+    if seed is not None:
+        argv += ["--seed", str(seed)]
+    return argv
+
+
+def anomaly_kinds(results: dict[str, Any]) -> dict[str, int]:
+    """Counts of anomaly kinds over every checker of a results.json."""
+    out: dict[str, int] = {}
+    for res in (results.get("checkers") or {}).values():
+        if not isinstance(res, dict):
+            continue
+        for a in res.get("anomalies") or []:
+            if isinstance(a, dict):
+                k = str(a.get("kind", "anomaly"))
+                out[k] = out.get(k, 0) + 1
+    return out
+
+
+def first_anomaly_s(run_dir: Path, results: dict[str, Any]) -> float | None:
+    """Seconds from the start of the test to the earliest client op named by any anomaly."""
+    indices: set[int] = set()
+    for res in (results.get("checkers") or {}).values():
+        if isinstance(res, dict):
+            for a in res.get("anomalies") or []:
+                if isinstance(a, dict):
+                    indices.update(i for i in a.get("ops") or [] if isinstance(i, int))
+    if not indices:
+        return None
+    best: int | None = None
+    try:
+        with open(run_dir / "history.jsonl", encoding="utf-8") as f:
+            for line in f:
+                try:
+                    op = json.loads(line)
+                except ValueError:
+                    continue
+                if op.get("index") in indices and isinstance(op.get("time"), int):
+                    best = op["time"] if best is None else min(best, op["time"])
+    except OSError:
+        return None
+    return None if best is None else round(best / 1e9, 3)
+
+
+def run_cell(cell: Cell, iteration: int, results_dir: Path, matrix: str, node_count: int,
+             seed: int | None = None) -> RunRecord:
+    """Runs one cell once, for real, and reads back its verdict and anomalies."""
+    name = f"{matrix}-{cell.label}"
+    argv = run_argv(cell, name, results_dir, node_count, seed)
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True,
+                              timeout=cell.time_limit * 4 + 600, check=False)
+        code, stderr = proc.returncode, proc.stderr
+    except subprocess.TimeoutExpired:
+        code, stderr = 255, "the run did not finish in time"
+    rec = RunRecord(cell=cell.label, iteration=iteration, exit_code=code,
+                    verdict=EXIT_NAMES.get(code, str(code)), wall_s=round(time.monotonic() - t0, 1))
+    run_dir = (results_dir / name / "latest").resolve()
+    results_path = run_dir / "results.json"
+    if code in (254, 255) or not results_path.exists():
+        lines = stderr.strip().splitlines()
+        rec.error = (lines[-1] if lines else "no results.json")[:300]
+        return rec
+    results = json.loads(results_path.read_text())
+    rec.run_dir = str(run_dir)
+    rec.anomaly_kinds = anomaly_kinds(results)
+    rec.first_anomaly_s = first_anomaly_s(run_dir, results)
+    rec.detected = code == 1 and any(k in rec.anomaly_kinds for k in cell.anomalies)
+    return rec
+
+
+def summarize(cell: Cell, records: list[RunRecord]) -> Row:
+    """One row of the table, and whether the cell met its expectation."""
+    runs = len(records)
+    count = {v: sum(1 for r in records if r.verdict == v) for v in ("valid", "invalid", "unknown")}
+    errors = runs - sum(count.values())
+    kinds: dict[str, int] = {}
+    for r in records:
+        for k, n in r.anomaly_kinds.items():
+            kinds[k] = kinds.get(k, 0) + n
+    firsts = [r.first_anomaly_s for r in records if r.first_anomaly_s is not None
+              and (cell.bug == CORRECT or r.detected)]
+    median = round(statistics.median(firsts), 3) if firsts else None
+    if cell.bug == CORRECT:
+        rate = None
+        passed = count["invalid"] == 0 and errors == 0
+        expectation = "valid in every run"
+    else:
+        detected = sum(1 for r in records if r.detected)
+        rate = round(detected / runs, 3) if runs else 0.0
+        passed = runs > 0 and rate >= cell.min_detection
+        expectation = f">= {cell.min_detection:.0%} detected ({'/'.join(cell.anomalies)})"
+    return Row(cell=cell.label, bug=cell.bug, workload=cell.workload, nemesis=cell.nemesis,
+               read_mode=cell.read_mode, time_limit=cell.time_limit, runs=runs, valid=count["valid"],
+               invalid=count["invalid"], unknown=count["unknown"], errors=errors, anomalies=kinds,
+               detection_rate=rate, median_first_anomaly_s=median, expectation=expectation, passed=passed)
+
+
+def run_matrix(cells: list[Cell], *, test_count: int, results_dir: Path, matrix: str, node_count: int,
+               seed: int | None = None,
+               on_run: Callable[[Cell, int, RunRecord | None], None] = lambda c, i, r: None,
+               ) -> tuple[list[Row], list[RunRecord]]:
+    """Runs every cell test_count times (cell after cell); on_run is told before (record None) and
+    after each run, which is how the progress bar moves."""
+    rows: list[Row] = []
+    records: list[RunRecord] = []
+    for cell in cells:
+        mine: list[RunRecord] = []
+        for i in range(test_count):
+            on_run(cell, i, None)
+            rec = run_cell(cell, i, results_dir, matrix, node_count,
+                           None if seed is None else seed + i)
+            mine.append(rec)
+            on_run(cell, i, rec)
+        records += mine
+        rows.append(summarize(cell, mine))
+    return rows, records
+
+
+def write_summary(path: Path, *, matrix: str, quick: bool, test_count: int, rows: list[Row],
+                  records: list[RunRecord], wall_s: float) -> dict[str, Any]:
+    correct = [r for r in rows if r.bug == CORRECT]
+    summary = {
+        "matrix": matrix,
+        "quick": quick,
+        "test_count": test_count,
+        "wall_s": round(wall_s, 1),
+        "passed": all(r.passed for r in rows),
+        "correct_build": {"runs": sum(r.runs for r in correct),
+                          "false_positives": sum(r.invalid for r in correct),
+                          "unknown": sum(r.unknown for r in correct)},
+        "rows": [asdict(r) for r in rows],
+        "runs": [asdict(r) for r in records],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(summary, indent=2) + "\n")
+    tmp.replace(path)
+    return summary
+
+
+__all__ = ["CORRECT", "DEFAULT_EXPECTATIONS", "Cell", "Row", "RunRecord", "load_expectations",
+           "run_cell", "run_matrix", "select", "summarize", "write_summary"]
