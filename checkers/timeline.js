@@ -55,7 +55,7 @@ function opTraces(keyFilter, groupBy, range, pxWidth) {
   const detailed = vis.length <= DETAIL_LIMIT;
   const seg = [[[], []], [[], []], [[], []]];
   const pts = [[[], [], []], [[], [], []], [[], [], []]];  // x, y, hover text
-  const ys = new Float64Array(N);
+  const ys = new Float64Array(N);  // lane of each visible row
   for (const i of vis) ys[i] = laneY(i, groupBy);
   if (detailed) {
     for (const i of vis) {
@@ -65,22 +65,29 @@ function opTraces(keyFilter, groupBy, range, pxWidth) {
     }
   } else {
     const gap = 2 * (x1 - x0) / Math.max(pxWidth, 100);
-    const open = new Map();  // "lane/type" -> [start, end, count, firstRow, type, lane]
     const flush = (ty, y, m) => {
       seg[ty][0].push(m[0], m[1], null); seg[ty][1].push(y, y, null);
       pts[ty][0].push(m[1]); pts[ty][1].push(y);
       pts[ty][2].push(m[2] === 1 ? hoverFor(m[3]) : '<b>' + m[2] + ' ' + TYPES[ty] + ' ops</b> merged at this zoom<br>' +
         m[0].toFixed(3) + ' s to ' + m[1].toFixed(3) + ' s<br>zoom in to see each op');
     };
-    const order = vis.slice().sort((a, b) => ys[a] - ys[b] || O.t0[a] - O.t0[b]);
-    for (const i of order) {
-      const ty = O.ty[i], y = ys[i], id = y + '/' + ty;
-      const m = open.get(id);
-      if (m && O.t0[i] - m[1] <= gap) { m[1] = Math.max(m[1], O.t1[i]); m[2]++; continue; }
-      if (m) flush(ty, y, m);
-      open.set(id, [O.t0[i], O.t1[i], 1, i, ty, y]);
+    // rows arrive in invocation order, so each lane's rows are already sorted by start time
+    const byLane = new Map();
+    for (const i of vis) {
+      let rows = byLane.get(ys[i]);
+      if (!rows) byLane.set(ys[i], rows = []);
+      rows.push(i);
     }
-    for (const m of open.values()) flush(m[4], m[5], m);
+    for (const [y, rows] of byLane) {
+      const open = [null, null, null];  // per type: [start, end, count, firstRow]
+      for (const i of rows) {
+        const ty = O.ty[i], m = open[ty];
+        if (m && O.t0[i] - m[1] <= gap) { if (O.t1[i] > m[1]) m[1] = O.t1[i]; m[2]++; continue; }
+        if (m) flush(ty, y, m);
+        open[ty] = [O.t0[i], O.t1[i], 1, i];
+      }
+      for (const ty of [0, 1, 2]) if (open[ty]) flush(ty, y, open[ty]);
+    }
   }
   const traces = [];
   for (const ty of [0, 2, 1]) {  // fail drawn last: on top of merged ok bars
