@@ -1,0 +1,61 @@
+"""Every history in Porcupine's test data gets the verdict Porcupine's own tests assert
+(/work/shared/anchors/porcupine/expected.tsv): 102 etcd Jepsen logs and 6 kv logs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from checkers.linearizable import check, get_model
+from jepsen_py.importers import load_history
+
+ANCHORS = Path(os.environ.get("JEPSEN_PY_PORCUPINE_ANCHORS", "/work/shared/anchors/porcupine"))
+
+
+def _expected() -> list[tuple[str, bool]]:
+    tsv = ANCHORS / "expected.tsv"
+    if not tsv.exists():
+        return []
+    rows = [ln.split("\t") for ln in tsv.read_text().splitlines()[1:] if ln.strip()]
+    return [(name, verdict.strip() == "true") for name, verdict in rows]
+
+
+EXPECTED = _expected()
+
+
+def test_anchor_set_is_complete():
+    if not EXPECTED:
+        pytest.skip(f"no anchors at {ANCHORS}")
+    assert sum(1 for n, _ in EXPECTED if n.startswith("jepsen/")) == 102
+    assert sum(1 for n, _ in EXPECTED if n.startswith("kv/")) == 6
+
+
+@pytest.mark.parametrize(("name", "expected"), EXPECTED, ids=[n for n, _ in EXPECTED])
+def test_anchor_verdict(name, expected):
+    ops, fmt, _ = load_history(ANCHORS / name)
+    if name.startswith("jepsen/"):
+        assert fmt == "jepsen-log"
+        # Porcupine's reading (a failed cas saw another value) and Knossos's (it did not happen)
+        # agree on every one of these files.
+        for failed_cas in ("mismatch", "drop"):
+            r = check(ops, get_model("cas-register", failed_cas=failed_cas), workers=1)
+            assert r["valid"] is expected, (failed_cas, r["failures"][:1])
+    else:
+        assert fmt == "porcupine-kv"
+        r = check(ops, get_model("kv"))
+        assert r["valid"] is expected
+        assert 1 < r["keys_checked"] <= 10
+    if not expected:
+        f = r["failures"][0]
+        assert f["op"] is not None and f["explanation"]
+        assert r["anomalies"][0]["kind"] == "nonlinearizable"
+
+
+def test_empty_etcd_log_is_trivially_valid():
+    if not EXPECTED:
+        pytest.skip(f"no anchors at {ANCHORS}")
+    ops, _, _ = load_history(ANCHORS / "jepsen/etcd_095.log")
+    assert ops == []
+    assert check(ops, get_model("cas-register"))["valid"] is True
