@@ -130,7 +130,11 @@ def simulate(run: SyntheticRun) -> tuple[list[Op], list[dict[str, Any]]]:
         push(rng.randrange(0, 2 * MS), "invoke", i)
 
     state: dict[str, Any] = {}  # key -> current value (None: initial)
-    overwritten: dict[str, list[tuple[Any, int]]] = {}  # key -> [(old value, ok-completion time)]
+    # key -> (value, completion time of its write if that write was ok, else None); initial: -1
+    writer: dict[str, tuple[Any, int | None]] = {}
+    # key -> values that every linearization must have overwritten before `time`: the value's write
+    # completed ok before the overwriting write began, and the overwriting write completed ok at `time`
+    overwritten: dict[str, list[tuple[Any, int]]] = {}
     invoked = 0
     next_value = 1
     anomalies: list[dict[str, Any]] = []
@@ -184,14 +188,15 @@ def simulate(run: SyntheticRun) -> tuple[list[Op], list[dict[str, Any]]]:
         elif kind == "apply":
             inv = data["inv"]
             if inv.f == "write":
-                old = state.get(inv.key)
-                if data["outcome"] == OK:
+                old, old_done = writer.get(inv.key, (None, -1))
+                if data["outcome"] == OK and old_done is not None and old_done < inv.time:
                     overwritten.setdefault(inv.key, []).append((old, data["done"]))
                 state[inv.key] = inv.value
+                writer[inv.key] = (inv.value, data["done"] if data["outcome"] == OK else None)
             else:
                 data["result"] = state.get(inv.key)
                 if stale_left > 0 and data["outcome"] == OK:
-                    # the newest value overwritten by a write that completed before this read began
+                    # the newest value surely overwritten by a write that completed before the read began
                     stale = [v for v, tc in overwritten.get(inv.key, []) if tc < inv.time]
                     if stale:
                         data["result"] = stale[-1]
