@@ -15,12 +15,12 @@ value says which shape, the sides, and the exact grudge installed.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from jepsen_py.history import INFO, Op
-from jepsen_py.protocols import Test
+from jepsen_py.protocols import Remote, Test
 from nemeses import net
 from nemeses.targets import majority, primaries
 
@@ -95,9 +95,6 @@ class PartitionNemesis:
     def fs(self) -> frozenset[str]:
         return frozenset({"start-partition", "stop-partition"})
 
-    def setup(self, test: Test) -> None:
-        self._heal_all(test)
-
     def grudge_for(self, shape: str, test: Test, rng: random.Random) -> tuple[Grudge, dict[str, object]]:
         nodes = list(test.nodes)
         detail: dict[str, object] = {}
@@ -156,18 +153,29 @@ class PartitionNemesis:
         with ThreadPoolExecutor(max_workers=max(1, len(grudge))) as pool:
             list(pool.map(apply, grudge))
 
-    def _heal_all(self, test: Test) -> dict[str, int]:
-        """Removes our rules on every node (not only those in the last grudge: a crash between
-        install and bookkeeping must not leave a rule behind)."""
+    def _each(self, test: Test, fn: Callable[[Remote], object]) -> dict[str, object]:
         nodes = [n for n in test.nodes if n in test.remotes]
         with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
-            counts = dict(zip(nodes, pool.map(lambda n: net.heal(test.remotes[n]), nodes), strict=True))
+            return dict(zip(nodes, pool.map(lambda n: fn(test.remotes[n]), nodes), strict=True))
+
+    def _heal_all(self, test: Test) -> dict[str, int]:
+        """Flushes our chain on every node (not only those in the last grudge: a crash between
+        install and bookkeeping must not leave a rule behind); returns the rules dropped per node."""
+        healed = {n: len(g) for n, g in self.active.items()}
+        self._each(test, net.heal)
         self.active = {}
         test.state.pop("partition", None)
-        return {n: c for n, c in counts.items() if c}
+        return healed
+
+    def setup(self, test: Test) -> None:
+        self._each(test, net.remove_all)  # whatever an earlier run left on reused nodes
+        self.active = {}
 
     def heal(self, test: Test) -> None:
         self._heal_all(test)
 
     def teardown(self, test: Test) -> None:
-        self._heal_all(test)
+        """Removes the chain and its jump too, leaving the nodes' iptables as they were."""
+        self._each(test, net.remove_all)
+        self.active = {}
+        test.state.pop("partition", None)

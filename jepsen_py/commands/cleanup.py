@@ -42,15 +42,20 @@ def host_iptables() -> list[str]:
     """Deletes every rule commented jepsen-py from this host's iptables; returns them."""
     if shutil.which("iptables") is None:
         return []
-    from nemeses.net import labelled_rules
+    from nemeses.net import CHAIN, labelled_rules
 
     listing = subprocess.run(["iptables", "-w", "5", "-S"], capture_output=True, text=True)
     if listing.returncode != 0:
         return []
     removed = []
     for rule in labelled_rules(listing.stdout):
-        if subprocess.run(["iptables", "-w", "5", "-D", *rule], capture_output=True).returncode == 0:
+        if rule[0] == CHAIN:
+            removed.append(" ".join(rule))  # flushed with the chain below
+        elif subprocess.run(["iptables", "-w", "5", "-D", *rule], capture_output=True).returncode == 0:
             removed.append(" ".join(rule))
+    if f"-N {CHAIN}" in listing.stdout:
+        subprocess.run(["iptables", "-w", "5", "-F", CHAIN], capture_output=True)
+        subprocess.run(["iptables", "-w", "5", "-X", CHAIN], capture_output=True)
     return removed
 
 
@@ -85,7 +90,7 @@ def ssh_iptables(nodes: list[str], options: dict[str, Any]) -> list[str]:
     backend = SSHBackend(spec)
     try:
         remotes = backend.setup(None)
-        return [f"{n}: {net.heal(r)} rule(s)" for n, r in remotes.items()]
+        return [f"{n}: {net.remove_all(r)} rule(s)" for n, r in remotes.items()]
     finally:
         backend.teardown(None)
 

@@ -183,12 +183,13 @@ def test_partition_over_ssh_and_cleanup_of_leftover_rules(sshd, tmp_path):
     test.remotes = test.backend.setup(test)
     try:
         PartitionNemesis(["one"]).invoke(test, Op(0, 0, "invoke", "nemesis", "start-partition", value="one"))
-        rules = {n: r.exec(["iptables", "-S", "INPUT"]).stdout.count("jepsen-py")
+        rules = {n: r.exec(["iptables", "-S", "JEPSEN-PY"]).stdout.count("-j DROP")
                  for n, r in test.remotes.items()}
         assert rules == {"n1": 1, "n2": 1}, "a 2-node grudge: each side drops the other"
         # As if the controller had died here: cleanup reaches the hosts over SSH.
         opts = {"ssh_host": sshd["hosts"], "ssh_key": sshd["key"], "ssh_known_hosts": sshd["known"]}
-        assert sorted(ssh_iptables(NODES, opts)) == ["n1: 1 rule(s)", "n2: 1 rule(s)"]
+        # Per host: the jump from INPUT and the one DROP rule.
+        assert sorted(ssh_iptables(NODES, opts)) == ["n1: 2 rule(s)", "n2: 2 rule(s)"]
         assert all("jepsen-py" not in r.exec(["iptables", "-S"]).stdout for r in test.remotes.values())
     finally:
         test.backend.teardown(test)

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jepsen_py.history import INFO, Op
+from nemeses.net import CHAIN
 from nemeses.partition import (
     PartitionNemesis,
     bridge,
@@ -94,13 +95,17 @@ def test_partition_cuts_peer_traffic_but_not_the_controller_and_heal_restores(pr
         assert peer_can_reach(test, "n2", "n3")
         # The controller still reaches the isolated node.
         assert test.db.status(test, "n1") is not None
-        rules = test.remotes["n1"].exec(["iptables", "-S", "INPUT"]).stdout
-        assert rules.count("--comment jepsen-py") == 2
+        rules = test.remotes["n1"].exec(["iptables", "-S", CHAIN]).stdout
+        assert rules.count("--comment jepsen-py -j DROP") == 2
+        jumps = test.remotes["n1"].exec(["iptables", "-S", "INPUT"]).stdout
+        assert "--comment jepsen-py -j JEPSEN-PY" in jumps
     finally:
         healed = nem.invoke(test, Op(1, 1, "invoke", "nemesis", "stop-partition"))
     assert healed.value["healed"] == {"n1": 2, "n2": 1, "n3": 1}
     assert peer_can_reach(test, "n2", "n1") and peer_can_reach(test, "n1", "n3")
-    assert "jepsen-py" not in test.remotes["n1"].exec(["iptables", "-S"]).stdout
+    assert "DROP" not in test.remotes["n1"].exec(["iptables", "-S", CHAIN]).stdout
+    nem.teardown(test)
+    assert all("jepsen-py" not in test.remotes[n].exec(["iptables", "-S"]).stdout for n in test.nodes)
 
 
 @pytest.mark.docker
@@ -113,7 +118,9 @@ def test_heal_leaves_rules_it_did_not_make(probe_cluster):
         nem = PartitionNemesis(["one"])
         nem.invoke(test, Op(0, 0, "invoke", "nemesis", "start-partition", value="one"))
         nem.heal(test)
-        rules = r.exec(["iptables", "-S", "INPUT"]).stdout
-        assert "192.0.2.7" in rules and "jepsen-py" not in rules
+        assert "192.0.2.7" in r.exec(["iptables", "-S", "INPUT"]).stdout
+        nem.teardown(test)
+        rules = r.exec(["iptables", "-S"]).stdout
+        assert "192.0.2.7" in rules and "jepsen-py" not in rules and CHAIN not in rules
     finally:
         r.exec(["iptables", "-D", "INPUT", "-s", "192.0.2.7", "-j", "DROP"], check=False)
