@@ -58,6 +58,28 @@ log = logging.getLogger(__name__)
 # are logged, never fatal: a plot must not change a verdict.
 POST_RUN: list[Callable[[Path], None]] = []
 
+
+def render_pictures(run_dir: Path) -> None:
+    """timeline.html, perf.html and (for a non-linearizable history) linearizability.html."""
+    from checkers.render import render_run
+
+    render_run(run_dir)
+
+
+def export_parquet(run_dir: Path) -> None:
+    """The run's ops and verdicts as Parquet, ready for `jepsen-py aggregate`."""
+    from spark.export import export_run
+
+    export_run(run_dir)
+
+
+def install_default_post_run() -> None:
+    """What every run from the CLI writes after results.json; idempotent. Tests driving
+    run_test directly leave POST_RUN empty so they stay fast."""
+    for hook in (render_pictures, export_parquet):
+        if hook not in POST_RUN:
+            POST_RUN.append(hook)
+
 POLL_S = 0.05  # longest a waiting worker sleeps before asking its generator again
 JOIN_GRACE_S = 5.0
 NEMESIS_JOIN_S = 120.0

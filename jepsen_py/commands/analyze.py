@@ -117,11 +117,12 @@ def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from jepsen_py.progress import print_summary
-    from jepsen_py.runner import count_anomalies, run_post_hooks
+    from jepsen_py.runner import count_anomalies, install_default_post_run, run_post_hooks
 
     run_dir = store.resolve_run_dir(Path(args.run_dir))
     results = analyze(run_dir, allow_truncated=args.allow_truncated)
     if not args.no_render:
+        install_default_post_run()
         run_post_hooks(run_dir)
     if args.junit_xml:
         from jepsen_py.commands.run import write_junit

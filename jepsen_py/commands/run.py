@@ -105,8 +105,9 @@ def check_names(spec: TestSpec) -> None:
 def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
     """One run: the workload, db, nemesis and backend built fresh from the spec's names."""
     from jepsen_py.plugins import load_db
-    from jepsen_py.runner import run_test
+    from jepsen_py.runner import install_default_post_run, run_test
 
+    install_default_post_run()
     workload = workload_registry()[spec.workload](spec)
     db = load_db(spec.db, spec)
     nemesis = nemesis_gen = None
