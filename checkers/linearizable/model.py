@@ -19,7 +19,7 @@ completion's value (`output`, meaningful only when `known`), and how it ended.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,6 +98,12 @@ class Model:
     def key(self, op: Any) -> Hashable:
         return freeze(getattr(op, "key", None))
 
+    def compile(self, call: Call) -> Callable[[State], StepResult]:
+        """`step` bound to one call, which the search calls many times. Models may return a
+        specialised function (a read as one comparison); the default just binds."""
+        step = self.step
+        return lambda state: step(state, call)
+
     def droppable(self, call: Call) -> bool:
         return False
 
@@ -110,6 +116,22 @@ class Model:
 
     def describe(self) -> str:
         return self.name
+
+
+class Why:
+    """A failure reason formatted only when someone reads it: the search rejects millions of
+    steps and reads the reasons of a handful."""
+
+    __slots__ = ("args", "template")
+
+    def __init__(self, template: str, *args: Any) -> None:
+        self.template = template
+        self.args = args
+
+    def __str__(self) -> str:
+        return self.template.format(*(repr(thaw(a)) for a in self.args))
+
+    __repr__ = __str__
 
 
 def freeze(v: Any) -> Hashable:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from checkers.linearizable.model import Call, FrozenDict, Model, State, StepResult, freeze, thaw
+from checkers.linearizable.model import Call, FrozenDict, Model, State, StepResult, Why, freeze, thaw
 from jepsen_py.errors import BadInput
 
 
@@ -43,8 +43,21 @@ class Register(Model):
             v = call.output
             if not call.known or (v is None and self.nil_read == "unknown") or v == state:
                 return True, state
-            return False, f"read {thaw(v)!r} but the register holds {thaw(state)!r}"
+            return False, Why("read {} but the register holds {}", v, state)
         return False, f"{self.name} has no operation {f!r}"
+
+    def compile(self, call: Call) -> Callable[[State], StepResult]:
+        f = call.f
+        if f in self.write_fs:
+            v = call.value
+            res = (True, v)
+            return lambda state: res
+        if f in self.read_fs and call.known and not (call.output is None and self.nil_read == "unknown"):
+            v = call.output
+            ok = (True, v)
+            return lambda state: ok if state == v else (
+                False, Why("read {} but the register holds {}", v, state))
+        return super().compile(call)
 
     def droppable(self, call: Call) -> bool:
         return call.f in self.read_fs and (
@@ -73,10 +86,21 @@ class CASRegister(Register):
         if call.outcome == "fail":
             if state != old:
                 return True, state
-            return False, f"cas {thaw(old)!r}->{thaw(new)!r} failed, yet the register held {thaw(old)!r}"
+            return False, Why("cas {}->{} failed, yet the register held {}", old, new, old)
         if state == old:
             return True, new
-        return False, f"cas {thaw(old)!r}->{thaw(new)!r} but the register holds {thaw(state)!r}"
+        return False, Why("cas {}->{} but the register holds {}", old, new, state)
+
+    def compile(self, call: Call) -> Callable[[State], StepResult]:
+        if call.f != "cas" or not (isinstance(call.input, tuple) and len(call.input) == 2):
+            return super().compile(call)
+        old, new = call.input
+        if call.outcome == "fail":
+            return lambda state: (True, state) if state != old else (
+                False, Why("cas {}->{} failed, yet the register held {}", old, new, old))
+        ok = (True, new)
+        return lambda state: ok if state == old else (
+            False, Why("cas {}->{} but the register holds {}", old, new, state))
 
     def keeps_failed(self, call: Call) -> bool:
         return call.f == "cas" and self.failed_cas == "mismatch" and call.error is None
@@ -113,7 +137,7 @@ class KV(Model):
             v = call.output if call.output is not None else ""
             if v == state:
                 return True, state
-            return False, f"get returned {v!r} but the value is {state!r}"
+            return False, Why("get returned {} but the value is {}", v, state)
         return False, f"kv has no operation {f!r}"
 
     def droppable(self, call: Call) -> bool:
@@ -145,7 +169,7 @@ class MultiRegister(Model):
                 d[k] = v
             elif f == "read":
                 if v is not None and call.known and d.get(k) != v:
-                    return False, f"read {thaw(k)!r}={thaw(v)!r} but it holds {thaw(d.get(k))!r}"
+                    return False, Why("read {}={} but it holds {}", k, v, d.get(k))
             else:
                 return False, f"unknown micro-op {f!r}"
         return True, FrozenDict(d.items())
@@ -209,7 +233,7 @@ class SetModel(Model):
             got = frozenset(call.output or ())
             if got == state:
                 return True, state
-            return False, f"read {thaw(got)!r} but the set is {thaw(state)!r}"
+            return False, Why("read {} but the set is {}", got, state)
         return False, f"set has no operation {call.f!r}"
 
     def droppable(self, call: Call) -> bool:
@@ -236,12 +260,12 @@ class FIFOQueue(Model):
                 return True, state[1:]
             v = call.output
             if v is None:
-                return (True, state) if not state else (False, f"dequeued nothing from {thaw(state)!r}")
+                return (True, state) if not state else (False, Why("dequeued nothing from {}", state))
             if state and state[0] == v:
                 return True, state[1:]
             if not state:
-                return False, f"dequeued {thaw(v)!r} from an empty queue"
-            return False, f"dequeued {thaw(v)!r} but the head is {thaw(state[0])!r}"
+                return False, Why("dequeued {} from an empty queue", v)
+            return False, Why("dequeued {} but the head is {}", v, state[0])
         return False, f"fifo-queue has no operation {call.f!r}"
 
 
@@ -271,7 +295,7 @@ class UnorderedQueue(Model):
                 return (True, state) if not counts else (False, "dequeued nothing from a non-empty queue")
             n = counts.get(v, 0)
             if n == 0:
-                return False, f"dequeued {thaw(v)!r}, which is not in the queue"
+                return False, Why("dequeued {}, which is not in the queue", v)
             if n == 1:
                 del counts[v]
             else:

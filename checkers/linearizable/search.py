@@ -7,9 +7,12 @@ explored (Lowe's memo). Reaching a return entry means that op should have taken 
 backtrack. Calls whose completion is info have no return entry: they may be linearized anywhere
 after their invocation or never, so success is "every completed op linearized".
 
-One symmetry cut on top: two info calls with the same f and input are interchangeable once both
-are invoked, so the later-invoked one is only tried after its earlier twin (sound and complete:
-the earlier one's window contains the later one's).
+One symmetry cut on top: two identical calls (same f, input, output and outcome) X and Y with
+X.start <= Y.start and X.end <= Y.end can swap places in any linearization, so Y is only tried
+once X is linearized. (Identical ops are interchangeable; assigning linearization points
+earliest-deadline-first puts X first whenever any assignment works. An info call is optional, and
+an earlier identical info call can take its place.) Etcd-style histories, with a handful of
+values, are full of such twins.
 """
 
 from __future__ import annotations
@@ -79,21 +82,10 @@ def search(
     kind[tail] = 2
 
     finite = [1 if c.end != INF else 0 for c in calls]
-    # Symmetry: an info call waits for its earlier identical info twin.
-    twin = [-1] * n
-    last_seen: dict[Any, int] = {}
-    for c in calls:
-        if c.end == INF:
-            sig = (c.f, c.input)
-            try:
-                prev = last_seen.get(sig, -1)
-                last_seen[sig] = c.id
-            except TypeError:
-                prev = -1
-            twin[c.id] = prev
+    twin = _twins(calls)
     bit = [1 << i for i in range(n)]
 
-    step = model.step
+    steps_of = [model.compile(c) for c in calls]
     cache: set[tuple[int, Any]] = set()
     stack: list[tuple[int, Any]] = []
     state = init
@@ -105,6 +97,10 @@ def search(
     max_memo = budget.memo_entries(n)
     deadline = budget.deadline if budget.deadline is not None else time.time() + budget.time_s
     steps = 0
+    # Candidates for the next place are the calls before the first return entry. Completed ops are
+    # tried first (phase 0), info ops after (phase 1): an info op usually took effect late or not
+    # at all, so valid histories are found sooner; the set of candidates is the same.
+    phase = 0
     e = nxt[0]
     while True:
         steps += 1
@@ -121,45 +117,50 @@ def search(
                     f"memory limit ({budget.memory_mb} MB) reached: {len(cache)} memo entries "
                     f"({n} ops on this key)"
                 )
-        k = kind[e]
-        if k == 0:
+        if kind[e] == 0:
             c = cid[e]
-            t = twin[c]
-            if t < 0 or bits & bit[t]:
-                ok, new_state = step(state, calls[c])
-                if ok:
-                    nb = bits | bit[c]
-                    key = (nb, new_state)
-                    if key not in cache:
-                        cache.add(key)
-                        stack.append((e, state))
-                        state = new_state
-                        bits = nb
-                        # lift e and its return
-                        a, b = prv[e], nxt[e]
-                        nxt[a] = b
-                        prv[b] = a
-                        r = match[e]
-                        if r:
-                            a, b = prv[r], nxt[r]
+            if finite[c] != phase:
+                t = twin[c]
+                if t < 0 or bits & bit[t]:
+                    ok, new_state = steps_of[c](state)
+                    if ok:
+                        nb = bits | bit[c]
+                        key = (nb, new_state)
+                        if key not in cache:
+                            cache.add(key)
+                            stack.append((e, state, phase))
+                            state = new_state
+                            bits = nb
+                            # lift e and its return
+                            a, b = prv[e], nxt[e]
                             nxt[a] = b
                             prv[b] = a
-                        left -= finite[c]
-                        if left == 0:
-                            order = [cid[x] for x, _ in stack]
-                            return SearchResult(True, order, steps=steps, memo=len(cache))
-                        if len(stack) > best_len:
-                            best_len = len(stack)
-                            best = [cid[x] for x, _ in stack]
-                            best_state = state
-                        e = nxt[0]
-                        continue
+                            r = match[e]
+                            if r:
+                                a, b = prv[r], nxt[r]
+                                nxt[a] = b
+                                prv[b] = a
+                            left -= finite[c]
+                            if left == 0:
+                                order = [cid[x[0]] for x in stack]
+                                return SearchResult(True, order, steps=steps, memo=len(cache))
+                            if len(stack) > best_len:
+                                best_len = len(stack)
+                                best = [cid[x[0]] for x in stack]
+                                best_state = state
+                            phase = 0
+                            e = nxt[0]
+                            continue
             e = nxt[e]
             continue
-        # A return entry (or the end of the list): backtrack.
+        if phase == 0:  # completed candidates exhausted: now the info ones
+            phase = 1
+            e = nxt[0]
+            continue
+        # Every candidate tried: backtrack.
         if not stack:
             return SearchResult(False, [], best, best_state, steps=steps, memo=len(cache))
-        e, state = stack.pop()
+        e, state, phase = stack.pop()
         c = cid[e]
         bits &= ~bit[c]
         left += finite[c]
@@ -170,3 +171,20 @@ def search(
         nxt[prv[e]] = e
         prv[nxt[e]] = e
         e = nxt[e]
+
+def _twins(calls: list[Call]) -> list[int]:
+    """For each call, the identical call that must be linearized before it, or -1."""
+    twin = [-1] * len(calls)
+    groups: dict[Any, list[Call]] = {}
+    for c in calls:  # in start order
+        try:
+            sig = (c.f, c.input, c.output, c.known, c.outcome)
+            group = groups.setdefault(sig, [])
+        except TypeError:  # unhashable value: no symmetry for it
+            continue
+        for x in reversed(group):
+            if x.end <= c.end:
+                twin[c.id] = x.id
+                break
+        group.append(c)
+    return twin
