@@ -1,9 +1,10 @@
 """Budgets: a search that would take too long or too much memory ends in "unknown" with a reason.
 
-Knossos's best-known failure is running out of memory on a hard history; here the memo's size is
-estimated as it grows and the search stops when it passes the limit, and the clock is looked at
-every few thousand steps. The memory figure is per search (one key in one process); `check` splits
-the budget between the worker processes.
+Knossos's best-known failure is running out of memory on a hard history; here the search looks at
+its process's resident memory (growth since the search began, from /proc) and at the memo's entry
+count every few thousand steps, and stops when either passes the limit; the clock is looked at
+then too. The memory figure is per search (one key in one process); `check` splits the budget
+between the worker processes.
 """
 
 from __future__ import annotations
@@ -56,3 +57,21 @@ class Budget:
         if self.deadline is None:
             return self.time_s
         return self.deadline - time.time()
+
+
+_PAGE = 4096
+try:
+    import os as _os
+
+    _PAGE = _os.sysconf("SC_PAGE_SIZE")
+except (ValueError, OSError, AttributeError):
+    pass
+
+
+def rss_bytes() -> int | None:
+    """This process's resident set size, or None where /proc is not there."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkers.linearizable.budget import Budget, BudgetExceeded
+from checkers.linearizable.budget import Budget, BudgetExceeded, rss_bytes
 from checkers.linearizable.model import INF, Call, Model
 
 CHECK_EVERY = 4096
@@ -96,6 +96,8 @@ def search(
     best_state = init
     max_memo = budget.memo_entries(n)
     deadline = budget.deadline if budget.deadline is not None else time.time() + budget.time_s
+    rss0 = rss_bytes()
+    max_rss_growth = budget.memory_mb * 1024 * 1024
     steps = 0
     # Candidates for the next place are the calls before the first return entry. Completed ops are
     # tried first (phase 0), info ops after (phase 1): an info op usually took effect late or not
@@ -112,10 +114,11 @@ def search(
                 )
             if cancel is not None and cancel():
                 raise BudgetExceeded("cancelled: another key is already not linearizable")
-            if len(cache) > max_memo:
+            grown = 0 if rss0 is None else (rss_bytes() or rss0) - rss0
+            if len(cache) > max_memo or grown > max_rss_growth:
                 raise BudgetExceeded(
-                    f"memory limit ({budget.memory_mb} MB) reached: {len(cache)} memo entries "
-                    f"({n} ops on this key)"
+                    f"memory limit ({budget.memory_mb} MB) reached: {len(cache)} memo entries, "
+                    f"{grown // (1024 * 1024)} MB grown ({n} ops on this key)"
                 )
         if kind[e] == 0:
             c = cid[e]
