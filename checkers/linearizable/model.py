@@ -85,6 +85,9 @@ class Model:
     """
 
     name: str = "model"
+    # The op names this model speaks; other ops (a workload's "list", say) are left out of the
+    # check and counted in the result's "ignored". None: every op is the model's.
+    fs: frozenset[str] | None = None
     fastpath: str | None = None
     read_fs: frozenset[str] = frozenset()
     write_fs: frozenset[str] = frozenset()

@@ -22,6 +22,7 @@ class Register(Model):
     """A read/write register. Writes with unique values qualify for the polynomial fast path."""
 
     name = "register"
+    fs = frozenset({"read", "write"})
     fastpath = "register"
     read_fs = frozenset({"read"})
     write_fs = frozenset({"write"})
@@ -69,6 +70,7 @@ class CASRegister(Register):
     """Register plus compare-and-set: cas's value is [old, new]."""
 
     name = "cas-register"
+    fs = frozenset({"read", "write", "cas"})
 
     def __init__(self, init: Any = None, *, nil_read: str = "empty", failed_cas: str = "drop") -> None:
         super().__init__(init, nil_read=nil_read)
@@ -111,6 +113,7 @@ class OffsetsRegister(Register):
     records them (commit_offset writes, fetch_offset reads; null = nothing committed)."""
 
     name = "offsets"
+    fs = frozenset({"fetch", "fetch_offset", "read", "commit", "commit_offset", "write"})
     read_fs = frozenset({"fetch", "fetch_offset", "read"})
     write_fs = frozenset({"commit", "commit_offset", "write"})
 
@@ -120,6 +123,7 @@ class KV(Model):
     ("" when absent). Keys are independent."""
 
     name = "kv"
+    fs = frozenset({"get", "put", "append"})
 
     def __init__(self, init: Any = "") -> None:
         self.initial = "" if init is None else init
@@ -149,6 +153,7 @@ class MultiRegister(Model):
     Also accepts f "read"/"write" with a {k: v} map. One partition: transactions span keys."""
 
     name = "multi-register"
+    fs = frozenset({"txn", "read", "write"})
 
     def __init__(self, init: Any = None) -> None:
         self.initial = FrozenDict(freeze(init or {}))
@@ -197,6 +202,7 @@ class Mutex(Model):
     """acquire succeeds only when free, release only when held."""
 
     name = "mutex"
+    fs = frozenset({"acquire", "release"})
 
     def __init__(self, init: Any = None) -> None:
         self.initial = bool(init)
@@ -219,6 +225,7 @@ class SetModel(Model):
     """add puts an element in; read returns the whole set."""
 
     name = "set"
+    fs = frozenset({"add", "read"})
 
     def __init__(self, init: Any = None) -> None:
         self.initial = frozenset(freeze(x) for x in (init or ()))
@@ -245,6 +252,7 @@ class FIFOQueue(Model):
     An info dequeue removes the head if there is one."""
 
     name = "fifo-queue"
+    fs = frozenset({"enqueue", "dequeue"})
 
     def __init__(self, init: Any = None) -> None:
         self.initial = tuple(freeze(x) for x in (init or ()))
@@ -274,6 +282,7 @@ class UnorderedQueue(Model):
     make later dequeues harder, so it is dropped (not taking effect is always a choice)."""
 
     name = "unordered-queue"
+    fs = frozenset({"enqueue", "dequeue"})
 
     def __init__(self, init: Any = None) -> None:
         counts: dict[Any, int] = {}
@@ -323,6 +332,7 @@ class TopicCreate(Model):
     describe returning data proves present, returning null or "not found" proves absent."""
 
     name = "topics"
+    fs = CREATE_FS | DESCRIBE_FS
 
     def __init__(self, init: Any = None) -> None:
         self.initial = bool(init)

@@ -35,9 +35,10 @@ def split_by_key(ops: Sequence[Op], model: Model) -> dict[Hashable, list[Op]]:
     its invocation's key (completions may omit the key)."""
     out: dict[Hashable, list[Op]] = {}
     key_of: dict[Any, Hashable] = {}
+    fs = model.fs
     for op in ops:
         p = op.process
-        if p == NEMESIS or p in SAMPLE_PROCESSES:
+        if p == NEMESIS or p in SAMPLE_PROCESSES or (fs is not None and op.f not in fs):
             continue
         if op.type == INVOKE:
             k = model.key(op)
@@ -236,4 +237,12 @@ def check(
     out = merge_key_results(results)
     if out["model"] is None:
         out["model"] = model.name
+    if model.fs is not None:
+        ignored: dict[str, int] = {}
+        for op in ops:
+            if op.type == INVOKE and op.f not in model.fs and op.process != NEMESIS \
+                    and op.process not in SAMPLE_PROCESSES:
+                ignored[str(op.f)] = ignored.get(str(op.f), 0) + 1
+        if ignored:
+            out["ignored"] = ignored
     return out

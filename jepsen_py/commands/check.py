@@ -115,6 +115,9 @@ def _summary(result: dict[str, Any], path: Path) -> None:
     word = {True: "linearizable", False: "NOT linearizable"}.get(v, "unknown")  # type: ignore[arg-type]
     print(f"{path}: {word} ({result.get('model')}, {result.get('keys_checked', 0)} keys, "
           f"{result.get('ops', 0)} ops)")
+    if result.get("ignored"):
+        left_out = ", ".join(f"{n} {f}" for f, n in sorted(result["ignored"].items()))
+        print(f"  left out (not {result.get('model')} operations): {left_out}")
     reasons = result.get("unknown_reasons") or {}
     if v is False and reasons:
         print(f"  {len(reasons)} other keys not finished: the verdict was settled by an invalid key")

@@ -149,6 +149,14 @@ def test_topics_create_if_absent():
     assert check(h, m)["valid"] is False
 
 
+def test_ops_outside_the_model_are_left_out_and_counted():
+    h = hist(("invoke", 0, "list", None), ("ok", 0, "list", ["a"]),
+             ("invoke", 0, "create", None, "a"), ("ok", 0, "create", {"created": True}, "a"),
+             ("invoke", 0, "describe", None, "a"), ("ok", 0, "describe", {"partitions": 1}, "a"))
+    r = check(h, get_model("topics"))
+    assert r["valid"] is True and r["ignored"] == {"list": 1} and r["keys_checked"] == 1
+
+
 def test_kv():
     m = get_model("kv")
     assert run(m, call("get", output=""), call("put", "a"), call("append", "b"), call("get", output="ab"))[0]
