@@ -127,7 +127,9 @@ class AvailabilityChecker:
         if th.max_terms_per_minute is not None and tpm > th.max_terms_per_minute:
             churn.append(f"terms grew {tpm:.0f} per minute (limit {th.max_terms_per_minute:g}): "
                          "election churn")
-        dead_keys = _dead_keys(ps)
+        if th.max_terms_per_minute is not None:  # the same switch turns both churn checks off
+            churn += _quiet_churn(history, end)
+        dead_keys = _dead_keys(ps) + _stuck_nodes(history, end)
         return {
             "valid": not (problems or churn or dead_keys),
             "problems": problems + churn + [k["explanation"] for k in dead_keys],
@@ -191,6 +193,92 @@ def _dead_keys(ps: Sequence[Any]) -> list[dict[str, Any]]:
                             "other ops succeeded: that part of the data was unavailable"),
         })
     return found
+
+
+#: A node is stuck when, with no fault active, it answers the observer for this long without
+#: reaching what the other nodes had already applied when the stretch began.
+STUCK_S = 3.0
+#: Nemesis ops that end a fault (after them, until the next fault starts, nothing is cut off).
+UNDO_FS = frozenset({"stop-partition", "start", "resume", "reset-clock", "heal"})
+
+
+def quiet_stretches(history: Sequence[Op], end: int) -> list[tuple[int, int]]:
+    """(from, to) times with no fault active: from the end of an undo (or the start, when there is
+    no nemesis at all) to the next fault's invocation (or the end)."""
+    nem = [op for op in history if op.process == NEMESIS]
+    quiet: list[tuple[int, int]] = []
+    start: int | None = None if nem else min((op.time for op in history), default=0)
+    for op in nem:
+        if op.type == "invoke":
+            if start is not None:
+                quiet.append((start, op.time))
+            start = None
+        elif op.f in UNDO_FS:
+            start = op.time
+    if start is not None:
+        quiet.append((start, end))
+    return quiet
+
+
+#: With no fault active, PreVote and CheckQuorum leave a healthy cluster at most one election (a
+#: rejoining node's) per quiet stretch; more terms than this in one is election churn.
+QUIET_MAX_TERMS = 5
+#: An undo may cost one election right after it: terms are counted from this long after it.
+QUIET_GRACE_S = 3.0
+
+
+def _quiet_churn(history: Sequence[Op], end: int) -> list[str]:
+    """Election churn with no fault to blame (the unordered-send bug's signature)."""
+    terms = [(sm.time, sm.term) for sm in samples(history) if sm.term is not None]
+    out = []
+    for a, b in quiet_stretches(history, end):
+        a2 = a + int(QUIET_GRACE_S * S)
+        seen = [t for time_, t in terms if a2 <= time_ <= b]
+        if len(seen) >= 2 and max(seen) - min(seen) > QUIET_MAX_TERMS:
+            out.append(f"terms grew from {min(seen)} to {max(seen)} within {(b - a2) / S:.1f} s with no "
+                       "fault active: election churn")
+    return out
+
+
+def _stuck_nodes(history: Sequence[Op], end: int) -> list[dict[str, Any]]:
+    """Nodes that are up and answering, with no fault active, yet never catch up with the others:
+    the replica a leader believes it already replicated to (drop-unconnected's signature). A node
+    that is only slow catches up within a second of being restarted or reconnected."""
+    quiet = quiet_stretches(history, end)
+    by_node: dict[str, list[tuple[int, int | None]]] = {}
+    for op in history:
+        if op.process != "observer" or op.node is None:
+            continue
+        v = op.value if isinstance(op.value, dict) else {}
+        applied = v.get("applied") if op.type == OK else None
+        ok_int = isinstance(applied, int) and not isinstance(applied, bool)
+        by_node.setdefault(str(op.node), []).append((op.time, applied if ok_int else None))
+    found: list[dict[str, Any]] = []
+    window = int(STUCK_S * S)
+    for a, b in quiet:
+        if b - a < window:
+            continue
+        for node, xs in by_node.items():
+            mine = [(t, ap) for t, ap in xs if a <= t <= b]
+            for i, (t0, _ap0) in enumerate(mine):
+                span = [x for x in mine[i:] if x[0] <= t0 + window]
+                if mine[-1][0] < t0 + window or any(ap is None for _, ap in span):
+                    continue
+                last = max(ap for _, ap in span if ap is not None)
+                others = [next((ap for t, ap in ys if t >= t0 and ap is not None), None)
+                          for n2, ys in by_node.items() if n2 != node]
+                others = [o for o in others if o is not None]
+                if len(others) < 2 or last >= min(others):
+                    continue
+                found.append({
+                    "f": "status", "key": node, "attempts": len(span), "ops": [],
+                    "explanation": (f"{node} answered for {STUCK_S:g} s with no fault active but stayed at "
+                                    f"applied index {last} while every other node had already applied "
+                                    f"{min(others)}: it stopped receiving the log (unavailable for reads)"),
+                })
+                break
+    seen: set[str] = set()
+    return [f for f in found if not (f["key"] in seen or seen.add(f["key"]))]
 
 
 def _longest_outage(start: int, end: int, ok_times: list[int], attempts: list[int]) -> dict[str, Any]:

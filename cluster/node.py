@@ -51,8 +51,8 @@ BUG_HELP: dict[str, str] = {
                       "(cluster/transport.py Transport.send)",
     "zombie-leader": "seed 004 (KAFKA-15489): no CheckQuorum, the leader serves reads from local state "
                      "(cluster/node.py Node.zombie_leader)",
-    "lease-no-drift-bound": "lease reads trust the local clock with no drift margin "
-                            "(cluster/node.py Node._open_storage, lease_margin_ticks)",
+    "lease-no-drift-bound": "lease reads trust the local clock: no drift margin, and a clock that "
+                            "went back keeps the lease (cluster/node.py lease_margin_ticks, catch_up_ticks)",
 }
 KNOWN_BUGS = tuple(BUG_HELP)
 #: The bugs this build can actually reproduce; the rest are refused at start rather than ignored.
@@ -332,6 +332,18 @@ class Node:
         """
         interval = self.cfg.tick_ms / 1000
         now = time.monotonic()
+        if now < self._last_tick - interval and "lease-no-drift-bound" not in self.cfg.bugs:
+            # The clock went backwards (a clock fault). How much real time passed is unknown, so
+            # no lease may survive it: an election timeout of ticks is spent at once, and ticking
+            # resumes from the clock's new reading. This is the drift bound the lease-no-drift-bound
+            # bug drops (with it, a leader whose clock went back keeps serving from its lease).
+            if self._last_tick - now > 0.5:
+                self.log(f"clock went back {self._last_tick - now:.3f} s: lease given up")
+            for _ in range(self.cfg.election_tick + 1):
+                self.raw.tick()
+            self._last_tick = now
+            self.schedule_ready()
+            return
         due = int((now - self._last_tick) / interval)
         if due <= 0:
             return

@@ -38,8 +38,10 @@ HELLO_TIMEOUT = 5.0
 CONNECT_TIMEOUT = 1.0
 BACKOFF_MIN = 0.02
 BACKOFF_MAX = 0.5
-#: unordered-send: the longest a message waits on its own task (Chronik saw milliseconds to seconds)
-UNORDERED_MAX_DELAY_S = 1.0
+#: unordered-send: how long spawned message tasks wait for the scheduler (mean, cap): Chronik's
+#: spawned sends were delayed from milliseconds to seconds
+UNORDERED_MEAN_STALL_S = 0.5
+UNORDERED_MAX_STALL_S = 3.0
 
 
 @dataclass
@@ -202,6 +204,8 @@ class Transport:
         self.drop_unconnected = drop_unconnected
         self.unordered_send = unordered_send
         self._rng = random.Random()
+        self._spawned: list[tuple[PeerSender, Message]] = []
+        self._turn: asyncio.TimerHandle | None = None
         self.stats = TransportStats()
         self.closing = False
         self.closed_event = asyncio.Event()
@@ -230,17 +234,31 @@ class Transport:
             self.senders[peer] = s
 
     def send(self, msgs: Iterable[Message]) -> None:
-        loop = asyncio.get_running_loop() if self.unordered_send else None
         for m in msgs:
             s = self.senders.get(m.dst)
             if s is None:
                 self.log_limited("unknown-dst", f"transport: no peer {m.dst!r} for a {m.type}; dropped")
                 continue
-            if loop is not None:
-                # unordered-send (seed 003): each message on its own task, scheduled whenever the
-                # event loop gets to it; nothing keeps the order the core produced them in
-                loop.call_later(self._rng.uniform(0.0, UNORDERED_MAX_DELAY_S), s.enqueue, m)
+            if self.unordered_send:
+                self._spawn(s, m)
                 continue
+            s.enqueue(m)
+
+    def _spawn(self, s: PeerSender, m: Message) -> None:
+        """unordered-send (seed 003): each message becomes its own task (tokio::spawn), run whenever
+        the scheduler gets to it. Spawned tasks wait for the scheduler's next turn, which comes after
+        a random stall (milliseconds, sometimes seconds, as in Chronik's busy runtime), and the tasks
+        of one turn run in no particular order: nothing keeps the order the core produced."""
+        self._spawned.append((s, m))
+        if self._turn is None:
+            delay = min(self._rng.expovariate(1 / UNORDERED_MEAN_STALL_S), UNORDERED_MAX_STALL_S)
+            self._turn = asyncio.get_running_loop().call_later(delay, self._run_spawned)
+
+    def _run_spawned(self) -> None:
+        self._turn = None
+        batch, self._spawned = self._spawned, []
+        self._rng.shuffle(batch)
+        for s, m in batch:
             s.enqueue(m)
 
     async def _handle_incoming(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

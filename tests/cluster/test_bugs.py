@@ -1,0 +1,280 @@
+"""Each --bug flag does what its post-mortem says, and only that: on real node processes on loopback
+(and the transport / WAL directly where the effect is below the API). Fast: no Docker."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from cluster.client import AlreadyExists, ClusterError, Unavailable
+from cluster.localcluster import LocalCluster
+from cluster.node import BUG_HELP, KNOWN_BUGS, Node, NodeConfig
+from cluster.raft.messages import MSG_APP, MSG_APP_RESP, HardState
+from cluster.state_machine import MetadataState, round_robin_leader
+from cluster.wal import WAL
+from tests.cluster.test_transport import Endpoint, app, peers, until
+
+TICK_MS = 50
+ELECTION_TICK = 10
+
+
+def retry(fn, seconds: float = 10.0):
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return fn()
+        except ClusterError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def cluster(tmp_path, *bugs: str, n: int = 3, read_mode: str = "read-index") -> LocalCluster:
+    extra = [a for b in bugs for a in ("--bug", b)]
+    return LocalCluster(n, str(tmp_path), read_mode=read_mode, tick_ms=TICK_MS, election_tick=ELECTION_TICK,
+                        extra_args=extra)
+
+
+def owned_partition(leader: str, nodes: list[str], want_owner: bool, topic: str = "orders") -> int:
+    """A partition of `topic` whose round-robin leader is (or is not) the Raft leader."""
+    for p in range(50):
+        if (round_robin_leader(MetadataState(), topic, p, sorted(nodes)) == leader) == want_owner:
+            return p
+    raise AssertionError("no such partition")
+
+
+def test_help_lists_every_bug_on_one_line():
+    out = subprocess.run([sys.executable, "-m", "cluster.node", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    assert len(KNOWN_BUGS) == 8
+    for bug in KNOWN_BUGS:
+        lines = [ln for ln in out.splitlines() if ln.strip().startswith(bug + " ")]
+        assert len(lines) == 1, bug
+        assert BUG_HELP[bug].split(":")[0] in lines[0]  # names its seed
+
+
+def test_an_unknown_bug_is_refused():
+    r = subprocess.run([sys.executable, "-m", "cluster.node", "--id", "n1", "--peers", "n1=127.0.0.1:1",
+                        "--data-dir", "/nonexistent", "--client-port", "2", "--bug", "no-such-bug"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "no-such-bug" in r.stderr
+
+
+def serve_somewhere(c: LocalCluster, op, seconds: float):
+    """Retries op(client) on every node in turn until one answers: a client with retry logic."""
+    deadline = time.monotonic() + seconds
+    while True:
+        for nid in c.nodes:
+            try:
+                with c.client(nid, timeout=3) as cl:
+                    return op(cl)
+            except ClusterError:
+                if time.monotonic() > deadline:
+                    raise
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("bug", KNOWN_BUGS)
+def test_with_the_bug_and_no_faults_a_leader_is_elected_and_serves(tmp_path, bug):
+    """The flags break only what their post-mortem broke: no fault, the cluster elects and serves.
+    (unordered-send's post-mortem: clients that retry get through, slowly, through the churn.)"""
+    mode = "lease" if bug == "lease-no-drift-bound" else "read-index"
+    patience = 60.0 if bug == "unordered-send" else 10.0
+    with cluster(tmp_path, bug, read_mode=mode) as c:
+        c.start_all()
+        leader = c.wait_for_leader(20)
+        if bug == "split-brain-metadata":  # the node-local store answers on the node written to
+            with c.client(leader) as cl:
+                assert cl.commit_offset("g", "orders", 0, 7)["offset"] == 7
+                assert cl.fetch_offset("g", "orders", 0)["offset"] == 7
+        else:
+            part = owned_partition(leader, list(c.nodes), True)
+            if bug == "leader-on-follower":  # only the Raft leader can propose its partitions
+                with c.client(leader) as cl:
+                    assert retry(lambda: cl.commit_offset("g", "orders", part, 7))["offset"] == 7
+            else:
+                assert serve_somewhere(c, lambda cl: cl.commit_offset("g", "orders", part, 7),
+                                       patience)["offset"] == 7
+            got = serve_somewhere(c, lambda cl: cl.fetch_offset("g", "orders", part), patience)
+            assert got["offset"] == 7
+        assert serve_somewhere(c, lambda cl: cl.create_topic("t1", partitions=1, rf=1), patience)["created"]
+        assert c.status(leader)["bugs"] == [bug]
+
+
+def test_split_brain_metadata_each_node_has_its_own_topics_and_offsets(tmp_path):
+    with cluster(tmp_path, "split-brain-metadata") as c:
+        c.start_all()
+        c.wait_for_leader(20)
+        n1, n2, n3 = c.nodes
+        with c.client(n1) as a, c.client(n2) as b, c.client(n3) as d:
+            assert a.create_topic("orders", partitions=1, rf=3)["created"]
+            # the same name created again on another node: no consensus, no "already exists"
+            assert b.create_topic("orders", partitions=2, rf=3)["created"]
+            with pytest.raises(AlreadyExists):
+                a.create_topic("orders", partitions=1, rf=1)  # each store is consistent with itself
+            assert d.describe_topic("orders")["topic"] is None  # invisible on the third node
+            assert a.describe_topic("orders")["topic"]["partitions"][0]["leader"] == n1  # leads its own
+            a.commit_offset("g", "orders", 0, 1000)
+            assert d.fetch_offset("g", "orders", 0)["offset"] is None  # the consumer starts over
+
+
+def test_volatile_offsets_are_lost_on_restart_while_topics_survive(tmp_path):
+    with cluster(tmp_path, "volatile-offsets") as c:
+        c.start_all()
+        leader = c.wait_for_leader(20)
+        with c.client(leader) as cl:
+            retry(lambda: cl.commit_offset("g", "orders", 0, 1000))
+            retry(lambda: cl.create_topic("orders", partitions=1, rf=1))
+            assert cl.fetch_offset("g", "orders", 0)["offset"] == 1000  # in memory, it is there
+        for nid in c.nodes:
+            c.kill(nid)
+        c.start_all()
+        leader = c.wait_for_leader(20)
+        with c.client(leader) as cl:
+            assert retry(lambda: cl.describe_topic("orders"))["topic"] is not None  # in the WAL
+            assert cl.fetch_offset("g", "orders", 0)["offset"] is None  # acknowledged, then lost
+
+
+def test_leader_on_follower_partitions_led_by_followers_refuse_every_commit(tmp_path):
+    with cluster(tmp_path, "leader-on-follower") as c:
+        c.start_all()
+        leader = c.wait_for_leader(20)
+        bad = owned_partition(leader, list(c.nodes), False)
+        good = owned_partition(leader, list(c.nodes), True)
+        for nid in c.nodes:  # wherever the client goes: no forwarding
+            with c.client(nid) as cl:
+                with pytest.raises(Unavailable, match="not the Raft leader"):
+                    cl.commit_offset("g", "orders", bad, 1)
+                assert retry(lambda cl=cl: cl.commit_offset("g", "orders", good, 1))["offset"] == 1
+
+
+def test_drop_unconnected_a_restarted_follower_never_gets_what_it_missed(tmp_path):
+    with cluster(tmp_path, "drop-unconnected") as c:
+        c.start_all()
+        leader = c.wait_for_leader(20)
+        follower = next(n for n in c.nodes if n != leader)
+        c.kill(follower)
+        with c.client(leader) as cl:
+            for i in range(20):
+                retry(lambda i=i: cl.commit_offset("g", "orders", 0, i))
+        c.start(follower)
+        time.sleep(3.0)  # dozens of heartbeat rounds: a correct leader would have repaired it by now
+        with c.client(follower) as fl:
+            assert fl.fetch_offset("g", "orders", 0, local=True)["offset"] != 19
+        st = c.status(leader)
+        assert st["progress"][follower]["match"] >= st["last_index"] - 1  # counted as delivered
+        assert c.status(follower)["applied"] < st["commit"]
+
+
+def test_drop_unconnected_counts_a_dropped_append_as_acknowledged():
+    async def main():
+        ps = peers(2)
+        a = Endpoint("n1", ps)
+        a.t.drop_unconnected = True
+        await a.t.start()  # n2 never listens
+        try:
+            a.t.send([app(5)])
+            await until(lambda: any(m.type == MSG_APP_RESP for m in a.got))
+            ack = next(m for m in a.got if m.type == MSG_APP_RESP)
+            assert ack.src == "n2" and ack.index == 5 and not ack.reject
+            assert a.unreachable == []  # and the core was told nothing went wrong
+        finally:
+            await a.t.stop()
+
+    asyncio.run(main())
+
+
+def test_unordered_send_reorders_messages_to_one_peer():
+    async def main():
+        ps = peers(2)
+        a, b = Endpoint("n1", ps), Endpoint("n2", ps)
+        a.t.unordered_send = True
+        await a.t.start()
+        await b.t.start()
+        try:
+            await until(lambda: a.t.connected()["n2"])
+            a.t.send([app(i) for i in range(1, 101)])
+            await until(lambda: len(b.got) == 100, timeout=10)
+            got = [m.entries[0].index for m in b.got if m.type == MSG_APP]
+            assert sorted(got) == list(range(1, 101)) and got != sorted(got)
+        finally:
+            await a.t.stop()
+            await b.t.stop()
+
+    asyncio.run(main())
+
+
+def _wal_with_a_conflict(data_dir: str) -> None:
+    from cluster.raft.messages import Entry
+
+    wal, _ = WAL.open(data_dir, "cid", "n1", fsync=False)
+    wal.save(HardState(term=1, vote="n1", commit=1), [Entry(1, i, None) for i in (1, 2, 3)])
+    # a new leader of term 2 overwrote indices 2.. (Raft conflict resolution)
+    wal.save(HardState(term=2, vote="n2", commit=1), [Entry(2, i, None) for i in (2, 3, 4)])
+    wal.close()
+
+
+def test_recovery_duplicates_keeps_every_version_of_an_index(tmp_path):
+    _wal_with_a_conflict(str(tmp_path))
+    _, good = WAL.open(str(tmp_path), "cid", "n1", fsync=False)
+    assert [(e.index, e.term) for e in good.entries] == [(1, 1), (2, 2), (3, 2), (4, 2)]
+    _, bad = WAL.open(str(tmp_path), "cid", "n1", fsync=False, keep_duplicates=True)
+    assert [e.index for e in bad.entries] == [1, 2, 3, 2, 3, 4]
+    # Chronik's symptom: first + len - 1 overstates the last index
+    assert bad.entries[0].index + len(bad.entries) - 1 == 6 != bad.entries[-1].index
+
+
+def test_recovery_duplicates_the_restarted_node_diverges_or_dies(tmp_path):
+    data = tmp_path / "n1"
+    _wal_with_a_conflict(str(data))
+    peers_ = {"n1": ("127.0.0.1", 1), "n2": ("127.0.0.1", 2), "n3": ("127.0.0.1", 3)}
+    good = Node(NodeConfig(id="n1", peers=peers_, data_dir=str(data), client_port=9, cluster_id="cid"),
+                log=lambda _m: None)
+    assert good.storage.last_index() == 4
+    good.wal.close()
+    os.close(good._lock_fd)
+    bad = Node(NodeConfig(id="n1", peers=peers_, data_dir=str(data), client_port=9, cluster_id="cid",
+                          bugs=("recovery-duplicates",)), log=lambda _m: None)
+    assert bad.storage.last_index() == 6  # the log claims entries that do not exist
+    assert bad.storage.term(6) == 2 and bad.storage.entries(5, 7)[0].index != 5
+
+
+def test_zombie_leader_a_leader_cut_off_from_everyone_keeps_leading_and_serving(tmp_path):
+    for bugs, keeps in (((), False), (("zombie-leader",), True)):
+        base = tmp_path / ("bug" if bugs else "ok")
+        with cluster(base, *bugs) as c:
+            c.start_all()
+            leader = c.wait_for_leader(20)
+            with c.client(leader) as cl:
+                retry(lambda cl=cl: cl.commit_offset("g", "orders", 0, 1))
+            followers = [n for n in c.nodes if n != leader]
+            for f in followers:  # the leader hears from no one
+                os.kill(c.nodes[f].proc.pid, signal.SIGSTOP)
+            try:
+                time.sleep(4 * ELECTION_TICK * TICK_MS / 1000)
+                st = c.status(leader)
+                assert (st["role"] == "leader") is keeps
+                if keeps:  # and answers reads from its own state, with no quorum behind it
+                    with c.client(leader, timeout=2) as cl:
+                        assert cl.fetch_offset("g", "orders", 0)["offset"] == 1
+            finally:
+                for f in followers:
+                    os.kill(c.nodes[f].proc.pid, signal.SIGCONT)
+
+
+def test_lease_no_drift_bound_the_lease_lasts_the_whole_election_timeout(tmp_path):
+    peers_ = {"n1": ("127.0.0.1", 1), "n2": ("127.0.0.1", 2), "n3": ("127.0.0.1", 3)}
+    margins = {}
+    for bugs in ((), ("lease-no-drift-bound",)):
+        d = tmp_path / ("bug" if bugs else "ok")
+        node = Node(NodeConfig(id="n1", peers=peers_, data_dir=str(d), client_port=9, read_mode="lease",
+                               bugs=bugs), log=lambda _m: None)
+        margins[bugs] = node.raw.raft.config.lease_margin_ticks
+        node.wal.close()
+    assert margins[()] > 0 and margins[("lease-no-drift-bound",)] == 0
