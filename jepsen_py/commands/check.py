@@ -47,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--failed-cas", choices=("drop", "mismatch"), default=None,
                         help="cas-register: a failed cas did not happen (drop, Knossos) or saw a "
                              "different value (mismatch, Porcupine); default by format")
+    parser.add_argument("--independent", choices=("auto", "yes", "no"), default="auto",
+                        help="values are jepsen.independent [key value] pairs (auto: detect)")
     parser.add_argument("--engine", choices=("local", "spark"), default="local",
                         help="local processes, or a Spark job (spark.distributed_check)")
     parser.add_argument("--master", default=None, help="Spark master URL for --engine spark")
@@ -55,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from checkers.linearizable import Budget, check, get_model
-    from jepsen_py.importers import check_rules, load_history
+    from jepsen_py.importers import check_rules, is_independent, load_history, unwrap_independent
 
     if args.time_limit <= 0:
         raise BadInput(f"--time-limit must be positive, got {args.time_limit}")
@@ -64,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
     init = _parse_init(args.init)
     ops, fmt, lines = load_history(args.file, args.format)
     check_rules(ops, lines, args.file)
+    if args.independent == "yes" or (args.independent == "auto" and args.model != "multi-register"
+                                      and is_independent(ops)):
+        ops = unwrap_independent(ops)
     options = _model_options(args, fmt)
     budget = Budget(args.time_limit, args.memory_limit)
     if args.engine == "spark":

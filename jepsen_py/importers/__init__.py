@@ -92,3 +92,26 @@ def check_rules(ops: Sequence[Op], lines: Sequence[int], path: Path | str) -> No
                 raise BadInput(f"{where}: {op.type} for process {p!r} without an invocation")
             if op.type == INFO:
                 crashed.add(p)
+
+
+def is_independent(ops: Sequence[Op]) -> bool:
+    """Does this look like a jepsen.independent history (every client op's value a [key value]
+    pair, the key also set on reads whose value is unknown: [k nil])?"""
+    client = [o for o in ops if o.process != NEMESIS and o.process not in SAMPLE_PROCESSES]
+    if not client or any(o.key is not None for o in client):
+        return False
+    return all(isinstance(o.value, list) and len(o.value) == 2 for o in client) and any(
+        o.value[1] is None for o in client if o.type == INVOKE
+    )
+
+
+def unwrap_independent(ops: Sequence[Op]) -> list[Op]:
+    """jepsen.independent's [key value] values into our records' key and value."""
+    out: list[Op] = []
+    for o in ops:
+        if o.process != NEMESIS and o.process not in SAMPLE_PROCESSES and isinstance(o.value, list) \
+                and len(o.value) == 2:
+            k, v = o.value
+            o = Op(o.index, o.time, o.type, o.process, o.f, k, v, o.node, o.error, dict(o.meta))
+        out.append(o)
+    return out

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from jepsen_py.errors import BadInput
-from jepsen_py.importers import check_rules, detect_format, load_history
+from jepsen_py.importers import (
+    check_rules,
+    detect_format,
+    is_independent,
+    load_history,
+    unwrap_independent,
+)
 from jepsen_py.importers.edn import Keyword, loads, read_edn_history, to_plain
 from jepsen_py.importers.jepsen_log import read_jepsen_log
 
@@ -103,3 +109,21 @@ def test_kv_importer_rejects_foreign_ops(tmp_path):
         load_history(p, "porcupine-kv")
     with pytest.raises(BadInput, match="unknown format"):
         load_history(p, "xml")
+
+
+def test_independent_histories_unwrap_to_keys(tmp_path):
+    p = tmp_path / "ind.edn"
+    p.write_text("{:process 0, :type :invoke, :f :write, :value [:a 1]}\n"
+                 "{:process 0, :type :ok, :f :write, :value [:a 1]}\n"
+                 "{:process 1, :type :invoke, :f :read, :value [:b nil]}\n"
+                 "{:process 1, :type :ok, :f :read, :value [:b nil]}\n"
+                 "{:process 1, :type :invoke, :f :cas, :value [:a [1 2]]}\n"
+                 "{:process 1, :type :ok, :f :cas, :value [:a [1 2]]}\n")
+    ops, _, _ = load_history(p)
+    assert is_independent(ops)
+    un = unwrap_independent(ops)
+    assert [(o.key, o.value) for o in un][::2] == [("a", 1), ("b", None), ("a", [1, 2])]
+    plain, _, _ = load_history(p)
+    for o in plain:
+        o.value = o.value[1]
+    assert not is_independent(plain)

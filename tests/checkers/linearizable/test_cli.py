@@ -95,3 +95,15 @@ def test_anchor_files_through_the_real_command():
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["format"] == "porcupine-kv"
+
+
+def test_independent_edn_history_is_checked_per_key(tmp_path, capsys):
+    p = tmp_path / "ind.edn"
+    p.write_text("[{:process 0, :type :invoke, :f :write, :value [1 5]}\n"
+                 " {:process 0, :type :ok, :f :write, :value [1 5]}\n"
+                 " {:process 1, :type :invoke, :f :read, :value [2 nil]}\n"
+                 " {:process 1, :type :ok, :f :read, :value [2 5]}]\n")
+    assert main(["check", str(p), "--model", "cas-register", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["keys_checked"] == 2 and out["invalid_keys"] == ["2"]
+    assert main(["check", str(p), "--model", "cas-register", "--independent", "no"]) == 0
