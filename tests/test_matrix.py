@@ -1,0 +1,94 @@
+"""The detection matrix: the expectations file and its arithmetic (fast), and `jepsen-py test-all
+--quick` for real on Docker (what CI runs: it fails when a seed bug goes undetected or the correct
+build is accused)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cluster.node import KNOWN_BUGS
+from jepsen_py import matrix as mx
+from jepsen_py.errors import BadInput
+
+
+def test_the_expectations_name_every_bug_once_and_the_correct_build():
+    full = mx.load_expectations(mx.DEFAULT_EXPECTATIONS, quick=False)
+    quick = mx.load_expectations(mx.DEFAULT_EXPECTATIONS, quick=True)
+    for cells in (full, quick):
+        bugs = [c.bug for c in cells if c.bug != mx.CORRECT]
+        assert sorted(bugs) == sorted(KNOWN_BUGS)
+        assert any(c.bug == mx.CORRECT for c in cells)
+        assert all(c.anomalies for c in cells if c.bug != mx.CORRECT)
+    assert all(c.time_limit == 60 for c in full if c.bug != mx.CORRECT)
+    assert len([c for c in quick if c.bug == mx.CORRECT]) < len([c for c in full if c.bug == mx.CORRECT])
+    # --quick must stay under 15 minutes on 2 cores: the main phases leave room for ~30 s of
+    # provisioning, recovery and checking per run
+    assert sum(c.time_limit + 35 for c in quick) < 14 * 60
+
+
+def test_a_malformed_expectations_file_is_one_clear_error(tmp_path):
+    bad = tmp_path / "e.toml"
+    bad.write_text("[bugs.zombie-leader]\nworkload = 'offsets'\nnemesis = 'partition-leader'\n")
+    with pytest.raises(BadInput, match=r"bugs.zombie-leader.*anomalies"):
+        mx.load_expectations(bad, quick=False)
+    bad.write_text("not toml [")
+    with pytest.raises(BadInput, match="not valid TOML"):
+        mx.load_expectations(bad, quick=False)
+    with pytest.raises(BadInput, match="cannot read"):
+        mx.load_expectations(tmp_path / "missing.toml", quick=False)
+    cells = mx.load_expectations(mx.DEFAULT_EXPECTATIONS, quick=True)
+    with pytest.raises(BadInput, match="no-such-bug"):
+        mx.select(cells, ["no-such-bug"])
+    assert {c.bug for c in mx.select(cells, ["zombie-leader", "correct"])} == {"zombie-leader", "correct"}
+
+
+def rec(cell: mx.Cell, verdict: str, kinds: dict[str, int], first: float | None = 1.0) -> mx.RunRecord:
+    code = {"valid": 0, "invalid": 1, "unknown": 2}[verdict]
+    r = mx.RunRecord(cell=cell.label, iteration=0, exit_code=code, verdict=verdict, wall_s=1.0,
+                     anomaly_kinds=kinds, first_anomaly_s=first)
+    r.detected = code == 1 and any(k in kinds for k in cell.anomalies)
+    return r
+
+
+def test_detection_counts_only_invalid_runs_with_the_expected_anomaly():
+    cell = mx.Cell("zombie-leader", "offsets", "partition-leader", "read-index", 60, 10, ("stale-read",))
+    runs = [rec(cell, "invalid", {"stale-read": 3}, 12.0)] * 19 + [rec(cell, "invalid", {"crash": 1}, 2.0)]
+    row = mx.summarize(cell, runs)
+    assert row.detection_rate == 0.95 and row.passed  # 19 of 20 named the anomaly
+    assert row.median_first_anomaly_s == 12.0  # undetected runs do not count toward time to detect
+    assert row.anomalies == {"stale-read": 57, "crash": 1}
+    row = mx.summarize(cell, runs[:18] + [rec(cell, "valid", {})] * 2)
+    assert row.detection_rate == 0.9 and not row.passed
+
+
+def test_the_correct_build_fails_its_expectation_on_one_invalid_run():
+    cell = mx.Cell("correct", "offsets", "kill", "read-index", 60, 10)
+    assert mx.summarize(cell, [rec(cell, "valid", {}, None)] * 3).passed
+    row = mx.summarize(cell, [rec(cell, "valid", {}, None)] * 2 + [rec(cell, "invalid", {"stale-read": 1})])
+    assert not row.passed and row.invalid == 1 and row.detection_rate is None
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_test_all_quick_catches_every_bug_and_never_accuses_the_correct_build(docker_engine, node_image,
+                                                                              tmp_path):
+    argv = [sys.executable, "-m", "jepsen_py.cli", "test-all", "--quick", "--results-dir", str(tmp_path),
+            "--no-progress"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=15 * 60)
+    summary_path = tmp_path / "matrix-quick" / "summary.json"
+    assert summary_path.exists(), proc.stderr[-3000:]
+    summary = json.loads(summary_path.read_text())
+    rows = {r["cell"]: r for r in summary["rows"]}
+    failed = {c: {k: r[k] for k in ("valid", "invalid", "unknown", "errors", "anomalies")}
+              for c, r in rows.items() if not r["passed"]}
+    assert proc.returncode == 0 and not failed, (failed, proc.stdout[-4000:])
+    assert {r["bug"] for r in rows.values()} == {*KNOWN_BUGS, "correct"}
+    assert summary["correct_build"]["false_positives"] == 0
+    for r in summary["runs"]:  # every run is in the store, inspectable afterwards
+        assert r["run_dir"] and (Path(r["run_dir"]) / "history.jsonl").exists()
+    assert "PASSED" in proc.stdout
