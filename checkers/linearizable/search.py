@@ -81,13 +81,28 @@ def search(
             match[call_entry[c]] = i
     kind[tail] = 2
 
-    finite = [1 if c.end != INF else 0 for c in calls]
     twin = _twins(calls)
-    bit = [1 << i for i in range(n)]
+    compiled = [model.compile(c) for c in calls]
+    # Per-entry arrays, so the hot loop indexes once: ekind 0 = completed call, 1 = info call,
+    # 2 = return entry or tail (the end of the candidates); a call may be tried once its twin's
+    # bit is set (etwin 0: no twin).
+    size = e_count + 2
+    ekind = [2] * size
+    ebit = [0] * size
+    etwin = [0] * size
+    efin = [0] * size
+    estep: list[Any] = [None] * size
+    for e in range(1, e_count + 1):
+        if kind[e] == 0:
+            c = calls[cid[e]]
+            ekind[e] = 0 if c.end != INF else 1
+            efin[e] = 1 - ekind[e]
+            ebit[e] = 1 << c.id
+            etwin[e] = (1 << twin[c.id]) if twin[c.id] >= 0 else 0
+            estep[e] = compiled[c.id]
 
-    steps_of = [model.compile(c) for c in calls]
     cache: set[tuple[int, Any]] = set()
-    stack: list[tuple[int, Any]] = []
+    stack: list[tuple[int, Any, int]] = []
     state = init
     bits = 0
     left = finite_total
@@ -99,61 +114,55 @@ def search(
     rss0 = rss_bytes()
     max_rss_growth = budget.memory_mb * 1024 * 1024
     steps = 0
+    countdown = CHECK_EVERY
     # Candidates for the next place are the calls before the first return entry. Completed ops are
     # tried first (phase 0), info ops after (phase 1): an info op usually took effect late or not
     # at all, so valid histories are found sooner; the set of candidates is the same.
     phase = 0
     e = nxt[0]
     while True:
-        steps += 1
-        if steps % CHECK_EVERY == 0:
-            if time.time() > deadline:
-                raise BudgetExceeded(
-                    f"time limit reached after {steps} steps and {len(cache)} memo entries "
-                    f"({n} ops on this key)"
-                )
-            if cancel is not None and cancel():
-                raise BudgetExceeded("cancelled: another key is already not linearizable")
-            grown = 0 if rss0 is None else (rss_bytes() or rss0) - rss0
-            if len(cache) > max_memo or grown > max_rss_growth:
-                raise BudgetExceeded(
-                    f"memory limit ({budget.memory_mb} MB) reached: {len(cache)} memo entries, "
-                    f"{grown // (1024 * 1024)} MB grown ({n} ops on this key)"
-                )
-        if kind[e] == 0:
-            c = cid[e]
-            if finite[c] != phase:
-                t = twin[c]
-                if t < 0 or bits & bit[t]:
-                    ok, new_state = steps_of[c](state)
-                    if ok:
-                        nb = bits | bit[c]
-                        key = (nb, new_state)
-                        if key not in cache:
-                            cache.add(key)
-                            stack.append((e, state, phase))
-                            state = new_state
-                            bits = nb
-                            # lift e and its return
-                            a, b = prv[e], nxt[e]
+        k = ekind[e]
+        if k == phase:
+            tb = etwin[e]
+            if bits & tb == tb:
+                ok, new_state = estep[e](state)
+                if ok:
+                    nb = bits | ebit[e]
+                    key = (nb, new_state)
+                    if key not in cache:
+                        cache.add(key)
+                        stack.append((e, state, phase))
+                        state = new_state
+                        bits = nb
+                        # lift e and its return
+                        a, b = prv[e], nxt[e]
+                        nxt[a] = b
+                        prv[b] = a
+                        r = match[e]
+                        if r:
+                            a, b = prv[r], nxt[r]
                             nxt[a] = b
                             prv[b] = a
-                            r = match[e]
-                            if r:
-                                a, b = prv[r], nxt[r]
-                                nxt[a] = b
-                                prv[b] = a
-                            left -= finite[c]
-                            if left == 0:
-                                order = [cid[x[0]] for x in stack]
-                                return SearchResult(True, order, steps=steps, memo=len(cache))
-                            if len(stack) > best_len:
-                                best_len = len(stack)
-                                best = [cid[x[0]] for x in stack]
-                                best_state = state
-                            phase = 0
-                            e = nxt[0]
-                            continue
+                        left -= efin[e]
+                        if left == 0:
+                            order = [cid[x[0]] for x in stack]
+                            return SearchResult(True, order, steps=steps, memo=len(cache))
+                        if len(stack) > best_len:
+                            best_len = len(stack)
+                            best = [cid[x[0]] for x in stack]
+                            best_state = state
+                        phase = 0
+                        e = nxt[0]
+                        countdown -= 1
+                        if countdown == 0:
+                            countdown = CHECK_EVERY
+                            steps += CHECK_EVERY
+                            _check_budget(deadline, cancel, cache, max_memo, rss0, max_rss_growth,
+                                          budget.memory_mb, steps, n)
+                        continue
+            e = nxt[e]
+            continue
+        if k != 2:  # a call for the other phase
             e = nxt[e]
             continue
         if phase == 0:  # completed candidates exhausted: now the info ones
@@ -164,9 +173,8 @@ def search(
         if not stack:
             return SearchResult(False, [], best, best_state, steps=steps, memo=len(cache))
         e, state, phase = stack.pop()
-        c = cid[e]
-        bits &= ~bit[c]
-        left += finite[c]
+        bits &= ~ebit[e]
+        left += efin[e]
         r = match[e]
         if r:
             nxt[prv[r]] = r
@@ -174,6 +182,36 @@ def search(
         nxt[prv[e]] = e
         prv[nxt[e]] = e
         e = nxt[e]
+        countdown -= 1
+        if countdown == 0:
+            countdown = CHECK_EVERY
+            steps += CHECK_EVERY
+            _check_budget(deadline, cancel, cache, max_memo, rss0, max_rss_growth, budget.memory_mb, steps, n)
+
+
+def _check_budget(
+    deadline: float,
+    cancel: Callable[[], bool] | None,
+    cache: set[tuple[int, Any]],
+    max_memo: int,
+    rss0: int | None,
+    max_rss_growth: int,
+    memory_mb: int,
+    steps: int,
+    n: int,
+) -> None:
+    if time.time() > deadline:
+        raise BudgetExceeded(
+            f"time limit reached after {steps} steps and {len(cache)} memo entries ({n} ops on this key)"
+        )
+    if cancel is not None and cancel():
+        raise BudgetExceeded("cancelled: another key is already not linearizable")
+    grown = 0 if rss0 is None else (rss_bytes() or rss0) - rss0
+    if len(cache) > max_memo or grown > max_rss_growth:
+        raise BudgetExceeded(
+            f"memory limit ({memory_mb} MB) reached: {len(cache)} memo entries, "
+            f"{grown // (1024 * 1024)} MB grown ({n} ops on this key)"
+        )
 
 def _twins(calls: list[Call]) -> list[int]:
     """For each call, the identical call that must be linearized before it, or -1."""
