@@ -123,16 +123,16 @@ class AvailabilityChecker:
             problems.append(f"unavailable for {outage['ms'] / 1000:.1f} s "
                             f"(limit {th.max_unavailable_s:g} s)")
         tpm = term_growth / minutes
-        churn: list[str] = []
+        churn: list[tuple[str, list[int]]] = []
         if th.max_terms_per_minute is not None and tpm > th.max_terms_per_minute:
-            churn.append(f"terms grew {tpm:.0f} per minute (limit {th.max_terms_per_minute:g}): "
-                         "election churn")
+            churn.append((f"terms grew {tpm:.0f} per minute (limit {th.max_terms_per_minute:g}): "
+                          "election churn", []))
         if th.max_terms_per_minute is not None:  # the same switch turns both churn checks off
             churn += _quiet_churn(history, end)
         dead_keys = _dead_keys(ps) + _stuck_nodes(history, end)
         return {
             "valid": not (problems or churn or dead_keys),
-            "problems": problems + churn + [k["explanation"] for k in dead_keys],
+            "problems": problems + [c for c, _ in churn] + [k["explanation"] for k in dead_keys],
             "ok_fraction": ok_fraction,
             "ok_fraction_per_second": per_second,
             "longest_unavailable_ms": outage["ms"],
@@ -147,7 +147,7 @@ class AvailabilityChecker:
             "thresholds": asdict(th),
             "unavailable_keys": dead_keys,
             "anomalies": [{"kind": "unavailable", "ops": [], "explanation": p} for p in problems]
-            + [{"kind": "election-churn", "ops": [], "explanation": c} for c in churn]
+            + [{"kind": "election-churn", "ops": ops, "explanation": c} for c, ops in churn]
             + [{"kind": "unavailable", "ops": k["ops"], "explanation": k["explanation"]} for k in dead_keys],
         }
 
@@ -227,16 +227,22 @@ QUIET_MAX_TERMS = 5
 QUIET_GRACE_S = 3.0
 
 
-def _quiet_churn(history: Sequence[Op], end: int) -> list[str]:
-    """Election churn with no fault to blame (the unordered-send bug's signature)."""
-    terms = [(sm.time, sm.term) for sm in samples(history) if sm.term is not None]
+def _quiet_churn(history: Sequence[Op], end: int) -> list[tuple[str, list[int]]]:
+    """Election churn with no fault to blame (the unordered-send bug's signature): explanation and
+    the observer sample at which the terms had grown past the limit."""
+    terms = [(sm.time, sm.term, sm.index) for sm in samples(history) if sm.term is not None]
     out = []
     for a, b in quiet_stretches(history, end):
         a2 = a + int(QUIET_GRACE_S * S)
-        seen = [t for time_, t in terms if a2 <= time_ <= b]
-        if len(seen) >= 2 and max(seen) - min(seen) > QUIET_MAX_TERMS:
-            out.append(f"terms grew from {min(seen)} to {max(seen)} within {(b - a2) / S:.1f} s with no "
-                       "fault active: election churn")
+        seen = [(t, i) for time_, t, i in terms if a2 <= time_ <= b]
+        if len(seen) < 2:
+            continue
+        lo = min(t for t, _ in seen)
+        hi = max(t for t, _ in seen)
+        if hi - lo > QUIET_MAX_TERMS:
+            at = next(i for t, i in seen if t > lo + QUIET_MAX_TERMS)
+            out.append((f"terms grew from {lo} to {hi} within {(b - a2) / S:.1f} s with no fault active: "
+                        "election churn", [at]))
     return out
 
 
@@ -246,6 +252,7 @@ def _stuck_nodes(history: Sequence[Op], end: int) -> list[dict[str, Any]]:
     that is only slow catches up within a second of being restarted or reconnected."""
     quiet = quiet_stretches(history, end)
     by_node: dict[str, list[tuple[int, int | None]]] = {}
+    index_at: dict[tuple[str, int], int] = {}
     for op in history:
         if op.process != "observer" or op.node is None:
             continue
@@ -253,6 +260,7 @@ def _stuck_nodes(history: Sequence[Op], end: int) -> list[dict[str, Any]]:
         applied = v.get("applied") if op.type == OK else None
         ok_int = isinstance(applied, int) and not isinstance(applied, bool)
         by_node.setdefault(str(op.node), []).append((op.time, applied if ok_int else None))
+        index_at[(str(op.node), op.time)] = op.index
     found: list[dict[str, Any]] = []
     window = int(STUCK_S * S)
     for a, b in quiet:
@@ -271,7 +279,7 @@ def _stuck_nodes(history: Sequence[Op], end: int) -> list[dict[str, Any]]:
                 if len(others) < 2 or last >= min(others):
                     continue
                 found.append({
-                    "f": "status", "key": node, "attempts": len(span), "ops": [],
+                    "f": "status", "key": node, "attempts": len(span), "ops": [index_at[(node, t0)]],
                     "explanation": (f"{node} answered for {STUCK_S:g} s with no fault active but stayed at "
                                     f"applied index {last} while every other node had already applied "
                                     f"{min(others)}: it stopped receiving the log (unavailable for reads)"),
