@@ -17,7 +17,9 @@ Ops get index = their order in the file and time = 0 (the log has no op clock).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import INVOKE, TYPES, Op
@@ -58,12 +60,12 @@ def read_jepsen_log(path: Path | str, lines_out: list[int] | None = None) -> lis
         else:
             raise BadInput(f"{where}: process must be a number or a keyword, got {proc_s!r}")
         try:
-            raw = loads(value_s) if value_s else None
+            raw = _parse_value(value_s) if value_s else None
         except EDNError as e:
             raise BadInput(f"{where}: value {value_s!r} is not EDN ({e})") from None
         error = None
         if typ == INVOKE:
-            value = to_plain(raw)
+            value = to_plain(raw)  # a fresh copy: the parse is cached and shared
             invoked[process] = value
         else:
             if isinstance(raw, Keyword):
@@ -76,3 +78,9 @@ def read_jepsen_log(path: Path | str, lines_out: list[int] | None = None) -> lis
         if lines_out is not None:
             lines_out.append(lineno)
     return ops
+
+
+@lru_cache(maxsize=4096)
+def _parse_value(text: str) -> Any:
+    """Values repeat a lot in these logs (nil, small ints, [a b]): parse each spelling once."""
+    return loads(text)

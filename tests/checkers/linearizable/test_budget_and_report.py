@@ -123,3 +123,23 @@ def test_parallel_and_serial_agree_on_many_keys():
     assert serial["valid"] is False and parallel["valid"] is False
     assert serial["invalid_keys"] == parallel["invalid_keys"] == ["7"]
     assert serial["keys_checked"] == parallel["keys_checked"] == 40
+
+
+def test_models_and_results_pickle_and_serialize():
+    """The Spark engine ships models to executors and results back; results.json stores them."""
+    import json
+    import pickle
+
+    from checkers.linearizable import MODELS
+
+    for name in MODELS:
+        pickle.loads(pickle.dumps(get_model(name)))
+    w = [["write", "x", 1]]
+    ops = [Op(0, 0, "invoke", 0, "txn", value=w), Op(1, 0, "ok", 0, "txn", value=w),
+           Op(2, 0, "invoke", 1, "txn", value=[["read", "x", None]]),
+           Op(3, 0, "ok", 1, "txn", value=[["read", "x", 2]])]
+    model = pickle.loads(pickle.dumps(get_model("multi-register", {"x": 0})))
+    r = check(ops, model)
+    assert r["valid"] is False
+    again = json.loads(json.dumps(pickle.loads(pickle.dumps(r))))
+    assert again["failures"][0]["state_before"] == {"x": 1}
