@@ -14,6 +14,9 @@ function. States must be hashable, because the search memoizes (set of linearize
 
 `Call` is one operation as the checker sees it: the invocation's value (`input`), the
 completion's value (`output`, meaningful only when `known`), and how it ended.
+
+`step` must depend only on the state and the call's f, input, output, known, outcome and error:
+the search treats two calls equal in those as interchangeable (a symmetry cut).
 """
 
 from __future__ import annotations

@@ -219,7 +219,7 @@ def _twins(calls: list[Call]) -> list[int]:
     groups: dict[Any, list[Call]] = {}
     for c in calls:  # in start order
         try:
-            sig = (c.f, c.input, c.output, c.known, c.outcome)
+            sig = (c.f, c.input, c.output, c.known, c.outcome, c.error)
             group = groups.setdefault(sig, [])
         except TypeError:  # unhashable value: no symmetry for it
             continue
