@@ -207,7 +207,8 @@ def check(
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
     n_workers = max(1, min(n_workers, len(groups)))
     results: dict[Any, dict[str, Any]] = {}
-    if n_workers == 1 or total < PARALLEL_MIN_OPS or "fork" not in mp.get_all_start_methods():
+    if (n_workers == 1 or total < PARALLEL_MIN_OPS or "fork" not in mp.get_all_start_methods()
+            or mp.current_process().daemon):  # a daemonic process may not have children
         failed = False
         for key, kops in groups:
             if failed and stop_at_first_failure:
