@@ -16,8 +16,8 @@ from typing import Any
 
 from checkers.linearizable.budget import Budget, BudgetExceeded
 from checkers.linearizable.calls import build_calls
-from checkers.linearizable.fastpath import check_unique_register
-from checkers.linearizable.model import Model, thaw
+from checkers.linearizable.fastpath import FastResult, check_unique_register
+from checkers.linearizable.model import Call, Model, thaw
 from checkers.linearizable.report import anomaly, explain
 from checkers.linearizable.search import search
 from jepsen_py.history import INVOKE, NEMESIS, SAMPLE_PROCESSES, Op, validate
@@ -76,6 +76,16 @@ def check_key(
     if fast is not None and fast.valid:
         res.update(valid=True, engine="fastpath")
         return res
+    if cancel is not None and cancel():
+        # The verdict is settled elsewhere: no search, but a cheap fast-path finding still counts.
+        if fast is None:
+            res.update(valid="unknown", engine="skipped",
+                       unknown_reason="not checked: another key is already not linearizable")
+        else:
+            res.update(valid=False, engine="fastpath",
+                       failure=_fast_failure(key, calls, fast, "detailed search skipped: another key "
+                                             "is already not linearizable"))
+        return res
     search_budget = budget
     if fast is not None:
         from dataclasses import replace
@@ -87,17 +97,8 @@ def check_key(
         if fast is None:
             res.update(valid="unknown", engine="search", unknown_reason=e.reason)
             return res
-        ops_ = [calls[i] for i in fast.ops]
-        blamed = max(ops_, key=lambda c: c.start) if ops_ else None
-        res.update(valid=False, engine="fastpath", failure={
-            "key": thaw(key),
-            "op": blamed.to_json() if blamed else None,
-            "longest_linearization": [],
-            "state_before": None,
-            "candidates": [],
-            "window": sorted(c.index for c in ops_),
-            "explanation": fast.explanation + f" (detailed search stopped: {e.reason})",
-        })
+        res.update(valid=False, engine="fastpath",
+                   failure=_fast_failure(key, calls, fast, f"detailed search stopped: {e.reason}"))
         return res
     res.update(engine="search" if fast is None else "fastpath+search", steps=sr.steps, memo=sr.memo)
     if sr.valid is True:
@@ -110,6 +111,21 @@ def check_key(
     if fast is not None:
         res["failure"]["fastpath"] = fast.explanation
     return res
+
+
+def _fast_failure(key: Hashable, calls: list[Call], fast: FastResult, note: str) -> dict[str, Any]:
+    """The fast path's finding in the failure shape (no linearization prefix: it has none)."""
+    involved = [calls[i] for i in fast.ops]
+    blamed = max(involved, key=lambda c: c.start) if involved else None
+    return {
+        "key": thaw(key),
+        "op": blamed.to_json() if blamed else None,
+        "longest_linearization": [],
+        "state_before": None,
+        "candidates": [],
+        "window": sorted(c.index for c in involved),
+        "explanation": f"{fast.explanation} ({note})",
+    }
 
 
 def _now() -> float:
@@ -165,18 +181,10 @@ def _stopped() -> bool:
 
 def _work_on(i: int) -> tuple[int, dict[str, Any]]:
     key, ops = _WORK[i]
-    if _stopped():
-        return i, _skipped(_WORK_MODEL[0], key, ops)
     r = check_key(_WORK_MODEL[0], key, ops, _WORK_BUDGET[0], cancel=_stopped)
     if r["valid"] is False:
         _WORK_STOP[0].set()
     return i, r
-
-
-def _skipped(model: Model, key: Hashable, ops: Sequence[Op]) -> dict[str, Any]:
-    return {"key": thaw(key), "model": model.name, "ops": sum(1 for o in ops if o.type == INVOKE),
-            "valid": "unknown", "engine": "skipped",
-            "unknown_reason": "not checked: another key is already not linearizable"}
 
 
 class _Never:
@@ -198,7 +206,8 @@ def check(
 ) -> dict[str, Any]:
     """The whole history: Jepsen's rules validated (BadInput otherwise), split by key, keys checked
     in parallel when there is enough work, results merged. Once a key is invalid the verdict is
-    settled, so by default the other keys stop (as Porcupine does); their reason says so."""
+    settled, so by default no further search runs (as Porcupine stops): keys that need one end
+    "unknown" with that reason, while keys the fast path decides are still reported."""
     # Nemesis ops are not the model's business (old Jepsen logs them as lone infos).
     validate([op for op in ops if op.process != NEMESIS], source=source)
     budget = (budget or Budget()).started()
@@ -209,13 +218,11 @@ def check(
     results: dict[Any, dict[str, Any]] = {}
     if (n_workers == 1 or total < PARALLEL_MIN_OPS or "fork" not in mp.get_all_start_methods()
             or mp.current_process().daemon):  # a daemonic process may not have children
-        failed = False
+        failed = [False]
+        stop = (lambda: failed[0]) if stop_at_first_failure else None
         for key, kops in groups:
-            if failed and stop_at_first_failure:
-                results[key] = _skipped(model, key, kops)
-                continue
-            results[key] = check_key(model, key, kops, budget)
-            failed = failed or results[key]["valid"] is False
+            results[key] = check_key(model, key, kops, budget, cancel=stop)
+            failed[0] = failed[0] or results[key]["valid"] is False
     else:
         _WORK[:] = groups
         _WORK_MODEL[:] = [model]

@@ -123,6 +123,15 @@ def test_parallel_and_serial_agree_on_many_keys():
     assert serial["valid"] is False and parallel["valid"] is False
     assert serial["invalid_keys"] == parallel["invalid_keys"] == ["7"]
     assert serial["keys_checked"] == parallel["keys_checked"] == 40
+    # Another stale key: stopping early still reports every key the fast path decides.
+    n = len(ops)
+    ops += [Op(n, 0, "invoke", 99998, "write", key=9, value=654321),
+            Op(n + 1, 0, "ok", 99998, "write", key=9, value=654321),
+            Op(n + 2, 0, "invoke", 99998, "read", key=9),
+            Op(n + 3, 0, "ok", 99998, "read", key=9, value=None)]
+    for workers in (1, 2):
+        r = check(ops, model, workers=workers)
+        assert sorted(r["invalid_keys"]) == ["7", "9"] and r["unknown_reasons"] == {}
 
 
 def test_models_and_results_pickle_and_serialize():
