@@ -198,6 +198,10 @@ def _dead_keys(ps: Sequence[Any]) -> list[dict[str, Any]]:
 #: A node is stuck when, with no fault active, it answers the observer for this long without
 #: reaching what the other nodes had already applied when the stretch began.
 STUCK_S = 3.0
+#: A node that knows no leader (pre-candidate / candidate) right after a fault is undone is still
+#: rejoining: reconnecting to a healed node takes this cluster 3-4 s (measured: the matrix's
+#: partition runs). It counts as stuck only after this long.
+STUCK_LEADERLESS_S = 8.0
 #: Nemesis ops that end a fault (after them, until the next fault starts, nothing is cut off).
 UNDO_FS = frozenset({"stop-partition", "start", "resume", "reset-clock", "heal"})
 
@@ -252,6 +256,7 @@ def _stuck_nodes(history: Sequence[Op], end: int) -> list[dict[str, Any]]:
     that is only slow catches up within a second of being restarted or reconnected."""
     quiet = quiet_stretches(history, end)
     by_node: dict[str, list[tuple[int, int | None]]] = {}
+    leaderless: set[tuple[str, int]] = set()
     index_at: dict[tuple[str, int], int] = {}
     for op in history:
         if op.process != "observer" or op.node is None:
@@ -261,6 +266,8 @@ def _stuck_nodes(history: Sequence[Op], end: int) -> list[dict[str, Any]]:
         ok_int = isinstance(applied, int) and not isinstance(applied, bool)
         by_node.setdefault(str(op.node), []).append((op.time, applied if ok_int else None))
         index_at[(str(op.node), op.time)] = op.index
+        if op.type == OK and not v.get("leader"):
+            leaderless.add((str(op.node), op.time))
     found: list[dict[str, Any]] = []
     window = int(STUCK_S * S)
     for a, b in quiet:
@@ -269,8 +276,12 @@ def _stuck_nodes(history: Sequence[Op], end: int) -> list[dict[str, Any]]:
         for node, xs in by_node.items():
             mine = [(t, ap) for t, ap in xs if a <= t <= b]
             for i, (t0, _ap0) in enumerate(mine):
-                span = [x for x in mine[i:] if x[0] <= t0 + window]
-                if mine[-1][0] < t0 + window or any(ap is None for _, ap in span):
+                w = window
+                span = [x for x in mine[i:] if x[0] <= t0 + w]
+                if any((node, t) in leaderless for t, _ in span):
+                    w = int(STUCK_LEADERLESS_S * S)
+                    span = [x for x in mine[i:] if x[0] <= t0 + w]
+                if mine[-1][0] < t0 + w or any(ap is None for _, ap in span):
                     continue
                 last = max(ap for _, ap in span if ap is not None)
                 others = [next((ap for t, ap in ys if t >= t0 and ap is not None), None)
@@ -280,7 +291,7 @@ def _stuck_nodes(history: Sequence[Op], end: int) -> list[dict[str, Any]]:
                     continue
                 found.append({
                     "f": "status", "key": node, "attempts": len(span), "ops": [index_at[(node, t0)]],
-                    "explanation": (f"{node} answered for {STUCK_S:g} s with no fault active but stayed at "
+                    "explanation": (f"{node} answered for {w / S:g} s with no fault active but stayed at "
                                     f"applied index {last} while every other node had already applied "
                                     f"{min(others)}: it stopped receiving the log (unavailable for reads)"),
                 })

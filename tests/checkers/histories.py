@@ -36,8 +36,8 @@ class H:
                   node=node, meta=meta, error=error)
 
     def sample(self, t_ms: float, node: str, role: str | None, term: int | None,
-               leader: str | None = None, answered: bool = True) -> None:
-        value = {"role": role, "term": term, "leader": leader} if answered else None
+               leader: str | None = None, answered: bool = True, **extra: Any) -> None:
+        value = {"role": role, "term": term, "leader": leader, **extra} if answered else None
         self._add(t_ms, type="ok" if answered else "fail", process="observer", f="status",
                   node=node, value=value)
 

@@ -86,3 +86,35 @@ def test_no_client_ops_is_unknown():
     h = H()
     h.sample(0, "n1", "leader", 1)
     assert AvailabilityChecker().check(None, h.build())["valid"] == "unknown"
+
+
+def rejoin(leaderless_ms: float, *, role: str = "pre-candidate") -> list:
+    """n3 cut off, healed at 10 s; it stays at applied 100 for `leaderless_ms` while n1, n2 move on."""
+    h = H()
+    steady(h, 0, 30_000, every=200)
+    h.nemesis("start-partition", 1000, 1010, {"shape": "one"})
+    h.nemesis("stop-partition", 10_000, 10_010, {"healed": {}})
+    t, applied = 0.0, 100
+    while t < 30_000:
+        applied += 5
+        for n in ("n1", "n2"):
+            h.sample(t, n, "leader" if n == "n1" else "follower", 2, "n1", applied=applied)
+        behind = t < 10_000 + leaderless_ms
+        h.sample(t + 1, "n3", role if behind else "follower", 2, None if role != "follower" and behind
+                 else "n1", applied=100 if behind else applied)
+        t += 100
+    return h.build()
+
+
+def test_a_healed_node_rejoining_for_a_few_seconds_is_not_stuck():
+    assert AvailabilityChecker().check(None, rejoin(4000))["valid"] is True
+
+
+def test_a_healed_node_that_never_rejoins_is_stuck():
+    r = AvailabilityChecker().check(None, rejoin(20_000))
+    assert r["valid"] is False and "n3 answered for 8 s" in r["problems"][0]
+
+
+def test_a_follower_that_hears_the_leader_but_stays_behind_is_stuck():
+    r = AvailabilityChecker().check(None, rejoin(4000, role="follower"))
+    assert r["valid"] is False and "n3 answered for 3 s" in r["problems"][0]
