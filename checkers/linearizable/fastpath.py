@@ -132,7 +132,7 @@ def check_unique_register(calls: list[Call], model: Model) -> FastResult | None:
 
 
 def _idx(c: Call | None) -> str:
-    return "init" if c is None else str(c.index)
+    return "start" if c is None else str(c.index)
 
 
 def _ids(c: _Cluster) -> list[int]:
