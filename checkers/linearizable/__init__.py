@@ -22,6 +22,7 @@ Result of `check` / `merge_key_results` (plain JSON data)::
       "ops": 1234,                  # calls checked (after dropping fail ops and no-ops)
       "engines": {"fastpath": 2, "search": 1},
       "unknown_reasons": {"<key>": "time limit reached after ... steps ..."},
+      "ignored": {"list": 12},                        # ops outside the model's operations, if any
       "invalid_keys": ["<key>", ...],                 # only when some key is invalid
       "failures": [                                   # one per invalid key, at most 100
         {
@@ -37,8 +38,15 @@ Result of `check` / `merge_key_results` (plain JSON data)::
         }
       ],
       "anomalies": [{"kind": "nonlinearizable", "ops": [invoke index, completion index],
-                     "key": <key>, "window": [...], "explanation": "..."}]
+                     "key": <key>, "window": [...], "explanation": "..."}],
+      "failures_truncated": 250,                      # only when more than 100 keys failed
+      "fastpath_disagreed": {...}                     # never expected: fast path vs search
     }
+
+A failure found by the fast path alone (the detailed search was skipped or ran out of budget) has
+"longest_linearization": [], "state_before": null, "candidates": [] and the fast path's reason in
+"explanation". After the first invalid key no further search runs (the verdict is settled); keys
+that needed one are "unknown" with that reason, keys the fast path decides are still reported.
 
 Per-key results (`check_key`) are {"key", "model", "ops", "dropped": {"fail", "noop"}, "valid",
 "engine": "fastpath" | "search" | "fastpath+search", "failure"?, "unknown_reason"?, "steps"?,
