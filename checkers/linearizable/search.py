@@ -109,6 +109,7 @@ def search(
     best_len = -1
     best: list[int] = []
     best_state = init
+    best_dirty = False
     max_memo = budget.memo_entries(n)
     deadline = budget.deadline if budget.deadline is not None else time.time() + budget.time_s
     rss0 = rss_bytes()
@@ -147,10 +148,9 @@ def search(
                         if left == 0:
                             order = [cid[x[0]] for x in stack]
                             return SearchResult(True, order, steps=steps, memo=len(cache))
-                        if len(stack) > best_len:
+                        if len(stack) > best_len:  # copied lazily, at the next backtrack
                             best_len = len(stack)
-                            best = [cid[x[0]] for x in stack]
-                            best_state = state
+                            best_dirty = True
                         phase = 0
                         e = nxt[0]
                         countdown -= 1
@@ -170,6 +170,10 @@ def search(
             e = nxt[0]
             continue
         # Every candidate tried: backtrack.
+        if best_dirty:  # the deepest prefix so far: keep it for the report
+            best = [cid[x[0]] for x in stack]
+            best_state = state
+            best_dirty = False
         if not stack:
             return SearchResult(False, [], best, best_state, steps=steps, memo=len(cache))
         e, state, phase = stack.pop()
