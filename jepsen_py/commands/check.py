@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
             from spark.distributed_check import check_distributed
         except ImportError as e:
             raise EnvironmentProblem(f"--engine spark needs spark.distributed_check ({e})") from None
-        result = check_distributed(ops, args.model, init, master=args.master, budget=budget)
+        result = check_distributed(ops, args.model, init, master=args.master, budget=budget,
+                                   model_options=options, source=str(args.file))
     else:
         model = get_model(args.model, init, **options)
         result = check(ops, model, budget=budget, workers=args.workers, source=str(args.file))
