@@ -67,6 +67,25 @@ def generate(root: Path, runs: int, ops: int) -> float:
     return took
 
 
+def jvm_cpu_seconds() -> float:
+    """CPU time (user + system) of this process's JVM children: a load-independent figure, since the
+    wall time on a shared machine depends on everyone else."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == os.getpid() and b"java" in cmd:
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def bench_aggregate(root: Path, master: str) -> None:
     from spark.aggregate import run_aggregate
     from spark.session import get_session
@@ -77,40 +96,46 @@ def bench_aggregate(root: Path, master: str) -> None:
     start = time.monotonic() - t
     out = Path(tempfile.mkdtemp(prefix="jepsen-py-bench-aggregate-"))
     t = time.monotonic()
+    cpu = jvm_cpu_seconds()
     res = run_aggregate(root, out_dir=out, spark=spark, progress=lambda s: print(f"  {s}"))
     took = time.monotonic() - t
+    cpu = jvm_cpu_seconds() - cpu
     print(f"aggregate on {master}: {res.run_count:,} runs, {res.op_count:,} client ops "
           f"({res.op_count * 2:,} op rows), {len(res.summary)} groups")
     print(f"  Spark start {start:.1f} s; aggregate {took:.1f} s (target < 120 s): "
           f"{res.op_count * 2 / took:,.0f} op rows/s; {res.seconds}")
+    print(f"  JVM CPU time {cpu:.1f} s over {os.cpu_count()} cores: on an otherwise idle machine the "
+          f"wall time is about {cpu / (os.cpu_count() or 1):.0f}-{cpu:.0f} s; load average now "
+          f"{os.getloadavg()[0]:.1f}")
     print(f"  outputs in {out}")
 
 
 def bench_check(master: str, n_ops: int) -> None:
-    try:
-        from spark.distributed_check import check_distributed
-    except ImportError as e:
-        print(f"check: skipped ({e})")
-        return
-    from checkers.linearizable import Budget, check
+    from checkers.linearizable import Budget, check, get_model
+    from spark.distributed_check import check_distributed
     from spark.session import get_session
     from spark.synthetic import SyntheticRun, simulate
 
-    ops, _ = simulate(SyntheticRun(pairs=n_ops // 2, concurrency=10, keys=64, seed=7, nemesis=[]))
-    client_ops = [o for o in ops if o.is_client]
+    keys = 64
+    ops, _ = simulate(SyntheticRun(pairs=n_ops // 2, concurrency=10, keys=keys, seed=7, nemesis=[]))
+    n = len(ops)
+    budget = Budget(time_s=600.0)
+    model = get_model("register")
+    figures = {}
+    for workers in (1, os.cpu_count() or 1):
+        t = time.monotonic()
+        res = check(ops, model, budget=budget, workers=workers, stop_at_first_failure=False)
+        figures[f"local, {workers} process(es)"] = (time.monotonic() - t, res["valid"])
     spark = get_session(master)
+    check_distributed(ops[:2000], "register", None, spark=spark, budget=budget)  # warm the workers
     t = time.monotonic()
-    local = check(client_ops, "register", budget=Budget(seconds=600.0))
-    local_s = time.monotonic() - t
-    check_distributed(client_ops, "register", None, master=master, budget=Budget(seconds=600.0))  # warm
-    t = time.monotonic()
-    dist = check_distributed(client_ops, "register", None, master=master, budget=Budget(seconds=600.0))
-    dist_s = time.monotonic() - t
-    n = len(client_ops)
-    print(f"check: {n:,} client ops over 64 keys; local valid={local['valid']} in {local_s:.2f} s "
-          f"({n / local_s:,.0f} ops/s); distributed on {master} valid={dist['valid']} in {dist_s:.2f} s "
-          f"({n / dist_s:,.0f} ops/s); distributed/local throughput ratio {local_s / dist_s:.2f}")
-    del spark
+    res = check_distributed(ops, "register", None, spark=spark, budget=budget)
+    figures[f"distributed, {master}"] = (time.monotonic() - t, res["valid"])
+    print(f"check: {n:,} history records ({n_ops // 2:,} client ops) over {keys} keys, model register")
+    base = figures["local, 1 process(es)"][0]
+    for name, (secs, valid) in figures.items():
+        print(f"  {name:<28} valid={valid!s:<5} {secs:7.2f} s  {n / secs:>10,.0f} ops/s  "
+              f"throughput x{base / secs:.2f} of one local process")
 
 
 def main() -> int:

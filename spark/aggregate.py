@@ -115,10 +115,11 @@ def prepare(root: Path, progress: Callable[[str], None]) -> list[Path]:
 
 
 def per_run_metrics(ops: DataFrame) -> DataFrame:
-    """One row per run from its client ops: counts, activity span, longest stretch without an ok."""
+    """One row per run from its client ops (the caller filters them): counts, activity span, longest
+    stretch without an ok."""
     from pyspark.sql import functions as F
 
-    client = ops.where(F.col("is_client"))
+    client = ops
     is_inv = F.col("type") == "invoke"
     is_ok = F.col("type") == "ok"
     agg = client.groupBy("run_id").agg(
@@ -214,14 +215,19 @@ def _latencies(ok_ops: DataFrame, keys: list[str]) -> tuple[DataFrame, DataFrame
 def compute(spark: SparkSession, parquet_dirs: list[Path]) -> tuple[DataFrame, DataFrame, DataFrame]:
     """(summary, trends, per-run) DataFrames over the given run Parquet directories.
 
-    The op rows are scanned twice: once for the per-run figures, once for the latency percentiles.
+    The op rows are scanned once and cached; the per-run figures and the latency percentiles are two
+    passes over the cache.
     """
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    # the client ops are read from Parquet once and kept (compressed, in memory or spilled to disk)
+    # for the two passes over them: per-run figures and latency percentiles
     ops = (
         spark.read.schema(OPS_DDL).parquet(*[str(d / OPS_FILE) for d in parquet_dirs])
-        .select("run_id", "time", "type", "is_client", "latency_ns")
         .where(F.col("is_client"))
+        .select("run_id", "time", "type", "latency_ns")
+        .persist(StorageLevel.MEMORY_AND_DISK)
     )
     runs = spark.read.schema(RUN_DDL).parquet(*[str(d / RUN_FILE) for d in parquet_dirs]).select(
         "run_id", "test_name", *GROUP_COLUMNS, "read_mode", "start_time", "start_day", "valid", "anomalies"
