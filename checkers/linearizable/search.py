@@ -102,7 +102,7 @@ def search(
             estep[e] = compiled[c.id]
 
     cache: set[tuple[int, Any]] = set()
-    stack: list[tuple[int, Any, int]] = []
+    stack: list[tuple[int, Any, int, list[int], int]] = []
     state = init
     bits = 0
     left = finite_total
@@ -120,31 +120,46 @@ def search(
     # tried first (phase 0), info ops after (phase 1): an info op usually took effect late or not
     # at all, so valid histories are found sooner; the set of candidates is the same.
     phase = 0
+    infos: list[int] = []  # info-call entries this level's phase-0 scan walked past
+    idx = 0  # phase 1: the position in `infos`
     e = nxt[0]
     while True:
-        k = ekind[e]
-        if k == phase:
-            tb = etwin[e]
+        if phase == 0:
+            k = ekind[e]
+            if k == 1:
+                infos.append(e)
+                e = nxt[e]
+                continue
+            if k == 0:
+                cand = e
+            else:  # completed candidates exhausted: now the info ones
+                phase = 1
+                idx = 0
+                cand = infos[0] if infos else 0
+        else:
+            cand = infos[idx] if idx < len(infos) else 0
+        if cand:
+            tb = etwin[cand]
             if bits & tb == tb:
-                ok, new_state = estep[e](state)
+                ok, new_state = estep[cand](state)
                 if ok:
-                    nb = bits | ebit[e]
+                    nb = bits | ebit[cand]
                     key = (nb, new_state)
                     if key not in cache:
                         cache.add(key)
-                        stack.append((e, state, phase))
+                        stack.append((cand, state, phase, infos, idx))
                         state = new_state
                         bits = nb
-                        # lift e and its return
-                        a, b = prv[e], nxt[e]
+                        # lift the call and its return
+                        a, b = prv[cand], nxt[cand]
                         nxt[a] = b
                         prv[b] = a
-                        r = match[e]
+                        r = match[cand]
                         if r:
                             a, b = prv[r], nxt[r]
                             nxt[a] = b
                             prv[b] = a
-                        left -= efin[e]
+                        left -= efin[cand]
                         if left == 0:
                             order = [cid[x[0]] for x in stack]
                             return SearchResult(True, order, steps=steps, memo=len(cache))
@@ -152,6 +167,7 @@ def search(
                             best_len = len(stack)
                             best_dirty = True
                         phase = 0
+                        infos = []
                         e = nxt[0]
                         countdown -= 1
                         if countdown == 0:
@@ -160,14 +176,10 @@ def search(
                             _check_budget(deadline, cancel, cache, max_memo, rss0, max_rss_growth,
                                           budget.memory_mb, steps, n)
                         continue
-            e = nxt[e]
-            continue
-        if k != 2:  # a call for the other phase
-            e = nxt[e]
-            continue
-        if phase == 0:  # completed candidates exhausted: now the info ones
-            phase = 1
-            e = nxt[0]
+            if phase == 0:
+                e = nxt[cand]
+            else:
+                idx += 1
             continue
         # Every candidate tried: backtrack.
         if best_dirty:  # the deepest prefix so far: keep it for the report
@@ -176,22 +188,24 @@ def search(
             best_dirty = False
         if not stack:
             return SearchResult(False, [], best, best_state, steps=steps, memo=len(cache))
-        e, state, phase = stack.pop()
-        bits &= ~ebit[e]
-        left += efin[e]
-        r = match[e]
+        cand, state, phase, infos, idx = stack.pop()
+        bits &= ~ebit[cand]
+        left += efin[cand]
+        r = match[cand]
         if r:
             nxt[prv[r]] = r
             prv[nxt[r]] = r
-        nxt[prv[e]] = e
-        prv[nxt[e]] = e
-        e = nxt[e]
+        nxt[prv[cand]] = cand
+        prv[nxt[cand]] = cand
+        if phase == 0:
+            e = nxt[cand]
+        else:
+            idx += 1
         countdown -= 1
         if countdown == 0:
             countdown = CHECK_EVERY
             steps += CHECK_EVERY
             _check_budget(deadline, cancel, cache, max_memo, rss0, max_rss_growth, budget.memory_mb, steps, n)
-
 
 def _check_budget(
     deadline: float,
