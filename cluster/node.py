@@ -51,8 +51,8 @@ BUG_HELP: dict[str, str] = {
                       "(cluster/transport.py Transport.send)",
     "zombie-leader": "seed 004 (KAFKA-15489): no CheckQuorum, the leader serves reads from local state "
                      "(cluster/node.py Node.zombie_leader)",
-    "lease-no-drift-bound": "lease reads trust the local clock: no drift margin, and a clock that "
-                            "went back keeps the lease (cluster/node.py lease_margin_ticks, catch_up_ticks)",
+    "lease-no-drift-bound": "lease reads trust the local tick count: no drift margin, no catching up "
+                            "after a pause or a clock jump (cluster/node.py Node.catch_up_ticks)",
 }
 KNOWN_BUGS = tuple(BUG_HELP)
 #: The bugs this build can actually reproduce; the rest are refused at start rather than ignored.
@@ -321,7 +321,7 @@ class Node:
         self.raw.read_index(ctx)
         self.schedule_ready()
 
-    def catch_up_ticks(self) -> None:
+    def catch_up_ticks(self, from_timer: bool = False) -> None:
         """Gives the core every tick that is due by the monotonic clock, before it acts on anything.
 
         Called on every input, not only by the timer: after a stall (SIGSTOP, a long fsync, a
@@ -329,10 +329,20 @@ class Node:
         handled, so a leader that slept through its lease or its CheckQuorum window learns it before
         it serves a lease read. Bursts are capped at two election timeouts plus one, which is enough
         for any timer in the core to fire.
+
+        The lease-no-drift-bound bug lives here: the node trusts its own tick count as the time
+        that passed (one tick per timer firing, as a ticker that drops missed ticks does), so after a
+        pause or a clock going back its lease still looks fresh; and the lease has no margin.
         """
         interval = self.cfg.tick_ms / 1000
         now = time.monotonic()
-        if now < self._last_tick - interval and "lease-no-drift-bound" not in self.cfg.bugs:
+        if "lease-no-drift-bound" in self.cfg.bugs:
+            if from_timer:
+                self.raw.tick()
+                self._last_tick = now
+                self.schedule_ready()
+            return
+        if now < self._last_tick - interval:
             # The clock went backwards (a clock fault). How much real time passed is unknown, so
             # no lease may survive it: an election timeout of ticks is spent at once, and ticking
             # resumes from the clock's new reading. This is the drift bound the lease-no-drift-bound
@@ -354,7 +364,7 @@ class Node:
         self.schedule_ready()
 
     def tick(self) -> None:
-        self.catch_up_ticks()
+        self.catch_up_ticks(from_timer=True)
         r = self.read_round
         if r is not None and time.monotonic() - r.started > self.election_timeout_s():
             # the round was dropped (no leader, leader changed): its reads join a fresh round
