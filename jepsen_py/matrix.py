@@ -41,6 +41,7 @@ class Cell:
     nemesis_interval: float
     anomalies: tuple[str, ...] = ()  # kinds that count as detecting the bug
     min_detection: float = 0.95
+    args: tuple[str, ...] = ()  # extra `jepsen-py run` flags (e.g. a higher --rate)
 
     @property
     def label(self) -> str:
@@ -125,6 +126,9 @@ def _cell(bug: str, e: dict[str, Any], quick: bool, where: str) -> Cell:
     if bug != CORRECT and (not isinstance(anomalies, list) or not anomalies
                            or not all(isinstance(a, str) for a in anomalies)):
         raise BadInput(f"{where}: anomalies must be a non-empty list of anomaly kinds")
+    args = e.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise BadInput(f"{where}: args must be a list of strings (extra jepsen-py run flags)")
     rate = e.get("min_detection", 0.95)
     if not isinstance(rate, int | float) or not 0 <= rate <= 1:
         raise BadInput(f"{where}: min_detection must be in [0, 1], got {rate!r}")
@@ -137,6 +141,7 @@ def _cell(bug: str, e: dict[str, Any], quick: bool, where: str) -> Cell:
         nemesis_interval=_num(e, "quick_nemesis_interval" if quick else "nemesis_interval", where),
         anomalies=tuple(anomalies),
         min_detection=float(rate),
+        args=tuple(args),
     )
 
 
@@ -163,7 +168,7 @@ def run_argv(cell: Cell, name: str, results_dir: Path, node_count: int, seed: in
         argv += ["--bug", cell.bug]
     if seed is not None:
         argv += ["--seed", str(seed)]
-    return argv
+    return [*argv, *cell.args]
 
 
 def anomaly_kinds(results: dict[str, Any]) -> dict[str, int]:
