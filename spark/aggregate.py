@@ -11,9 +11,11 @@ Per group it computes (definitions are the contract the tests check against plai
 - throughput: ok client ops per second of client activity (first invocation to last completion of
   each run, summed over runs)
 - availability: ok completions / client invocations, pooled over the group's runs
-- longest_unavailable_s: the longest stretch, in any run of the group, between consecutive ok client
-  completions (counting from the run's first client invocation and up to its last client completion),
-  i.e. time during which clients kept trying and nothing succeeded
+- longest_unavailable_s: the longest stretch, in any run of the group, during which clients were
+  trying and nothing succeeded: it opens when an op is invoked with no stretch open (or at an ok
+  completion while other ops are still pending) and closes at the next ok completion (or the run's
+  last client event); failures and timeouts inside it do not close it, idle time with nothing
+  attempted (between the main phase and the final reads) never opens one
 - first_run / last_run: the group's earliest and latest run start
 
 Trends are the same figures per group and calendar day of the run start. Everything heavy (latency
@@ -47,7 +49,7 @@ TRENDS_FILE = "trends.parquet"
 RUNS_FILE = "runs.parquet"
 
 # The exported columns the job reads, given up front so Spark need not open every file's footer.
-OPS_DDL = "run_id string, time bigint, type string, is_client boolean, latency_ns bigint"
+OPS_DDL = "run_id string, index bigint, time bigint, type string, is_client boolean, latency_ns bigint"
 RUN_DDL = (
     "run_id string, test_name string, workload string, nemesis string, bug string, version string, "
     "read_mode string, start_time timestamp, start_day date, valid string, anomalies map<string,bigint>"
@@ -114,42 +116,48 @@ def prepare(root: Path, progress: Callable[[str], None]) -> list[Path]:
     return [r / PARQUET_DIR for r in runs]
 
 
+# The longest stretch without an ok, as one left fold over a run's client events in (time, index)
+# order. State: p = ops pending, s = start of the current stretch (-1: none), b = longest so far.
+# An invocation opens a stretch if none is open; an ok completion closes it, and a new one opens at
+# that instant only if other ops are still pending; a fail/info completion changes nothing (the
+# stretch goes on through retries). So idle time with nothing attempted (the pause between the
+# main phase and the final reads) is never counted, while a run of failures is.
+_STRETCH_FOLD = """
+aggregate(ev, named_struct('p', 0, 's', -1L, 'b', 0L),
+  (acc, e) -> CASE
+    WHEN e.kind = 0 THEN named_struct('p', acc.p + 1, 's', IF(acc.s < 0, e.time, acc.s), 'b', acc.b)
+    WHEN e.kind = 1 THEN named_struct('p', acc.p - 1, 's', IF(acc.p - 1 > 0, e.time, -1L),
+                                      'b', GREATEST(acc.b, IF(acc.s < 0, 0L, e.time - acc.s)))
+    ELSE named_struct('p', acc.p - 1, 's', acc.s, 'b', acc.b) END,
+  acc -> GREATEST(acc.b, IF(acc.s < 0, 0L, last_time - acc.s)))
+"""
+
+
 def per_run_metrics(ops: DataFrame) -> DataFrame:
     """One row per run from its client ops (the caller filters them): counts, activity span, longest
-    stretch without an ok."""
+    stretch without an ok (_STRETCH_FOLD)."""
     from pyspark.sql import functions as F
 
-    client = ops
     is_inv = F.col("type") == "invoke"
     is_ok = F.col("type") == "ok"
-    agg = client.groupBy("run_id").agg(
+    kind = F.when(is_inv, 0).when(is_ok, 1).otherwise(2)
+    agg = ops.groupBy("run_id").agg(
         F.count(F.when(is_inv, 1)).alias("invokes"),
         F.count(F.when(is_ok, 1)).alias("ok_ops"),
         F.count(F.when(F.col("type") == "fail", 1)).alias("fail_ops"),
         F.min(F.when(is_inv, F.col("time"))).alias("first_invoke"),
         F.max(F.when(~is_inv, F.col("time"))).alias("last_completion"),
-        F.array_sort(F.collect_list(F.when(is_ok, F.col("time")))).alias("ok_times"),
-    )
-    # every ok completes after the first invocation and no later than the last completion, so the
-    # bounded, sorted sequence's largest step is the longest stretch without an ok
-    bounded = F.concat(
-        F.array(F.col("first_invoke")),
-        F.col("ok_times"),
-        F.array(F.coalesce(F.col("last_completion"), F.col("first_invoke"))),
-    )
-    gap = F.expr(
-        "aggregate(sequence(2, size(b)), 0L,"
-        " (acc, i) -> greatest(acc, element_at(b, i) - element_at(b, i - 1)))"
+        F.max("time").alias("last_time"),
+        F.array_sort(F.collect_list(F.struct(F.col("time"), F.col("index"), kind.alias("kind")))).alias("ev"),
     )
     return (
-        agg.withColumn("b", bounded)
-        .withColumn("longest_gap_ns", gap)
+        agg.withColumn("longest_gap_ns", F.expr(_STRETCH_FOLD))
         .withColumn(
             "duration_ns",
             F.greatest(F.coalesce(F.col("last_completion"), F.col("first_invoke")) - F.col("first_invoke"),
                        F.lit(0)),
         )
-        .drop("b", "ok_times")
+        .drop("ev", "last_time")
     )
 
 
@@ -226,7 +234,7 @@ def compute(spark: SparkSession, parquet_dirs: list[Path]) -> tuple[DataFrame, D
     ops = (
         spark.read.schema(OPS_DDL).parquet(*[str(d / OPS_FILE) for d in parquet_dirs])
         .where(F.col("is_client"))
-        .select("run_id", "time", "type", "latency_ns")
+        .select("run_id", "index", "time", "type", "latency_ns")
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     runs = spark.read.schema(RUN_DDL).parquet(*[str(d / RUN_FILE) for d in parquet_dirs]).select(

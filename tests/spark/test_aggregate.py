@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import json
 import math
 from collections import defaultdict
@@ -39,6 +38,29 @@ def make_store(root: Path) -> list[Path]:
     return dirs
 
 
+def longest_stretch(ops: list[Any]) -> int:
+    """Walks the events in time order keeping the set of pending ops: a stretch runs from the moment
+    something is attempted with no success since, to the next ok."""
+    pending: set[int] = set()
+    start: int | None = None
+    best = 0
+    events = sorted(ops, key=lambda op: (op.time, op.index))
+    for op in events:
+        if op.type == "invoke":
+            pending.add(op.process)
+            if start is None:
+                start = op.time
+            continue
+        pending.discard(op.process)
+        if op.type == "ok":
+            assert start is not None
+            best = max(best, op.time - start)
+            start = op.time if pending else None
+    if start is not None:
+        best = max(best, events[-1].time - start)
+    return best
+
+
 def nearest_rank(xs: list[int], p: float) -> float:
     s = sorted(xs)
     return s[max(0, math.ceil(p * len(s)) - 1)] / 1e6
@@ -63,7 +85,6 @@ def reference(dirs: list[Path]) -> tuple[dict[tuple, dict[str, Any]], dict[tuple
         first = min(op.time for op in ops if op.type == "invoke")
         last = max(op.time for op in ops if op.type != "invoke")
         oks = sorted(op.time for op in ops if op.type == "ok")
-        bounds = [first, *oks, last]
         kinds: dict[str, int] = defaultdict(int)
         seen = set()
         for res in ((results or {}).get("checkers") or {}).values():
@@ -85,7 +106,7 @@ def reference(dirs: list[Path]) -> tuple[dict[tuple, dict[str, Any]], dict[tuple
                       spec.get("options", {}).get("version", "unversioned")),
             "day": day, "valid": valid, "kinds": kinds, "lat": lat,
             "invokes": sum(op.type == "invoke" for op in ops), "ok": len(oks),
-            "gap": max(b - a for a, b in itertools.pairwise(bounds)), "duration": last - first,
+            "gap": longest_stretch(ops), "duration": last - first,
         })
 
     def figures(rs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -209,3 +230,34 @@ def test_cli_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     b = write_run(tmp_path, SyntheticRun(test_name="b", pairs=40))
     assert main(["export", str(tmp_path)]) == 0
     assert capsys.readouterr().out.split() == [str(a / "parquet"), str(b / "parquet")]
+
+
+def test_unavailable_stretches_skip_idle_time_and_span_failures(spark_session: Any, tmp_path: Path) -> None:
+    from jepsen_py.history import HistoryWriter, Op
+
+    ms = 1_000_000
+    events = [  # (ms, type, process)
+        (0, "invoke", 0), (10, "ok", 0),                       # 10 ms before the first ok
+        (1000, "invoke", 1), (1100, "fail", 1),               # failures and a pause between retries:
+        (1200, "invoke", 1), (1300, "fail", 1),               # one stretch, 1000 -> 1500
+        (1400, "invoke", 1), (1500, "ok", 1),
+        (5000, "invoke", 2), (5050, "ok", 2),                 # the idle 1500 -> 5000 is no outage
+        (6000, "invoke", 3), (6010, "invoke", 4),
+        (6100, "ok", 3), (6400, "ok", 4),                     # 6100 -> 6400 while op 4 was pending
+        (7000, "invoke", 5), (7600, "info", 5),               # the tail: 600 ms, the longest
+    ]
+    run = SyntheticRun(test_name="stretch", pairs=1)
+    d = tmp_path / "results" / "stretch" / "20261122T000000.000"
+    d.mkdir(parents=True)
+    (d / "test.json").write_text(json.dumps(run.spec()))
+    with HistoryWriter(d / "history.jsonl") as w:
+        for t, typ, p in events:
+            w.append(Op(0, t * ms, typ, p, "read", key="k"))
+    ops = read_history(d / "history.jsonl")
+    assert longest_stretch(ops) == 600 * ms
+    res = run_aggregate(tmp_path / "results", out_dir=tmp_path / "agg", spark=spark_session,
+                        dashboard=False, progress=lambda s: None)
+    (row,) = res.runs
+    assert row["longest_unavailable_s"] == pytest.approx(0.6)
+    assert row["availability"] == pytest.approx(5 / 8)
+    assert row["valid"] == "missing"
