@@ -120,7 +120,7 @@ def _print_table(rows: list[mx.Row], summary: dict, path: Path) -> None:
         first = "-" if r.median_first_anomaly_s is None else f"{r.median_first_anomaly_s:.1f} s"
         t.add_row(r.bug, r.workload, nem, f"{r.time_limit:g}", str(r.runs), str(r.valid), str(r.invalid),
                   str(r.unknown) + (f" +{r.errors} err" if r.errors else ""), anomalies, rate, first,
-                  "yes" if r.passed else "NO")
+                  ("yes" if r.passed else "NO") + ("" if r.gate else " (not gating)"))
     console = Console(width=200) if not sys.stdout.isatty() else Console()
     console.print(t)
     cb = summary["correct_build"]
