@@ -90,5 +90,14 @@ class LeadersChecker:
             "split_leader_count": len(splits),
             "epoch_regressions": regressions[:MAX_LISTED],
             "epoch_regression_count": len(regressions),
+            "epoch_regressions_by_node": _count_by_node(regressions),
             "anomalies": anomalies,
         }
+
+
+def _count_by_node(regressions: list[dict[str, Any]]) -> dict[str, int]:
+    """How many stale describes each node served (who to blame, as the staleness report says)."""
+    out: dict[str, int] = defaultdict(int)
+    for r in regressions:
+        out[str(r["node"])] += 1
+    return dict(out)

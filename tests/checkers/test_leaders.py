@@ -39,6 +39,7 @@ def test_an_older_epoch_after_a_newer_one_was_read_is_stale_and_attributed():
     reg = r["epoch_regressions"][0]
     got = (reg["node"], reg["role"], reg["term"], reg["epoch"], reg["newer_epoch"])
     assert got == ("n1", "leader", 2, 2, 3)
+    assert r["epoch_regressions_by_node"] == {"n1": 2}
 
 
 def test_duplicate_create_is_named_with_both_servers():
