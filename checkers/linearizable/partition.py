@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -187,6 +188,14 @@ def _work_on(i: int) -> tuple[int, dict[str, Any]]:
     return i, r
 
 
+def _worker_signals() -> None:
+    """Forked workers inherit the runner's SIGTERM/SIGINT handlers, which would keep them alive
+    through Pool.terminate() (a hang at exit); give them the defaults: SIGTERM ends a worker, and
+    Ctrl-C is the parent's to handle."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class _Never:
     def is_set(self) -> bool:
         return False
@@ -234,7 +243,7 @@ def check(
             # Largest keys first, so one big key does not start last.
             order = sorted(range(len(groups)), key=lambda i: -len(groups[i][1]))
             chunk = max(1, len(groups) // (n_workers * 8))
-            with ctx.Pool(n_workers) as pool:
+            with ctx.Pool(n_workers, initializer=_worker_signals) as pool:
                 for i, r in pool.imap_unordered(_work_on, order, chunksize=chunk):
                     results[groups[i][0]] = r
         finally:
