@@ -232,6 +232,7 @@ def test_wal_records_are_json_with_crc(tmp_path):
     assert bodies[2] == (2, {"term": 2, "vote": "n1", "commit": 0})
 
 
-def test_a_bug_flag_this_build_lacks_is_refused_not_ignored(tmp_path):
-    r = run_node([*node_args(str(tmp_path / "d")), "--bug", "zombie-leader"])
-    assert r.returncode == 2 and "not built into this node yet" in r.stderr
+def test_an_unknown_bug_flag_is_refused_not_ignored(tmp_path):
+    r = run_node([*node_args(str(tmp_path / "d")), "--bug", "no-such-bug"])
+    assert r.returncode == 2
+    assert "invalid choice: 'no-such-bug'" in r.stderr and "zombie-leader" in r.stderr
