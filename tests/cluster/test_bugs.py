@@ -93,7 +93,7 @@ def test_with_the_bug_and_no_faults_a_leader_is_elected_and_serves(tmp_path, bug
     """The flags break only what their post-mortem broke: no fault, the cluster elects and serves.
     (unordered-send's post-mortem: clients that retry get through, slowly, through the churn.)"""
     mode = "lease" if bug == "lease-no-drift-bound" else "read-index"
-    patience = 60.0 if bug == "unordered-send" else 10.0
+    patience = 120.0 if bug == "unordered-send" else 10.0  # 1-3% of ops get through the churn
     with cluster(tmp_path, bug, read_mode=mode) as c:
         c.start_all()
         leader = c.wait_for_leader(20)
