@@ -14,6 +14,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from jepsen_py.backends import default_backend
 from jepsen_py.errors import BadInput
 from jepsen_py.protocols import TestSpec
 
@@ -115,8 +116,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="node names (default: n1..n5)")
     c.add_argument("--node-count", type=int, default=None, metavar="N",
                    help=f"number of nodes named n1..nN (default: {DEFAULT_NODE_COUNT})")
-    c.add_argument("--backend", default="docker",
-                   help="where nodes run: docker, ssh, local or none (default: docker)")
+    c.add_argument("--backend", default=None,
+                   help="where nodes run: docker, ssh, local or none (default: docker when a "
+                        "Docker engine answers, else local)")
     c.add_argument("--db", default=DEFAULT_DB, metavar="MODULE:CLASS",
                    help=f"the system under test, constructed as CLASS(spec) (default: {DEFAULT_DB})")
     c.add_argument("--read-mode", default="read-index", choices=READ_MODES,
@@ -155,7 +157,7 @@ def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -
         rate=_positive("--rate", args.rate, zero_ok=True),
         nemesis_interval=_positive("--nemesis-interval", args.nemesis_interval),
         seed=seed,
-        backend=args.backend,
+        backend=args.backend or default_backend(),
         read_mode=args.read_mode,
         bugs=bugs,
         db=args.db,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 from typing import Any
 
 from jepsen_py.errors import BadInput
@@ -24,6 +25,31 @@ BACKENDS: dict[str, tuple[str, str]] = {
 }
 
 _OPTION_DESTS = "_backend_option_dests"
+
+log = logging.getLogger(__name__)
+
+
+def docker_reachable(timeout: float = 3.0) -> bool:
+    """True when a Docker engine answers a ping (the docker SDK's own environment rules)."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=timeout)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:
+        return False
+
+
+def default_backend() -> str:
+    """The backend when --backend is not given: docker where an engine answers, else nodes as
+    local processes (the embedded default). Said in the log, never silent."""
+    if docker_reachable():
+        return "docker"
+    log.warning("no Docker engine answers: running the nodes as local processes (--backend local)")
+    return "local"
 
 
 def get_backend(name: str, spec: TestSpec) -> Backend:

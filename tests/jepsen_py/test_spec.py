@@ -7,6 +7,7 @@ import argparse
 import pytest
 
 from jepsen_py import spec as specmod
+from jepsen_py.backends import docker_reachable
 from jepsen_py.errors import BadInput
 
 
@@ -44,7 +45,8 @@ def test_nodes() -> None:
 def test_defaults_are_jepsen_like() -> None:
     s = specmod.from_args(parse())
     assert s.nodes == ["n1", "n2", "n3", "n4", "n5"]
-    assert s.concurrency == 10 and s.time_limit == 60 and s.nemesis == [] and s.backend == "docker"
+    assert s.concurrency == 10 and s.time_limit == 60 and s.nemesis == []
+    assert s.backend == ("docker" if docker_reachable() else "local")
     assert s.name == "offsets-none" and s.db == "cluster.db:RaftMetadataDB"
     assert 0 <= s.seed < 2**31
 
@@ -80,3 +82,12 @@ def test_json_round_trip_ignores_unknown_keys() -> None:
     d = specmod.to_json(s)
     d["from_a_newer_version"] = 1
     assert specmod.from_json(d) == s
+
+
+def test_without_a_docker_engine_the_default_backend_is_local(tmp_path, monkeypatch) -> None:
+    # An engine address where nothing listens: the SDK's own environment rules, no mock.
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    assert not docker_reachable()
+    assert specmod.from_args(parse()).backend == "local"
+    assert specmod.from_args(parse("--backend", "docker")).backend == "docker"  # explicit wins
+
