@@ -45,6 +45,20 @@ class RequestError(Exception):
         self.extra = extra
 
 
+def write_command(op: str, req: dict[str, Any]) -> dict[str, Any]:
+    """The state-machine command for a client write, validated: a bad one is the caller's error."""
+    if op == "create_topic":
+        fields: tuple[str, ...] = ("name", "partitions", "rf")
+    else:
+        fields = ("group", "topic", "partition", "offset")
+    cmd = {"op": op, **{k: req.get(k) for k in fields}}
+    try:
+        validate(cmd)
+    except CommandError as e:
+        raise RequestError("bad_request", e.message) from None
+    return cmd
+
+
 class ClientServer:
     """Serves the client API for one node."""
 
@@ -148,14 +162,7 @@ class ClientServer:
         return t / 1000
 
     async def _write(self, op: str, req: dict[str, Any], timeout: float) -> dict[str, Any]:
-        if op == "create_topic":
-            cmd = {"op": op, **{k: req.get(k) for k in ("name", "partitions", "rf")}}
-        else:
-            cmd = {"op": op, **{k: req.get(k) for k in ("group", "topic", "partition", "offset")}}
-        try:
-            validate(cmd)
-        except CommandError as e:
-            raise RequestError("bad_request", e.message) from None
+        cmd = write_command(op, req)
         if op == "commit_offset" and "leader-on-follower" in self.node.cfg.bugs:
             # seed 001: the partition's leader proposes its writes, and partition leaders were
             # assigned round-robin; one that is not the Raft leader cannot propose, and nothing
@@ -213,14 +220,7 @@ class ClientServer:
         """The split-brain-metadata bug's node-local store: applied here at once, never replicated."""
         local = self.node.local_meta
         if op in WRITE_OPS:
-            if op == "create_topic":
-                cmd = {"op": op, **{k: req.get(k) for k in ("name", "partitions", "rf")}}
-            else:
-                cmd = {"op": op, **{k: req.get(k) for k in ("group", "topic", "partition", "offset")}}
-            try:
-                validate(cmd)
-            except CommandError as e:
-                raise RequestError("bad_request", e.message) from None
+            cmd = write_command(op, req)
             if local.controller is None:
                 # it leads every partition it creates, like node 3's local __meta in seed 000
                 local.brokers = sorted(self.node.cfg.peers)
