@@ -10,6 +10,7 @@ import pytest
 
 from checkers.linearizable import check, get_model
 from jepsen_py.importers import load_history
+from tests.conftest import require
 
 ANCHORS = Path(os.environ.get("JEPSEN_PY_PORCUPINE_ANCHORS", "/work/shared/anchors/porcupine"))
 
@@ -27,7 +28,7 @@ EXPECTED = _expected()
 
 def test_anchor_set_is_complete():
     if not EXPECTED:
-        pytest.skip(f"no anchors at {ANCHORS}")
+        require(f"the Porcupine anchors at {ANCHORS}", False)
     assert sum(1 for n, _ in EXPECTED if n.startswith("jepsen/")) == 102
     assert sum(1 for n, _ in EXPECTED if n.startswith("kv/")) == 6
 
@@ -55,7 +56,7 @@ def test_anchor_verdict(name, expected):
 
 def test_empty_etcd_log_is_trivially_valid():
     if not EXPECTED:
-        pytest.skip(f"no anchors at {ANCHORS}")
+        require(f"the Porcupine anchors at {ANCHORS}", False)
     ops, _, _ = load_history(ANCHORS / "jepsen/etcd_095.log")
     assert ops == []
     assert check(ops, get_model("cas-register"))["valid"] is True

@@ -11,6 +11,7 @@ import pytest
 
 from jepsen_py.cli import main
 from tests.checkers.linearizable.test_anchors import ANCHORS
+from tests.conftest import require
 
 
 def _jsonl(path: Path, rows: list[dict]) -> Path:
@@ -85,7 +86,7 @@ def test_unparsable_lines_name_file_and_line(tmp_path, capsys):
 
 def test_anchor_files_through_the_real_command():
     if not (ANCHORS / "expected.tsv").exists():
-        pytest.skip("no anchors")
+        require(f"the Porcupine anchors at {ANCHORS}", False)
     argv = [sys.executable, "-m", "jepsen_py.cli", "check"]
     r = subprocess.run([*argv, str(ANCHORS / "jepsen/etcd_000.log"), "--model", "cas-register"],
                        capture_output=True, text=True, timeout=120)
