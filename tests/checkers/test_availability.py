@@ -115,6 +115,11 @@ def test_a_healed_node_that_never_rejoins_is_stuck():
     assert r["valid"] is False and "n3 answered for 8 s" in r["problems"][0]
 
 
-def test_a_follower_that_hears_the_leader_but_stays_behind_is_stuck():
-    r = AvailabilityChecker().check(None, rejoin(4000, role="follower"))
-    assert r["valid"] is False and "n3 answered for 3 s" in r["problems"][0]
+def test_a_follower_catching_up_for_a_few_seconds_after_heal_is_not_stuck():
+    # seen on the correct build (metadata, partition-ring + clock): a follower 3-4 s behind after heal
+    assert AvailabilityChecker().check(None, rejoin(4000, role="follower"))["valid"] is True
+
+
+def test_a_follower_that_hears_the_leader_but_never_catches_up_is_stuck():
+    r = AvailabilityChecker().check(None, rejoin(20_000, role="follower"))
+    assert r["valid"] is False and "n3 answered for 8 s" in r["problems"][0]
