@@ -129,7 +129,10 @@ class AvailabilityChecker:
                           "election churn", []))
         if th.max_terms_per_minute is not None:  # the same switch turns both churn checks off
             churn += _quiet_churn(history, end)
-        dead_keys = _dead_keys(ps) + _stuck_nodes(history, end)
+        first = min(op.time for op in history)
+        settled = [(a if a == first else a + int(QUIET_GRACE_S * S), b)  # an undo costs an election
+                   for a, b in quiet_stretches(history, end)]
+        dead_keys = _dead_keys(ps, settled) + _stuck_nodes(history, end)
         return {
             "valid": not (problems or churn or dead_keys),
             "problems": problems + [c for c, _ in churn] + [k["explanation"] for k in dead_keys],
@@ -158,11 +161,14 @@ DEAD_KEY_MIN = 10
 REFUSALS = frozenset({"unavailable", "not_leader"})
 
 
-def _dead_keys(ps: Sequence[Any]) -> list[dict[str, Any]]:
+def _dead_keys(ps: Sequence[Any], settled: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
     """Keys whose every write was refused (unavailable / not leader) while the cluster served other
-    keys at the same time: unavailability of part of the data, which a cluster-wide outage (every key
-    down together) never produces. The leader-on-follower bug's signature: partitions led by a node
-    that cannot propose refuse every commit for the whole run."""
+    keys at the same time, with no fault active: unavailability of part of the data, which a
+    cluster-wide outage (every key down together) never produces. The leader-on-follower bug's
+    signature: partitions led by a node that cannot propose refuse every commit for the whole run.
+    Under a fault a correct cluster may refuse a short-lived key's few writes, so only refusals
+    inside `settled` count: the stretches with no fault active, less an election's grace after an
+    undo."""
     by_key: dict[tuple[str, Any], list[Any]] = {}
     for p in ps:
         if p.invoke.key is None or p.invoke.value is None:
@@ -182,6 +188,8 @@ def _dead_keys(ps: Sequence[Any]) -> list[dict[str, Any]]:
             continue
         lo = min(p.invoke.time for p in kps)
         hi = max(p.complete.time for p in kps)
+        if not any(a <= lo and hi <= b for a, b in settled):
+            continue
         others = bisect.bisect_right(oks, hi) - bisect.bisect_left(oks, lo)
         if others < DEAD_KEY_MIN:
             continue

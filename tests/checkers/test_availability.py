@@ -123,3 +123,33 @@ def test_a_follower_catching_up_for_a_few_seconds_after_heal_is_not_stuck():
 def test_a_follower_that_hears_the_leader_but_never_catches_up_is_stuck():
     r = AvailabilityChecker().check(None, rejoin(20_000, role="follower"))
     assert r["valid"] is False and "n3 answered for 8 s" in r["problems"][0]
+
+
+def one_key_refused(*, during_fault: bool) -> list:
+    """Key "b" sees only refused commits for 4 s while key "a" is served all along."""
+    h = H()
+    if during_fault:
+        h.nemesis("start-partition", 900, 910, {"shape": "one"})
+    t, v = 0.0, 0
+    while t < 6000:
+        v += 1
+        h.op(0, "commit", "a", v, t, t + 10)
+        if 1000 <= t < 5000:
+            h.op(1, "commit", "b", v, t + 20, t + 30, kind="fail", error="unavailable")
+        t += 100
+    if during_fault:
+        h.nemesis("stop-partition", 5500, 5510, {"healed": {}})
+    return h.build()
+
+
+def test_a_key_refused_with_no_fault_active_is_unavailable_data():
+    # leader-on-follower's signature: its partitions refuse every write while others are served
+    r = AvailabilityChecker().check(None, one_key_refused(during_fault=False))
+    assert r["valid"] is False
+    assert any("every one of 40 commit ops on 'b' was refused" in p for p in r["problems"])
+
+
+def test_a_key_refused_only_under_a_fault_is_not_a_finding():
+    # a correct cluster may refuse a short-lived key's writes while a partition is in force
+    r = AvailabilityChecker().check(None, one_key_refused(during_fault=True))
+    assert not any("every one of" in p for p in r["problems"]), r["problems"]
