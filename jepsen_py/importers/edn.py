@@ -23,6 +23,7 @@ from typing import Any
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import TYPES, Op
+from jepsen_py.importers.text import read_text
 
 
 class Keyword(str):
@@ -319,7 +320,7 @@ def read_edn_history(path: Path | str, lines: list[int] | None = None) -> list[O
     """A Jepsen history.edn: one vector or list of op maps, or one op map per line (all are written).
     `lines`, when given, receives each op's line number."""
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path)
     ops: list[Op] = []
     r = Reader(text)
     try:
@@ -360,13 +361,3 @@ def _reindex(ops: list[Op]) -> list[Op]:
             o.index = i
     return ops
 
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise BadInput(f"{path}: is a directory") from None
-    except UnicodeDecodeError as e:
-        raise BadInput(f"{path}: not UTF-8 text ({e.reason})") from None

@@ -24,6 +24,7 @@ from typing import Any
 from jepsen_py.errors import BadInput
 from jepsen_py.history import INVOKE, TYPES, Op
 from jepsen_py.importers.edn import EDNError, Keyword, loads, to_plain
+from jepsen_py.importers.text import read_text
 
 _OP_LINE = re.compile(r"^\S+\s+jepsen\.util\s+-\s+(\S+)\s+:(\S+)\s+:(\S+)(?:\s+(.*?))?\s*$")
 _UTIL = re.compile(r"^\S+\s+jepsen\.util\s+-\s")
@@ -32,14 +33,7 @@ _UTIL = re.compile(r"^\S+\s+jepsen\.util\s+-\s")
 def read_jepsen_log(path: Path | str, lines_out: list[int] | None = None) -> list[Op]:
     """The log's ops in file order; `lines_out`, when given, receives each op's line number."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise BadInput(f"{path}: is a directory") from None
-    except UnicodeDecodeError as e:
-        raise BadInput(f"{path}: not UTF-8 text ({e.reason})") from None
+    lines = read_text(path).splitlines()
     ops: list[Op] = []
     invoked: dict[object, object] = {}
     for lineno, line in enumerate(lines, start=1):
