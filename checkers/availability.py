@@ -210,7 +210,7 @@ def _dead_keys(ps: Sequence[Any], settled: Sequence[tuple[int, int]]) -> list[di
 #: for that, while drop-unconnected's replica never catches up at all.
 STUCK_S = 8.0
 #: Nemesis ops that end a fault (after them, until the next fault starts, nothing is cut off).
-UNDO_FS = frozenset({"stop-partition", "start", "resume", "reset-clock", "heal"})
+UNDO_FS = frozenset({"stop-partition", "start", "resume", "reset-clock", "stop-leader-clock", "heal"})
 
 
 def quiet_stretches(history: Sequence[Op], end: int) -> list[tuple[int, int]]:

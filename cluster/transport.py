@@ -20,6 +20,7 @@ import asyncio
 import collections
 import contextlib
 import random
+import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,11 @@ HELLO_TIMEOUT = 5.0
 CONNECT_TIMEOUT = 1.0
 BACKOFF_MIN = 0.02
 BACKOFF_MAX = 0.5
+#: How long sent data may stay unacknowledged before the kernel aborts the stream (TCP_USER_TIMEOUT).
+#: Without it, a stream that outlives a partition resumes only at TCP's next retransmission, whose
+#: backoff has grown to several seconds by the heal (a healed node was measured stalling 3-14 s);
+#: aborting lets the sender redial, and a fresh connection goes through as soon as the network does.
+UNACKED_TIMEOUT_MS = 2000
 #: unordered-send: how long spawned message tasks wait for the scheduler (mean, cap): Chronik's
 #: spawned sends were delayed from milliseconds to seconds
 UNORDERED_MEAN_STALL_S = 0.5
@@ -55,6 +61,15 @@ class TransportStats:
     connects: int = 0
     rejected_connections: int = 0
     per_peer_connected: dict[str, bool] = field(default_factory=dict)
+
+
+def bound_unacked_time(writer: asyncio.StreamWriter) -> None:
+    """Sets TCP_USER_TIMEOUT on a stream's socket, where the platform has it (Linux)."""
+    sock = writer.get_extra_info("socket")
+    opt = getattr(socket, "TCP_USER_TIMEOUT", None)
+    if sock is not None and opt is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, opt, UNACKED_TIMEOUT_MS)
 
 
 class PeerSender:
@@ -113,6 +128,7 @@ class PeerSender:
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
                 continue
+            bound_unacked_time(writer)
             self.connected = True
             self.t.stats.connects += 1
             self.t.stats.per_peer_connected[self.peer] = True

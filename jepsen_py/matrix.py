@@ -15,6 +15,7 @@ import json
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import tomllib
 from collections.abc import Callable, Iterable
@@ -274,21 +275,61 @@ def summarize(cell: Cell, records: list[RunRecord]) -> Row:
 
 
 def run_matrix(cells: list[Cell], *, test_count: int, results_dir: Path, matrix: str, node_count: int,
-               seed: int | None = None,
+               seed: int | None = None, parallel: int = 1,
                on_run: Callable[[Cell, int, RunRecord | None], None] = lambda c, i, r: None,
                ) -> tuple[list[Row], list[RunRecord]]:
-    """Runs every cell test_count times (cell after cell); on_run is told before (record None) and
-    after each run, which is how the progress bar moves."""
+    """Runs every cell test_count times; on_run is told before (record None) and after each run,
+    which is how the progress bar moves.
+
+    With parallel > 1, that many runs go at once, each its own cluster. Two runs of one cell never
+    overlap: a run is found afterwards through its test's `latest` link, which a concurrent run of
+    the same test would move. Runs are handed out iteration by iteration, so an interrupted matrix
+    has covered every cell evenly.
+    """
+    if parallel < 1:
+        raise BadInput(f"--parallel must be at least 1, got {parallel}")
+    jobs = [(cell, i) for i in range(test_count) for cell in cells]
+    done: dict[tuple[str, int], RunRecord] = {}
+    busy: set[str] = set()
+    cond = threading.Condition()
+
+    def take() -> tuple[Cell, int] | None:
+        with cond:
+            while True:
+                if not jobs:
+                    return None
+                for k, (cell, i) in enumerate(jobs):
+                    if cell.label not in busy:
+                        busy.add(cell.label)
+                        del jobs[k]
+                        return cell, i
+                cond.wait()
+
+    def worker() -> None:
+        while (job := take()) is not None:
+            cell, i = job
+            on_run(cell, i, None)
+            try:
+                rec = run_cell(cell, i, results_dir, matrix, node_count, None if seed is None else seed + i)
+            except Exception as e:  # the controller itself broke: record it, keep the matrix going
+                rec = RunRecord(cell=cell.label, iteration=i, exit_code=255, verdict="framework-failure",
+                                wall_s=0.0, error=f"{type(e).__name__}: {e}"[:300])
+            with cond:
+                done[(cell.label, i)] = rec
+                busy.discard(cell.label)
+                cond.notify_all()
+            on_run(cell, i, rec)
+
+    threads = [threading.Thread(target=worker, name=f"test-all-{n}", daemon=True)
+               for n in range(min(parallel, len(jobs)) or 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     rows: list[Row] = []
     records: list[RunRecord] = []
     for cell in cells:
-        mine: list[RunRecord] = []
-        for i in range(test_count):
-            on_run(cell, i, None)
-            rec = run_cell(cell, i, results_dir, matrix, node_count,
-                           None if seed is None else seed + i)
-            mine.append(rec)
-            on_run(cell, i, rec)
+        mine = [done[(cell.label, i)] for i in range(test_count) if (cell.label, i) in done]
         records += mine
         rows.append(summarize(cell, mine))
     return rows, records

@@ -14,6 +14,7 @@ nemesis and its schedule, a generator for the nemesis thread that toggles a faul
   clock              bump forward/back and strobe           (libfaketime timestamp file)
   pause              SIGSTOP/SIGCONT leader, one, minority  (signals)
   kill               SIGKILL leader, one, minority; restart from disk
+  leader-clock       the leader frozen, isolated, its clock stepped back, thawed (lease drift)
   all                every family above, mixed
 """
 
@@ -30,8 +31,9 @@ PARTITION_NAMES = {
     "partition-ring": "ring",
     "partition-bridge": "bridge",
 }
-NEMESES: tuple[str, ...] = ("none", *PARTITION_NAMES, "partition", "clock", "pause", "kill", "all")
-FAMILIES = ("partition", "clock", "pause", "kill")
+NEMESES: tuple[str, ...] = ("none", *PARTITION_NAMES, "partition", "clock", "pause", "kill", "leader-clock",
+                           "all")
+FAMILIES = ("partition", "clock", "pause", "kill", "leader-clock")
 
 
 def parse(names: list[str] | str) -> tuple[list[str], list[str]]:
@@ -52,7 +54,7 @@ def parse(names: list[str] | str) -> tuple[list[str], list[str]]:
             families += [f for f in ("clock", "pause", "kill") if f not in families]
         elif n in PARTITION_NAMES and PARTITION_NAMES[n] not in shapes:
             shapes.append(PARTITION_NAMES[n])
-        elif n in ("clock", "pause", "kill") and n not in families:
+        elif n in ("clock", "pause", "kill", "leader-clock") and n not in families:
             families.append(n)
     return shapes, families
 
@@ -62,6 +64,9 @@ def build(names: list[str] | str, spec: TestSpec) -> tuple[Nemesis, Generator]:
     from nemeses.clock import ClockNemesis
     from nemeses.compose import ComposedNemesis, Family, FaultSchedule, NoopNemesis
     from nemeses.kill import KillNemesis
+    from nemeses.leader_clock import START as LEADER_CLOCK_START
+    from nemeses.leader_clock import STOP as LEADER_CLOCK_STOP
+    from nemeses.leader_clock import LeaderClockNemesis
     from nemeses.partition import PartitionNemesis
     from nemeses.pause import PauseNemesis
     from nemeses.process import PROCESS_TARGETS
@@ -96,6 +101,11 @@ def build(names: list[str] | str, spec: TestSpec) -> tuple[Nemesis, Generator]:
         fams.append(Family("kill",
                            lambda rng: Template("kill", value=rng.choice(PROCESS_TARGETS)),
                            lambda rng: Template("start")))
+    if "leader-clock" in families:
+        members.append(LeaderClockNemesis(spec.nemesis_interval))
+        fams.append(Family("leader-clock",
+                           lambda rng: Template(LEADER_CLOCK_START),
+                           lambda rng: Template(LEADER_CLOCK_STOP)))
     nemesis: Nemesis = members[0] if len(members) == 1 else ComposedNemesis(members)
     schedule = on_threads(is_nemesis_thread, FaultSchedule(fams, spec.nemesis_interval))
     return nemesis, schedule

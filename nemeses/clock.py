@@ -117,9 +117,7 @@ class ClockNemesis:
             else:
                 nodes = pick(rng.choice(self.targets), test, rng)
                 deltas = {n: random_delta_ms(rng) for n in nodes}
-            for n, d in deltas.items():
-                self.offsets[n] = self.offsets.get(n, 0.0) + d / 1000.0
-            self._write(test, {n: self.offsets[n] for n in deltas})
+            self.set_offsets(test, {n: self.offsets.get(n, 0.0) + d / 1000.0 for n, d in deltas.items()})
             value = {"bumped-ms": deltas, "offsets-ms": self._offsets_ms(deltas)}
         elif op.f == "strobe-clock":
             nodes = pick(rng.choice(self.targets), test, rng)
@@ -145,6 +143,12 @@ class ClockNemesis:
 
     def _offsets_ms(self, nodes: dict[str, int]) -> dict[str, int]:
         return {n: round(self.offsets[n] * 1000) for n in nodes}
+
+    def set_offsets(self, test: Test, offsets: dict[str, float]) -> None:
+        """Puts each node's clock at the given offset (seconds from true time) and remembers it."""
+        self.offsets.update(offsets)
+        self._write(test, offsets)
+        test.state["clock"] = dict(self.offsets)
 
     def _write(self, test: Test, offsets: dict[str, float]) -> None:
         items = list(offsets.items())

@@ -770,7 +770,11 @@ class Raft:
             if self.lead is None:
                 self._drop_local(m, "no leader")
                 return
-            # The original sender stays the source: the leader answers it directly.
+            if m.src != self.id:
+                # A peer took us for the leader (a message sent before our term ended). Relaying it
+                # would put a third node's name on our stream to the leader; the peer's read round
+                # times out and asks its own leader again.
+                return
             self._send(Message(type=MSG_READ_INDEX, src=m.src, dst=self.lead, context=m.context))
         elif t == MSG_READ_INDEX_RESP:
             self.read_states.append(ReadState(index=m.index, context=m.context or ""))

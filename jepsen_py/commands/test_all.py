@@ -40,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default=None, metavar="NAME",
                         help="matrix name: runs are <name>-<cell>, the summary results/<name>/summary.json "
                              "(default: matrix-quick or matrix)")
+    parser.add_argument("--parallel", type=int, default=1, metavar="N",
+                        help="runs at once, each its own cluster (default 1; timing-sensitive bugs "
+                             "may need a quiet machine)")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed of the first run of each cell (+1 per run)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -49,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     test_count = args.test_count if args.test_count is not None else (1 if args.quick else 10)
+    if args.parallel < 1:
+        raise BadInput(f"--parallel must be at least 1, got {args.parallel}")
     if test_count < 1:
         raise BadInput(f"--test-count must be at least 1, got {test_count}")
     if args.node_count < 3:
@@ -77,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_with_progress(cells: list[mx.Cell], args: argparse.Namespace, test_count: int, matrix: str,
                        total: int) -> tuple[list[mx.Row], list[mx.RunRecord]]:
     kw = {"test_count": test_count, "results_dir": args.results_dir, "matrix": matrix,
-          "node_count": args.node_count, "seed": args.seed}
+          "node_count": args.node_count, "seed": args.seed, "parallel": args.parallel}
     if args.no_progress or not sys.stderr.isatty():
         def plain(cell: mx.Cell, i: int, rec: mx.RunRecord | None) -> None:
             if rec is None:

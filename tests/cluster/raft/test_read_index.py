@@ -229,3 +229,20 @@ def test_lease_read_on_a_deposed_leader_is_refused(seed):
 def test_the_read_check_catches_a_lease_without_expiry(seed):
     with pytest.raises(InvariantViolation, match="stale read"):
         partitioned_leader_read(seed, LeaseWithoutExpiryNode)
+
+
+def test_a_follower_drops_a_peers_read_index_instead_of_relaying_it_under_the_peers_name():
+    # A read sent to a leader that has since stepped down reaches it as a follower. Relaying it
+    # would put the original sender's name on this node's stream to the leader, which the transport
+    # refuses (and closes, taking every queued message with it); the sender's round retries instead.
+    c = Cluster(3, SAFE)
+    lead = c.stabilize()
+    settle(c)
+    follower, other = (n.id for n in c.live() if n.id != lead.id)
+    c.nodes[follower].raw.step(Message(type=MSG_READ_INDEX, src=other, dst=follower, context="late"))
+    c.pump()
+    assert not any(m.type == MSG_READ_INDEX for m in c.net)
+    # its own reads still go to the leader
+    c.read(follower)
+    c.pump()
+    assert [(m.type, m.src, m.dst) for m in c.net] == [(MSG_READ_INDEX, follower, lead.id)]
