@@ -180,6 +180,11 @@ class TestSpec:
     # at most recovery_timeout for a stable leader after heal.
     op_timeout: float = 10.0
     recovery_timeout: float = 30.0
+    # Which nodes pause and kill may hit, each fault picking one kind at random (Jepsen's targets);
+    # empty means the nemeses' defaults (leader, one, minority).
+    fault_targets: list[str] = field(default_factory=list)
+    # How the fault families take turns: "random" toggles a random one, "cycle" one at a time in turn.
+    nemesis_schedule: str = "random"
 
 
 @dataclass

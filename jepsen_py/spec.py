@@ -94,6 +94,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default: none)")
     g.add_argument("--nemesis-interval", type=float, default=DEFAULT_NEMESIS_INTERVAL, metavar="S",
                    help=f"seconds between fault operations (default: {DEFAULT_NEMESIS_INTERVAL:g})")
+    g.add_argument("--nemesis-schedule", choices=("random", "cycle"), default="random",
+                   help="random: each interval toggles a random fault family, so faults overlap; "
+                        "cycle: one fault at a time, the families taking turns (default: random)")
+    g.add_argument("--fault-targets", default=None, metavar="KINDS",
+                   help="nodes pause and kill may hit, comma separated, one picked per fault: leader, "
+                        "one, minority, majority, all (default: leader,one,minority)")
     g.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="S",
                    help=f"seconds of the main phase (default: {DEFAULT_TIME_LIMIT:g})")
     g.add_argument("--concurrency", default=DEFAULT_CONCURRENCY, metavar="N|Kn",
@@ -167,7 +173,20 @@ def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -
         options=dict(options or {}),
         op_timeout=_positive("--op-timeout", args.op_timeout),
         recovery_timeout=_positive("--recovery-timeout", args.recovery_timeout, zero_ok=True),
+        fault_targets=parse_fault_targets(getattr(args, "fault_targets", None)),
+        nemesis_schedule=getattr(args, "nemesis_schedule", "random"),
     )
+
+
+def parse_fault_targets(text: str | None) -> list[str]:
+    from nemeses.targets import TARGETS
+
+    kinds = parse_list([text]) if text else []
+    unknown = [k for k in kinds if k not in TARGETS]
+    if unknown:
+        raise BadInput(f"--fault-targets: unknown target {', '.join(map(repr, unknown))} "
+                       f"(choose from {', '.join(TARGETS)})")
+    return kinds
 
 
 def to_json(spec: TestSpec) -> dict[str, Any]:

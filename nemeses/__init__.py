@@ -91,15 +91,16 @@ def build(names: list[str] | str, spec: TestSpec) -> tuple[Nemesis, Generator]:
         fams.append(Family("clock",
                            lambda rng: Template(rng.choice(("bump-clock", "bump-clock", "strobe-clock"))),
                            lambda rng: Template("reset-clock")))
+    targets = tuple(spec.fault_targets) or PROCESS_TARGETS
     if "pause" in families:
-        members.append(PauseNemesis())
+        members.append(PauseNemesis(targets))
         fams.append(Family("pause",
-                           lambda rng: Template("pause", value=rng.choice(PROCESS_TARGETS)),
+                           lambda rng: Template("pause", value=rng.choice(targets)),
                            lambda rng: Template("resume")))
     if "kill" in families:
-        members.append(KillNemesis())
+        members.append(KillNemesis(targets))
         fams.append(Family("kill",
-                           lambda rng: Template("kill", value=rng.choice(PROCESS_TARGETS)),
+                           lambda rng: Template("kill", value=rng.choice(targets)),
                            lambda rng: Template("start")))
     if "leader-clock" in families:
         members.append(LeaderClockNemesis(spec.nemesis_interval))
@@ -107,5 +108,6 @@ def build(names: list[str] | str, spec: TestSpec) -> tuple[Nemesis, Generator]:
                            lambda rng: Template(LEADER_CLOCK_START),
                            lambda rng: Template(LEADER_CLOCK_STOP)))
     nemesis: Nemesis = members[0] if len(members) == 1 else ComposedNemesis(members)
-    schedule = on_threads(is_nemesis_thread, FaultSchedule(fams, spec.nemesis_interval))
+    schedule = on_threads(is_nemesis_thread, FaultSchedule(fams, spec.nemesis_interval,
+                                                                   spec.nemesis_schedule))
     return nemesis, schedule

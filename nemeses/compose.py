@@ -27,15 +27,26 @@ class Family:
 
 
 class FaultSchedule(Generator):
-    """Every `interval` seconds (the first after one interval of calm), toggle one random family."""
+    """Every `interval` seconds (the first after one interval of calm), toggle one family.
 
-    def __init__(self, families: Sequence[Family], interval: float) -> None:
+    "random" (the default) picks the family at random, so faults overlap in every combination;
+    "cycle" runs one fault at a time, the families taking turns (start A, stop A, start B, stop B,
+    ...), for bugs that need one fault to follow another: a partition's aftermath, then a restart.
+    """
+
+    MODES = ("random", "cycle")
+
+    def __init__(self, families: Sequence[Family], interval: float, mode: str = "random") -> None:
         if interval <= 0:
             raise ValueError("the nemesis interval must be > 0")
+        if mode not in self.MODES:
+            raise ValueError(f"unknown schedule {mode!r} (choose from {', '.join(self.MODES)})")
         self.families = list(families)
         self.interval = interval
+        self.mode = mode
         self.next_time: float | None = None
         self.active: set[str] = set()
+        self.turn = 0
 
     def op(self, ctx: Context) -> Step:
         if not self.families:
@@ -44,7 +55,7 @@ class FaultSchedule(Generator):
             self.next_time = ctx.time + self.interval
         if ctx.time < self.next_time:
             return Pending(self.next_time)
-        fam = ctx.rng.choice(self.families)
+        fam = self._pick(ctx.rng)
         if fam.name in self.active:
             self.active.discard(fam.name)
             tpl = fam.stop(ctx.rng)
@@ -53,6 +64,16 @@ class FaultSchedule(Generator):
             tpl = fam.start(ctx.rng)
         self.next_time = max(self.next_time + self.interval, ctx.time)
         return tpl
+
+    def _pick(self, rng: random.Random) -> Family:
+        if self.mode == "random":
+            return rng.choice(self.families)
+        for fam in self.families:  # cycle: first stop whatever runs, then start the next in turn
+            if fam.name in self.active:
+                return fam
+        fam = self.families[self.turn % len(self.families)]
+        self.turn += 1
+        return fam
 
 
 class NoopNemesis:

@@ -62,6 +62,14 @@ def test_lists_and_names() -> None:
     assert specmod.from_args(parse("--nemesis", "none")).nemesis == []
 
 
+def test_fault_targets_and_schedule() -> None:
+    s = specmod.from_args(parse("--nemesis", "partition-leader,kill", "--fault-targets", "all,majority",
+                                "--nemesis-schedule", "cycle"))
+    assert s.fault_targets == ["all", "majority"] and s.nemesis_schedule == "cycle"
+    s = specmod.from_args(parse())
+    assert s.fault_targets == [] and s.nemesis_schedule == "random"
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--time-limit", "0"], "--time-limit: must be > 0"),
     (["--time-limit", "-5"], "--time-limit: must be > 0"),
@@ -71,6 +79,7 @@ def test_lists_and_names() -> None:
     (["--test-count", "0"], "--test-count"),
     (["--op-timeout", "0"], "--op-timeout"),
     (["--name", "../escape"], "--name"),
+    (["--fault-targets", "leader,everyone"], "--fault-targets: unknown target 'everyone'"),
 ])
 def test_bad_values_are_one_line(argv: list[str], message: str) -> None:
     with pytest.raises(BadInput, match=message):

@@ -18,8 +18,8 @@ STARTS = {"start-partition": "partition", "bump-clock": "clock", "strobe-clock":
 STOPS = {"stop-partition": "partition", "reset-clock": "clock", "resume": "pause", "start": "kill"}
 
 
-def schedule(names, tmp_path, interval=5.0, limit=300.0, seed=1):
-    spec = make_spec(NODES, tmp_path, nemesis_interval=interval, seed=seed)
+def schedule(names, tmp_path, interval=5.0, limit=300.0, seed=1, **kw):
+    spec = make_spec(NODES, tmp_path, nemesis_interval=interval, seed=seed, **kw)
     nem, gen = nemeses.build(names, spec)
     ops = simulate(time_limit(limit, gen), concurrency=2, nemesis_thread=True, seed=seed)
     return nem, ops
@@ -81,6 +81,31 @@ def test_all_toggles_each_family_consistently(tmp_path):
             assert STOPS[f] in active, f"{f} stops a fault that is not in force"
             active.discard(STOPS[f])
     assert seen == {"partition", "clock", "pause", "kill"}
+
+
+def test_cycle_runs_one_fault_at_a_time_the_families_taking_turns(tmp_path):
+    _, ops = schedule(["partition-leader,kill"], tmp_path, interval=5, limit=42,
+                      nemesis_schedule="cycle", fault_targets=["all"])
+    assert [o.template.f for o in ops] == ["start-partition", "stop-partition", "kill", "start"] * 2
+    assert {o.template.value for o in ops if o.template.f == "kill"} == {"all"}
+    # random (the default) lets the families overlap
+    _, ops = schedule(["partition-leader,kill"], tmp_path, interval=5, limit=600, seed=3)
+    fs = [o.template.f for o in ops]
+    assert any(a == "start-partition" and b == "kill" for a, b in zip(fs, fs[1:], strict=False))
+
+
+def test_fault_targets_choose_what_pause_and_kill_hit(tmp_path):
+    _, ops = schedule(["kill,pause"], tmp_path, interval=1, limit=200, fault_targets=["majority"])
+    assert {o.template.value for o in ops if o.template.f in ("kill", "pause")} == {"majority"}
+    _, ops = schedule(["kill"], tmp_path, interval=1, limit=200)
+    assert {o.template.value for o in ops if o.template.f == "kill"} == {"leader", "one", "minority"}
+
+
+def test_leader_clock_is_a_family_of_its_own(tmp_path):
+    nem, _ = nemeses.build(["leader-clock"], make_spec(NODES, tmp_path))
+    assert nem.fs() == {"start-leader-clock", "stop-leader-clock"}
+    _, ops = schedule(["leader-clock"], tmp_path, interval=8, limit=40)
+    assert [o.template.f for o in ops] == ["start-leader-clock", "stop-leader-clock"] * 2
 
 
 def test_schedule_is_deterministic_under_a_seed(tmp_path):

@@ -1,0 +1,57 @@
+"""The leader-clock fault: the leader frozen, isolated and its clock stepped back, then thawed; stop
+undoes the partition and the clock."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from jepsen_py.history import INFO, Op
+from nemeses.leader_clock import START, STOP, LeaderClockNemesis, step_back_s
+from tests.nemeses.support import peer_can_reach
+
+
+def test_the_clock_goes_back_further_than_the_fault_lasts():
+    rng = random.Random(5)
+    for interval in (1.0, 8.0, 10.0, 30.0):
+        backs = [step_back_s(rng, interval) for _ in range(200)]
+        assert min(backs) >= 2 * max(10.0, interval)
+        assert max(backs) <= 4 * max(10.0, interval)
+
+
+@pytest.mark.docker
+def test_start_isolates_the_leader_with_its_clock_back_and_stop_undoes_both(probe_cluster):
+    test = probe_cluster
+    test.db.leader = "n2"
+    nem = LeaderClockNemesis(interval=5.0)
+    nem.setup(test)
+    wall0 = time.time()
+    mono0 = test.db.status(test, "n2")["mono"]
+    pid = test.db.status(test, "n2")["pid"]
+    try:
+        done = nem.invoke(test, Op(0, 0, "invoke", "nemesis", START))
+        assert done.type == INFO and done.value["node"] == "n2"
+        back_ms = done.value["clock-back-ms"]
+        assert 20_000 <= back_ms <= 40_000
+        assert done.value["grudge"] == {"n1": ["n2"], "n2": ["n1", "n3"], "n3": ["n2"]}
+        # thawed: the same process answers the controller, its clocks (wall and monotonic) behind
+        s = test.db.status(test, "n2")
+        assert s is not None and s["pid"] == pid
+        assert -back_ms / 1000 - 2 < s["time"] - time.time() < -back_ms / 1000 + 2
+        assert s["mono"] < mono0 - back_ms / 1000 + (time.time() - wall0) + 2
+        state = test.remotes["n2"].exec(["ps", "-o", "stat=", "-p", str(pid)]).stdout.strip()
+        assert not state.startswith("T"), f"left stopped: {state!r}"
+        # cut off from its peers, both ways; the others still talk
+        assert not peer_can_reach(test, "n1", "n2") and not peer_can_reach(test, "n2", "n3")
+        assert peer_can_reach(test, "n1", "n3")
+        assert abs(test.db.status(test, "n1")["time"] - time.time()) < 2
+    finally:
+        stopped = nem.invoke(test, Op(1, 1, "invoke", "nemesis", STOP))
+    assert stopped.type == INFO
+    assert abs(test.db.status(test, "n2")["time"] - time.time()) < 2
+    assert peer_can_reach(test, "n1", "n2") and peer_can_reach(test, "n2", "n3")
+    assert "clock" not in test.state and "partition" not in test.state
+    nem.teardown(test)
+    assert all("jepsen-py" not in test.remotes[n].exec(["iptables", "-S"]).stdout for n in test.nodes)
