@@ -277,6 +277,7 @@ def summarize(cell: Cell, records: list[RunRecord]) -> Row:
 def run_matrix(cells: list[Cell], *, test_count: int, results_dir: Path, matrix: str, node_count: int,
                seed: int | None = None, parallel: int = 1,
                on_run: Callable[[Cell, int, RunRecord | None], None] = lambda c, i, r: None,
+               on_tally: Callable[[list[Row], list[RunRecord]], None] | None = None,
                ) -> tuple[list[Row], list[RunRecord]]:
     """Runs every cell test_count times; on_run is told before (record None) and after each run,
     which is how the progress bar moves.
@@ -284,7 +285,8 @@ def run_matrix(cells: list[Cell], *, test_count: int, results_dir: Path, matrix:
     With parallel > 1, that many runs go at once, each its own cluster. Two runs of one cell never
     overlap: a run is found afterwards through its test's `latest` link, which a concurrent run of
     the same test would move. Runs are handed out iteration by iteration, so an interrupted matrix
-    has covered every cell evenly.
+    has covered every cell evenly; on_tally gets the table so far after every run (test-all keeps
+    summary.json current with it, so a matrix stopped early still has its numbers).
     """
     if parallel < 1:
         raise BadInput(f"--parallel must be at least 1, got {parallel}")
@@ -318,7 +320,18 @@ def run_matrix(cells: list[Cell], *, test_count: int, results_dir: Path, matrix:
                 done[(cell.label, i)] = rec
                 busy.discard(cell.label)
                 cond.notify_all()
+                if on_tally is not None:
+                    on_tally(*tally())
             on_run(cell, i, rec)
+
+    def tally() -> tuple[list[Row], list[RunRecord]]:
+        rows: list[Row] = []
+        records: list[RunRecord] = []
+        for cell in cells:
+            mine = [done[(cell.label, i)] for i in range(test_count) if (cell.label, i) in done]
+            records.extend(mine)
+            rows.append(summarize(cell, mine))
+        return rows, records
 
     threads = [threading.Thread(target=worker, name=f"test-all-{n}", daemon=True)
                for n in range(min(parallel, len(jobs)) or 1)]
@@ -326,23 +339,18 @@ def run_matrix(cells: list[Cell], *, test_count: int, results_dir: Path, matrix:
         t.start()
     for t in threads:
         t.join()
-    rows: list[Row] = []
-    records: list[RunRecord] = []
-    for cell in cells:
-        mine = [done[(cell.label, i)] for i in range(test_count) if (cell.label, i) in done]
-        records += mine
-        rows.append(summarize(cell, mine))
-    return rows, records
+    return tally()
 
 
 def write_summary(path: Path, *, matrix: str, quick: bool, test_count: int, rows: list[Row],
-                  records: list[RunRecord], wall_s: float) -> dict[str, Any]:
+                  records: list[RunRecord], wall_s: float, complete: bool = True) -> dict[str, Any]:
     correct = [r for r in rows if r.bug == CORRECT]
     summary = {
         "matrix": matrix,
         "quick": quick,
         "test_count": test_count,
         "wall_s": round(wall_s, 1),
+        "complete": complete,  # false while the matrix is still running (or was stopped)
         "passed": all(r.passed for r in rows if r.gate),
         "correct_build": {"runs": sum(r.runs for r in correct),
                           "false_positives": sum(r.invalid for r in correct),

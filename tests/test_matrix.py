@@ -98,8 +98,10 @@ def test_parallel_runs_never_overlap_two_runs_of_one_cell(monkeypatch, tmp_path)
                             anomaly_kinds={"stale-read": 1}, detected=True)
 
     monkeypatch.setattr(mx, "run_cell", fake_run_cell)
+    tallies: list[int] = []
     rows, records = mx.run_matrix(cells, test_count=4, results_dir=tmp_path, matrix="m", node_count=3,
-                                  parallel=3)
+                                  parallel=3, on_tally=lambda rows, recs: tallies.append(len(recs)))
+    assert tallies == list(range(1, 13))  # the table so far, after every run
     assert peak["all"] == 3
     assert [r.runs for r in rows] == [4, 4, 4] and all(r.detection_rate == 1.0 for r in rows)
     assert [(r.cell, r.iteration) for r in records] == [(c.label, i) for c in cells for i in range(4)]

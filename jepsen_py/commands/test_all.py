@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from jepsen_py import matrix as mx
@@ -68,8 +69,13 @@ def run(args: argparse.Namespace) -> int:
     matrix = args.name or ("matrix-quick" if args.quick else "matrix")
     total = len(cells) * test_count
     t0 = time.monotonic()
-    rows, records = _run_with_progress(cells, args, test_count, matrix, total)
     summary_path = args.results_dir / matrix / "summary.json"
+
+    def tally(rows: list[mx.Row], records: list[mx.RunRecord]) -> None:
+        mx.write_summary(summary_path, matrix=matrix, quick=args.quick, test_count=test_count, rows=rows,
+                         records=records, wall_s=time.monotonic() - t0, complete=False)
+
+    rows, records = _run_with_progress(cells, args, test_count, matrix, total, tally)
     summary = mx.write_summary(summary_path, matrix=matrix, quick=args.quick, test_count=test_count,
                                rows=rows, records=records, wall_s=time.monotonic() - t0)
     _print_table(rows, summary, summary_path)
@@ -80,9 +86,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_with_progress(cells: list[mx.Cell], args: argparse.Namespace, test_count: int, matrix: str,
-                       total: int) -> tuple[list[mx.Row], list[mx.RunRecord]]:
+                       total: int, tally: Callable[[list[mx.Row], list[mx.RunRecord]], None],
+                       ) -> tuple[list[mx.Row], list[mx.RunRecord]]:
     kw = {"test_count": test_count, "results_dir": args.results_dir, "matrix": matrix,
-          "node_count": args.node_count, "seed": args.seed, "parallel": args.parallel}
+          "node_count": args.node_count, "seed": args.seed, "parallel": args.parallel, "on_tally": tally}
     if args.no_progress or not sys.stderr.isatty():
         def plain(cell: mx.Cell, i: int, rec: mx.RunRecord | None) -> None:
             if rec is None:
