@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 
+from cluster import transport
 from cluster.localcluster import HOST, free_ports
 from cluster.raft.messages import MSG_APP, MSG_HEARTBEAT, MSG_SNAP, Entry, Message, Snapshot
 from cluster.transport import Transport
@@ -159,3 +162,43 @@ def test_a_message_claiming_another_sender_closes_the_stream():
             await b.t.stop()
 
     asyncio.run(main())
+
+
+def test_a_stream_whose_data_goes_unacknowledged_is_aborted_and_redialled():
+    # A peer whose kernel stops acknowledging (here: it accepts and never reads, so its window
+    # closes; a partition drops the acks outright) must not hold the stream forever. Without
+    # TCP_USER_TIMEOUT the sender waits on TCP's retransmission backoff, which was measured to keep
+    # a healed node cut off for up to 14 s; with it, the stream is aborted and dialled again.
+    async def main():
+        ps = peers(2)
+        host, port = ps["n2"]
+        mute = socket.create_server((host, port))
+        mute.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        a = Endpoint("n1", ps, max_queue=1_000_000)
+        await a.t.start()
+        accepted = []
+        loop = asyncio.get_running_loop()
+        mute.setblocking(False)
+        try:
+            conn, _ = await loop.sock_accept(mute)
+            accepted.append(conn)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            big = Message(type=MSG_APP, src="n1", dst="n2", term=1, log_term=1, index=0,
+                          entries=tuple(Entry(1, i, {"pad": "x" * 1000}) for i in range(1, 200)), commit=0)
+            t0 = loop.time()
+            while a.t.stats.connects < 2 and loop.time() - t0 < 20:
+                a.t.send([big])
+                await asyncio.sleep(0.05)
+                with contextlib.suppress(BlockingIOError):
+                    conn2, _ = mute.accept()
+                    accepted.append(conn2)
+            assert a.t.stats.connects >= 2, "the stuck stream was never aborted"
+            assert loop.time() - t0 < transport.UNACKED_TIMEOUT_MS / 1000 + 8
+            assert "n2" in a.unreachable  # what was queued on the dead stream was reported lost
+        finally:
+            await a.t.stop()
+            for c in accepted:
+                c.close()
+            mute.close()
+
+    asyncio.run(asyncio.wait_for(main(), 60))  # without the bound, the sender hangs on the dead stream
