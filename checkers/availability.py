@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from checkers.runview import is_undo
 from checkers.samples import leader_claims, samples
 from jepsen_py.history import NEMESIS, OK, Op, pairs
 from jepsen_py.protocols import Test
@@ -209,8 +210,6 @@ def _dead_keys(ps: Sequence[Any], settled: Sequence[tuple[int, int]]) -> list[di
 #: the matrix's partition and clock runs, as a follower and as a pre-candidate alike): 8 s leaves room
 #: for that, while drop-unconnected's replica never catches up at all.
 STUCK_S = 8.0
-#: Nemesis ops that end a fault (after them, until the next fault starts, nothing is cut off).
-UNDO_FS = frozenset({"stop-partition", "start", "resume", "reset-clock", "stop-leader-clock", "heal"})
 
 
 def quiet_stretches(history: Sequence[Op], end: int) -> list[tuple[int, int]]:
@@ -224,7 +223,7 @@ def quiet_stretches(history: Sequence[Op], end: int) -> list[tuple[int, int]]:
             if start is not None:
                 quiet.append((start, op.time))
             start = None
-        elif op.f in UNDO_FS:
+        elif is_undo(str(op.f)):  # the end of a fault: stop-*, heal, resume, reset-*, start after kill
             start = op.time
     if start is not None:
         quiet.append((start, end))

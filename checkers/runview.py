@@ -129,7 +129,8 @@ _UNDOES: dict[str, tuple[str, ...]] = {
 _REPLACES = frozenset({"start-partition"})
 
 
-def _is_undo(f: str) -> bool:
+def is_undo(f: str) -> bool:
+    """Whether a nemesis op f ends a fault (stop-*, heal, resume, reset-*, start after kill, ...)."""
     return f in _UNDOES or _verb(f).startswith(_UNDO_PREFIXES)
 
 
@@ -147,6 +148,8 @@ def _describe(value: Any) -> str:
         return ""
     if not isinstance(value, dict):
         return _nodes(value)
+    if "clock-back-ms" in value and value.get("node") is not None:  # the leader-clock fault
+        return f"{value['node']} isolated, clock {-int(value['clock-back-ms']):+d} ms"
     head = str(value.get("shape") or value.get("target") or "")
     for k in ("sides", "partition", "groups", "components"):
         v = value.get(k)
@@ -187,7 +190,7 @@ def fault_windows(nemesis_pairs: list[Pair], end_time: float) -> list[FaultWindo
         t = p.invoke.time / NS
         t_done = (p.complete.time if p.complete is not None else p.invoke.time) / NS
         said = p.complete.value if p.complete is not None else p.invoke.value
-        if _is_undo(f):
+        if is_undo(f):
             if _verb(f) == "heal":
                 closing, open_ = open_, []
             else:

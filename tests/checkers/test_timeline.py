@@ -211,6 +211,12 @@ def test_fault_windows_pair_undo_with_its_fault() -> None:
     assert [(w.label, round(w.start), round(w.end or 0)) for w in ws] == [
         ("start-partition: one: n2 | n1 n3", 1, 2), ("start-partition: ring: n1xn3", 2, 7),
         ("strobe-clock: n2 strobe 200 ms / 16 ms", 3, 5)]
+    # the leader-clock fault pairs by its family name and says whom it cut off and how far back
+    ws = fault_windows([pr(1, "start-leader-clock", {"node": "n2", "clock-back-ms": 31154,
+                                                     "grudge": {"n1": ["n2"], "n2": ["n1"]}}),
+                        pr(9, "stop-leader-clock", {"healed": True})], 10.0)
+    assert [(w.label, round(w.start), round(w.end or 0)) for w in ws] == [
+        ("start-leader-clock: n2 isolated, clock -31154 ms", 1, 9)]
 
 
 def test_timeline_data_is_compact_and_complete(tmp_path: Path) -> None:
