@@ -18,10 +18,12 @@ node, how far its clock went back, and the grudge; the stop heals the partition 
 from __future__ import annotations
 
 import random
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from jepsen_py.history import INFO, Op
 from jepsen_py.protocols import Test
+from nemeses import net
 from nemeses.clock import ClockNemesis
 from nemeses.partition import PartitionNemesis, isolate
 from nemeses.targets import pick
@@ -50,6 +52,12 @@ class LeaderClockNemesis:
     def setup(self, test: Test) -> None:
         self.partition.setup(test)
         self.clock.setup(test)
+        # The chain made now, installing the cut later is one iptables call per node: the leader is
+        # frozen meanwhile, and every moment it stays reachable lets a new leader's first message
+        # into its socket buffer, which would depose it the instant it thaws.
+        nodes = [n for n in test.nodes if n in test.remotes]
+        with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+            list(pool.map(lambda n: net.ensure_chain(test.remotes[n]), nodes))
 
     def invoke(self, test: Test, op: Op) -> Op:
         if op.f == START:
@@ -68,9 +76,10 @@ class LeaderClockNemesis:
         test.db.pause(test, node)
         self.frozen.add(node)
         try:
-            self.clock.set_offsets(test, {node: -back})
+            # the cut first: the followers elect a new leader an election timeout after the freeze
             grudge = isolate(list(test.nodes), [node])
             self.partition.install(test, grudge)
+            self.clock.set_offsets(test, {node: -back})
         finally:
             self._thaw(test)
         return {"node": node, "clock-back-ms": round(back * 1000), "grudge": grudge}
