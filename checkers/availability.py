@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from checkers.runview import is_undo
+from checkers.runview import fault_windows
 from checkers.samples import leader_claims, samples
 from jepsen_py.history import NEMESIS, OK, Op, pairs
 from jepsen_py.protocols import Test
@@ -213,20 +213,29 @@ STUCK_S = 8.0
 
 
 def quiet_stretches(history: Sequence[Op], end: int) -> list[tuple[int, int]]:
-    """(from, to) times with no fault active: from the end of an undo (or the start, when there is
-    no nemesis at all) to the next fault's invocation (or the end)."""
-    nem = [op for op in history if op.process == NEMESIS]
+    """(from, to) times with no fault active: from the moment the last fault in force was undone
+    (or the start, when there is no nemesis at all) to the next fault's invocation (or the end).
+
+    Faults overlap: a restart ends the kill, not the partition that began while the node was down,
+    so each undo closes only the fault it undoes (runview's pairing), and a stretch is quiet only
+    when no fault at all is open.
+    """
+    nem = [p for p in pairs(history) if p.invoke.process == NEMESIS]
+    if not nem:
+        return [(min((op.time for op in history), default=0), end)]
+    busy = sorted((round(w.start * S), round((w.end if w.end is not None else end / S) * S))
+                  for w in fault_windows(nem, end / S))
+    # nemesis ops still being carried out count as busy too (an undo is in force once it completes)
+    busy += [(p.invoke.time, p.complete.time if p.complete is not None else end) for p in nem]
+    busy.sort()
     quiet: list[tuple[int, int]] = []
-    start: int | None = None if nem else min((op.time for op in history), default=0)
-    for op in nem:
-        if op.type == "invoke":
-            if start is not None:
-                quiet.append((start, op.time))
-            start = None
-        elif is_undo(str(op.f)):  # the end of a fault: stop-*, heal, resume, reset-*, start after kill
-            start = op.time
-    if start is not None:
-        quiet.append((start, end))
+    reach = busy[0][1]
+    for a, b in busy[1:]:
+        if a > reach:
+            quiet.append((reach, a))
+        reach = max(reach, b)
+    if reach < end:
+        quiet.append((reach, end))
     return quiet
 
 

@@ -25,8 +25,10 @@ from jepsen_py.history import INVOKE, NEMESIS, Op
 from jepsen_py.protocols import Test
 
 S = 1_000_000_000
-# Nemesis op names that take a node process down on purpose (kill nemesis, pause nemesis).
-PROCESS_FAULT_F = re.compile(r"kill|pause|crash|stop-node|stop-process|sigstop|freeze|suspend", re.I)
+# Nemesis op names that take a node process down on purpose (kill nemesis, pause nemesis; the
+# leader-clock fault freezes its node while it cuts it off).
+PROCESS_FAULT_F = re.compile(
+    r"kill|pause|crash|stop-node|stop-process|sigstop|freeze|suspend|start-leader-clock", re.I)
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)|Fatal Python error|^\s*panic:")
 MAX_LOG_BYTES = 64 * 1024 * 1024  # a log larger than this is scanned in its first 64 MiB only
 
@@ -142,7 +144,11 @@ class CrashChecker:
                 open_ = op
                 continue
             begin = open_.time if open_ is not None and open_.f == op.f else op.time
-            named = _named_nodes(op.value, nodes)
+            v = op.value
+            if isinstance(v, dict) and "clock-back-ms" in v and v.get("node") in nodes:
+                named = {str(v["node"])}  # leader-clock: its value also holds the grudge over everyone
+            else:
+                named = _named_nodes(v, nodes)
             if named is None and open_ is not None:
                 named = _named_nodes(open_.value, nodes)
             out.append(ProcessFault(begin, op.time, named))

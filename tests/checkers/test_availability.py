@@ -153,3 +153,29 @@ def test_a_key_refused_only_under_a_fault_is_not_a_finding():
     # a correct cluster may refuse a short-lived key's writes while a partition is in force
     r = AvailabilityChecker().check(None, one_key_refused(during_fault=True))
     assert not any("every one of" in p for p in r["problems"]), r["problems"]
+
+
+def test_a_restart_ends_the_kill_but_not_a_partition_still_in_force():
+    # Seen in the matrix: kill n3, cut the cluster in two while it is down, restart it (still cut
+    # off), heal. The restart's moment is not quiet: the partition still holds n3 apart.
+    from checkers.availability import quiet_stretches
+
+    h = H()
+    h.sample(0, "n1", "leader", 1, "n1")
+    h.nemesis("kill", 10_000, 10_100, {"target": "leader", "nodes": ["n3"]})
+    h.nemesis("start-partition", 20_000, 21_000, {"shape": "random", "sides": [["n1", "n3"], ["n2"]]})
+    h.nemesis("start", 30_000, 30_200, {"nodes": ["n3"]})
+    h.nemesis("heal", 40_000, 40_500, "healed")
+    h.sample(50_000, "n1", "leader", 1, "n1")
+    hist = h.build()
+    ms = [(a // 1_000_000, b // 1_000_000) for a, b in quiet_stretches(hist, 50_000 * 1_000_000)]
+    assert ms == [(40_500, 50_000)]
+    # one fault at a time: quiet between the undo and the next fault
+    h = H()
+    h.sample(0, "n1", "leader", 1, "n1")
+    h.nemesis("kill", 10_000, 10_100, {"nodes": ["n3"]})
+    h.nemesis("start", 20_000, 20_200, {"nodes": ["n3"]})
+    h.nemesis("start-partition", 30_000, 31_000, {"shape": "one", "sides": [["n2"], ["n1", "n3"]]})
+    h.nemesis("stop-partition", 40_000, 40_300)
+    ms = [(a // 1_000_000, b // 1_000_000) for a, b in quiet_stretches(h.build(), 50_000 * 1_000_000)]
+    assert ms == [(20_200, 30_000), (40_300, 50_000)]

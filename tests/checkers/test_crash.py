@@ -27,6 +27,24 @@ def test_a_killed_node_that_comes_back_is_not_a_crash():
     assert r["outages"]["n2"][0]["explained_by_fault"] is True
 
 
+def test_the_leader_clock_fault_explains_its_frozen_node_only():
+    # The fault freezes its node while it installs the cut; on a loaded machine that took 17 s.
+    h = H()
+    poll(h, "n1", 0, 40_000)
+    poll(h, "n2", 0, 5_000)
+    poll(h, "n3", 0, 5_000)
+    value = {"node": "n2", "clock-back-ms": 31_000,
+             "grudge": {"n1": ["n2"], "n2": ["n1", "n3"], "n3": ["n2"]}}
+    h.nemesis("start-leader-clock", 5_050, 22_000, value)
+    poll(h, "n2", 5_100, 22_000, answered=False)
+    poll(h, "n3", 5_100, 22_000, answered=False)  # the grudge names n3, yet nothing froze it
+    poll(h, "n2", 22_100, 40_000)
+    poll(h, "n3", 22_100, 40_000)
+    h.nemesis("stop-leader-clock", 30_000, 30_500, {"healed": True})
+    r = CrashChecker().check(None, h.build())
+    assert [(f["node"], f["kind"]) for f in r["findings"]] == [("n3", "died")]
+
+
 def test_a_node_that_dies_with_no_fault_aimed_at_it_is_found():
     h = H()
     poll(h, "n1", 0, 20_000)
