@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import _thread
 import json
+import signal
 import threading
 from collections import Counter
 from pathlib import Path
@@ -157,6 +158,9 @@ def test_a_failed_db_setup_still_tears_everything_down(tmp_path: Path) -> None:
 def test_ctrl_c_heals_and_tears_down_then_reraises(tmp_path: Path) -> None:
     calls = Calls()
     spec = make_spec(tmp_path, time_limit=20.0, rate=100.0)
+    # Ctrl-C must reach us even when pytest was started in the background of a script, where the
+    # shell hands it SIGINT ignored (interrupt_main then does nothing).
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.8, _thread.interrupt_main)
     timer.start()
     try:
@@ -166,6 +170,7 @@ def test_ctrl_c_heals_and_tears_down_then_reraises(tmp_path: Path) -> None:
                      backend=NoneBackend(spec))
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, old)
     names = calls.names()
     assert "nemesis.heal" in names and "nemesis.teardown" in names
     assert names.count("db.teardown") == 3

@@ -126,8 +126,11 @@ def test_files_stay_inside_results(server: str, results: Path, tmp_path: Path) -
 
 
 def test_cli_binds_loopback_serves_and_stops_on_ctrl_c(results: Path) -> None:
+    # SIGINT restored to its default in the child: a script that starts the tests in the background
+    # hands them SIGINT ignored, and Python keeps an inherited "ignore" (no KeyboardInterrupt).
     proc = subprocess.Popen([sys.executable, "-m", "jepsen_py.cli", "serve", "--port", "0", "--results-dir",
-                             str(results)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             str(results)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         assert line.startswith(f"serving {results} at http://127.0.0.1:"), line
