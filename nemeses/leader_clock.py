@@ -33,7 +33,7 @@ START, STOP = "start-leader-clock", "stop-leader-clock"
 
 def step_back_s(rng: random.Random, interval: float) -> float:
     """How far the clock goes back: longer than the fault lasts (the schedule's interval), so the
-    thawed leader's timers stay stalled until the heal, and at least 10 s."""
+    thawed leader's timers stay stalled until the heal: 2-4 intervals, and at least 20 s."""
     return round(max(10.0, interval) * rng.uniform(2.0, 4.0), 3)
 
 
