@@ -34,7 +34,15 @@ MAX_LOG_BYTES = 64 * 1024 * 1024  # a log larger than this is scanned in its fir
 
 
 def _named_nodes(value: Any, nodes: set[str]) -> set[str] | None:
-    """The node names a nemesis op's value mentions; None when it names none (it may hit anyone)."""
+    """The node names a nemesis op's value mentions; None when it names none (it may hit anyone).
+
+    A value that says outright whom it hit ("nodes", or "node") is taken at its word: it may also
+    mention bystanders (leader-clock's grudge names every node it cut its node off from)."""
+    if isinstance(value, dict):
+        said = value.get("nodes", value.get("node"))
+        explicit = [said] if isinstance(said, str) else said
+        if isinstance(explicit, list) and explicit and all(n in nodes for n in explicit):
+            return set(explicit)
     found: set[str] = set()
 
     def walk(v: Any) -> None:
@@ -144,11 +152,7 @@ class CrashChecker:
                 open_ = op
                 continue
             begin = open_.time if open_ is not None and open_.f == op.f else op.time
-            v = op.value
-            if isinstance(v, dict) and "clock-back-ms" in v and v.get("node") in nodes:
-                named = {str(v["node"])}  # leader-clock: its value also holds the grudge over everyone
-            else:
-                named = _named_nodes(v, nodes)
+            named = _named_nodes(op.value, nodes)
             if named is None and open_ is not None:
                 named = _named_nodes(open_.value, nodes)
             out.append(ProcessFault(begin, op.time, named))
