@@ -2,7 +2,9 @@
 
 A subcommand module exposes `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`.
 Every error a user can cause ends as one line on stderr and an exit code (errors.py), never a
-traceback; anything else is a framework failure (255) with the traceback in the log.
+traceback; anything else is a framework failure (255) with the traceback in the log. Flags are never
+abbreviated (`--no-ssh` must not mean `--no-ssh-sudo`), and a closed stdout (`| head`) does not turn a
+verdict into a failure.
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from types import ModuleType
+from typing import Any, TextIO
 
 from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, JepsenError
 
@@ -25,7 +29,12 @@ log = logging.getLogger("jepsen_py")
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but bad flags exit 254 (bad arguments) instead of argparse's 2 (our 'unknown')."""
+    """argparse, but bad flags exit 254 (bad arguments) instead of argparse's 2 (our 'unknown'), and
+    a flag is taken only by its full name: a prefix of a longer flag is an unknown flag."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
@@ -48,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
         mod = _load(name)
@@ -57,7 +67,71 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def package_version() -> str:
+    """The installed distribution's version; a source tree never installed has none to tell."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jepsen-py")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+class _ReaderMayLeave:
+    """stdout for one command: when its reader goes away (`jepsen-py check F --json | head -c1`), the
+    rest of the output is dropped instead of raising BrokenPipeError, so the command still finishes and
+    its exit code is still the verdict. Python ignores SIGPIPE, so a closed pipe shows up only here."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+        self.reader_left = False
+
+    def _left(self) -> None:
+        self.reader_left = True
+        try:  # later flushes (Python's own, at exit) go nowhere instead of failing again
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._inner.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def write(self, text: str) -> int:
+        if not self.reader_left:
+            try:
+                return self._inner.write(text)
+            except BrokenPipeError:
+                self._left()
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if not self.reader_left:
+            try:
+                self._inner.flush()
+            except BrokenPipeError:
+                self._left()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Runs one command and returns its exit code; a closed stdout changes nothing about it."""
+    real = sys.stdout
+    out = _ReaderMayLeave(real)
+    sys.stdout = out  # type: ignore[assignment]
+    try:
+        code = _main(argv)
+        out.flush()
+        return code
+    finally:
+        sys.stdout = real
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
