@@ -16,6 +16,8 @@ from typing import Any
 
 from jepsen_py.backends import default_backend
 from jepsen_py.errors import BadInput
+from jepsen_py.numbers import MAX_SECONDS, integer, number
+from jepsen_py.numbers import check as check_number
 from jepsen_py.protocols import TestSpec
 
 DEFAULT_NODE_COUNT = 5
@@ -36,6 +38,8 @@ def parse_concurrency(text: str | int, node_count: int) -> int:
         raise BadInput(
             f"--concurrency: expected a number or a multiple of the node count like 3n, got {text!r}"
         )
+    if len(m.group(1)) > 9:
+        raise BadInput(f"--concurrency: {text!r} is not a usable number of clients")
     n = int(m.group(1)) * (node_count if m.group(2) else 1)
     if n < 1:
         raise BadInput(f"--concurrency: needs at least one client, got {text!r}")
@@ -58,8 +62,17 @@ def parse_list(values: list[str] | str | None) -> list[str]:
 
 
 def parse_nodes(nodes: str | None, node_count: int | None) -> list[str]:
-    if nodes:
-        names = parse_list(nodes)
+    """`--nodes` as names (each once, none empty), else n1..n<node_count>."""
+    if nodes is not None:
+        raw = [p.strip() for p in nodes.split(",")]
+        if not any(raw):
+            raise BadInput(f"--nodes: no node names given ({nodes!r}); leave the flag out for n1..n5")
+        if "" in raw:
+            raise BadInput(f"--nodes: empty node name in {nodes!r}")
+        dup = sorted({n for n in raw if raw.count(n) > 1})
+        if dup:
+            raise BadInput(f"--nodes: {', '.join(dup)} named more than once in {nodes!r}")
+        names = raw
         for n in names:
             if not _NODE_NAME.match(n):
                 raise BadInput(f"--nodes: {n!r} is not a usable node name (letters, digits, . _ -)")
@@ -79,9 +92,35 @@ def default_test_name(workload: str, nemesis: list[str], bugs: list[str]) -> str
 
 
 def _positive(name: str, value: float, *, zero_ok: bool = False) -> float:
-    if value != value or value < 0 or (value == 0 and not zero_ok):  # NaN, negative, zero
-        raise BadInput(f"{name}: must be {'>= 0' if zero_ok else '> 0'}, got {value:g}")
-    return value
+    return check_number(name, value, lo=0, hi=MAX_SECONDS, lo_open=not zero_ok)
+
+
+def machine_limits() -> tuple[int, int]:
+    """(nodes, clients) this machine can hold: every node is a process of a few tens of MB and every
+    client a thread with its connection; past these a run measures the machine, not the system."""
+    import os
+
+    cpus = os.cpu_count() or 1
+    try:
+        mem_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
+    except (ValueError, OSError, AttributeError):
+        mem_mb = 4096
+    nodes = max(9, min(8 * cpus, mem_mb // 128, 250))
+    clients = max(64, min(200 * cpus, mem_mb // 8))
+    return nodes, clients
+
+
+def check_size(nodes: int, concurrency: int, *, override: bool = False) -> None:
+    """Node count and client count within what the machine can hold (unless overridden)."""
+    if override:
+        return
+    max_nodes, max_clients = machine_limits()
+    if nodes > max_nodes:
+        raise BadInput(f"--nodes/--node-count: {nodes} nodes is more than this machine holds "
+                       f"(at most {max_nodes}; --ignore-machine-limits to insist)")
+    if concurrency > max_clients:
+        raise BadInput(f"--concurrency: {concurrency} clients is more than this machine drives "
+                       f"(at most {max_clients}; --ignore-machine-limits to insist)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,7 +131,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--nemesis", action="append", metavar="NAMES",
                    help="faults to inject, comma separated or repeated; 'none' for none "
                         "(default: none)")
-    g.add_argument("--nemesis-interval", type=float, default=DEFAULT_NEMESIS_INTERVAL, metavar="S",
+    g.add_argument("--nemesis-interval", type=number(0, MAX_SECONDS, lo_open=True),
+                   default=DEFAULT_NEMESIS_INTERVAL, metavar="S",
                    help=f"seconds between fault operations (default: {DEFAULT_NEMESIS_INTERVAL:g})")
     g.add_argument("--nemesis-schedule", choices=("random", "cycle"), default="random",
                    help="random: each interval toggles a random fault family, so faults overlap; "
@@ -100,27 +140,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--fault-targets", default=None, metavar="KINDS",
                    help="nodes pause and kill may hit, comma separated, one picked per fault: leader, "
                         "one, minority, majority, all (default: leader,one,minority)")
-    g.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="S",
+    g.add_argument("--time-limit", type=number(0, MAX_SECONDS, lo_open=True), default=DEFAULT_TIME_LIMIT,
+                   metavar="S",
                    help=f"seconds of the main phase (default: {DEFAULT_TIME_LIMIT:g})")
     g.add_argument("--concurrency", default=DEFAULT_CONCURRENCY, metavar="N|Kn",
                    help="client threads; Kn means K per node (default: 2n)")
-    g.add_argument("--rate", type=float, default=DEFAULT_RATE, metavar="OPS",
+    g.add_argument("--rate", type=number(0, 1e9), default=DEFAULT_RATE, metavar="OPS",
                    help=f"target ops/s over all clients, 0 = unlimited (default: {DEFAULT_RATE:g})")
-    g.add_argument("--seed", type=int, default=None,
+    g.add_argument("--seed", type=integer(0, 2**63 - 1), default=None,
                    help="random seed for generators and fault choices (default: random, recorded)")
-    g.add_argument("--test-count", type=int, default=1, metavar="N",
+    g.add_argument("--test-count", type=integer(1, 100_000), default=1, metavar="N",
                    help="run the test N times, each in its own run directory (default: 1)")
     g.add_argument("--name", default=None,
                    help="test name in results/ (default: <workload>-<nemesis>[-<bugs>])")
-    g.add_argument("--op-timeout", type=float, default=10.0, metavar="S",
+    g.add_argument("--op-timeout", type=number(0, MAX_SECONDS, lo_open=True), default=10.0, metavar="S",
                    help="an op not completed within S seconds is recorded as info (default: 10)")
-    g.add_argument("--recovery-timeout", type=float, default=30.0, metavar="S",
+    g.add_argument("--recovery-timeout", type=number(0, MAX_SECONDS), default=30.0, metavar="S",
                    help="after heal, wait at most S seconds for a stable leader (default: 30)")
 
     c = parser.add_argument_group("cluster")
     c.add_argument("--nodes", default=None, metavar="N1,N2,...",
                    help="node names (default: n1..n5)")
-    c.add_argument("--node-count", type=int, default=None, metavar="N",
+    c.add_argument("--node-count", type=integer(1, 100_000), default=None, metavar="N",
                    help=f"number of nodes named n1..nN (default: {DEFAULT_NODE_COUNT})")
     c.add_argument("--backend", default=None,
                    help="where nodes run: docker, ssh, local or none (default: docker when a "
@@ -131,6 +172,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="how nodes serve reads (default: read-index, linearizable)")
     c.add_argument("--bug", action="append", metavar="NAMES",
                    help="start the cluster with a known bug, comma separated or repeated")
+    c.add_argument("--ignore-machine-limits", action="store_true",
+                   help="allow more nodes or clients than this machine is judged to hold")
     c.add_argument("--leave-db-running", action="store_true",
                    help="do not tear the nodes down after the test (for inspection)")
 
@@ -147,19 +190,21 @@ def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -
     nodes = parse_nodes(args.nodes, args.node_count)
     nemesis = [n for n in parse_list(args.nemesis) if n != "none"]
     bugs = parse_list(args.bug)
-    if args.test_count < 1:
+    if args.test_count < 1 or args.test_count > 100_000:
         raise BadInput(f"--test-count: must be >= 1, got {args.test_count}")
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     name = args.name or default_test_name(args.workload, nemesis, bugs)
     if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name) or name in {".", ".."}:
         raise BadInput(f"--name: {name!r} is not usable as a directory name")
+    concurrency = parse_concurrency(args.concurrency, len(nodes))
+    check_size(len(nodes), concurrency, override=bool(getattr(args, "ignore_machine_limits", False)))
     return TestSpec(
         name=name,
         workload=args.workload,
         nemesis=nemesis,
         nodes=nodes,
         time_limit=_positive("--time-limit", args.time_limit),
-        concurrency=parse_concurrency(args.concurrency, len(nodes)),
+        concurrency=concurrency,
         rate=_positive("--rate", args.rate, zero_ok=True),
         nemesis_interval=_positive("--nemesis-interval", args.nemesis_interval),
         seed=seed,

@@ -29,6 +29,7 @@ from typing import Any
 
 from jepsen_py.backends.common import RemoteCommandFailed, check_signal, daemon_argv, tar_of, untar_to
 from jepsen_py.errors import BadInput, EnvironmentProblem, FrameworkFailure
+from jepsen_py.numbers import integer
 from jepsen_py.protocols import ExecResult, Remote, Test, TestSpec
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--ssh-password", default=os.environ.get("JEPSEN_PY_SSH_PASSWORD"),
                        help="password (for the login, and for sudo if it asks); default from "
                             "JEPSEN_PY_SSH_PASSWORD, which keeps it out of the process list; prefer keys")
-    group.add_argument("--ssh-port", type=int, default=22, help="SSH port (default 22)")
+    group.add_argument("--ssh-port", type=integer(1, 65535), default=22, help="SSH port (default 22)")
     group.add_argument("--ssh-host", action="append", default=[], metavar="NODE=HOST[:PORT]",
                        help="where SSH reaches NODE, when that is not the node's name (repeatable)")
     group.add_argument("--ssh-sudo", action=argparse.BooleanOptionalAction, default=None,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.errors import BadInput, EnvironmentProblem
+from jepsen_py.numbers import MAX_SECONDS, MAX_WORKERS, integer, number
 from jepsen_py.verdict import exit_code
 
 NAME = "check"
@@ -35,11 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init", default=None, metavar="JSON",
                         help="the model's initial state as JSON, e.g. 0 or '{\"x\": 0}'")
     parser.add_argument("--format", default="auto", choices=FORMATS, help="history format (default: sniffed)")
-    parser.add_argument("--time-limit", type=float, default=DEFAULT_TIME_S, metavar="S",
+    parser.add_argument("--time-limit", type=number(0, MAX_SECONDS, lo_open=True), default=DEFAULT_TIME_S,
+                        metavar="S",
                         help=f"seconds before giving up with 'unknown' (default {DEFAULT_TIME_S:g})")
-    parser.add_argument("--memory-limit", type=int, default=DEFAULT_MEMORY_MB, metavar="MB",
+    parser.add_argument("--memory-limit", type=integer(1, 1 << 24), default=DEFAULT_MEMORY_MB, metavar="MB",
                         help=f"memory for the search's memo, MB (default {DEFAULT_MEMORY_MB})")
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--workers", type=integer(1, MAX_WORKERS), default=None,
                         help="processes for per-key checks (default: cores)")
     parser.add_argument("--nil-read", choices=("empty", "unknown"), default=None,
                         help="register models: an ok read of null read an empty register (empty) or "

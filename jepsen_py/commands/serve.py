@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from jepsen_py.numbers import integer
+
 NAME = "serve"
 HELP = "serve a web UI over the results directory: every run, newest first, with its pictures and files"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--port", type=int, default=8080, help="TCP port (default 8080; 0 picks a free one)")
+    parser.add_argument("--port", type=integer(0, 65535), default=8080,
+                        help="TCP port (default 8080; 0 picks a free one)")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to bind (default 127.0.0.1: only this machine can connect)")
     parser.add_argument("--results-dir", default="results", help="the results directory (default results/)")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from jepsen_py import matrix as mx
 from jepsen_py.errors import BadInput
+from jepsen_py.numbers import MAX_SECONDS, integer, number
 
 NAME = "test-all"
 HELP = "run the bug x workload x nemesis detection matrix and check it against the expectations"
@@ -26,25 +27,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="the reduced matrix: one run per bug at its quick time limit, and the "
                              "correct-build runs marked quick")
-    parser.add_argument("--test-count", type=int, default=None, metavar="N",
+    parser.add_argument("--test-count", type=integer(1, 100_000), default=None, metavar="N",
                         help="runs per cell (default: 1 with --quick, 10 otherwise)")
     parser.add_argument("--expectations", type=Path, default=mx.DEFAULT_EXPECTATIONS, metavar="FILE",
                         help="the expectations TOML (default: jepsen_py/expectations.toml)")
     parser.add_argument("--bugs", default=None, metavar="NAMES",
                         help="only these bugs, comma separated ('correct' names the correct build)")
-    parser.add_argument("--time-limit", type=float, default=None, metavar="S",
+    parser.add_argument("--time-limit", type=number(0, MAX_SECONDS, lo_open=True), default=None, metavar="S",
                         help="override every cell's main-phase seconds")
-    parser.add_argument("--node-count", type=int, default=5, metavar="N",
+    parser.add_argument("--node-count", type=integer(1, 250), default=5, metavar="N",
                         help="nodes per cluster (default 5)")
     parser.add_argument("--results-dir", type=Path, default=Path("results"), metavar="DIR",
                         help="the store (default: results)")
     parser.add_argument("--name", default=None, metavar="NAME",
                         help="matrix name: runs are <name>-<cell>, the summary results/<name>/summary.json "
                              "(default: matrix-quick or matrix)")
-    parser.add_argument("--parallel", type=int, default=1, metavar="N",
+    parser.add_argument("--parallel", type=integer(1, 64), default=1, metavar="N",
                         help="runs at once, each its own cluster (default 1; timing-sensitive bugs "
                              "may need a quiet machine)")
-    parser.add_argument("--seed", type=int, default=None,
+    parser.add_argument("--seed", type=integer(0, 2**63 - 1), default=None,
                         help="seed of the first run of each cell (+1 per run)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 

@@ -1,0 +1,83 @@
+"""Numbers a user types: finite, in range, or refused with one line naming the flag.
+
+Python's float() takes "nan" and "inf", and NaN compares false with everything, so a `<= 0` test
+lets it through (a time limit of NaN switched the budget off). Every numeric flag of every command
+goes through `number` / `integer` here: as an argparse `type=` (the parser then exits 254 naming the
+flag) or directly via `check` for values that arrive another way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+
+from jepsen_py.errors import BadInput
+
+# A week: longer than any test or check anyone waits for, short enough that deadlines stay exact.
+MAX_SECONDS = 7 * 24 * 3600.0
+# Worker processes: far beyond any machine's cores, small enough not to exhaust the process table.
+MAX_WORKERS = 1024
+
+# Integers beyond this many digits are not a count or a limit anyone means (and int() of a
+# 5,000-digit string raises ValueError in recent Pythons).
+_MAX_DIGITS = 30
+
+
+def check(name: str, value: float, *, lo: float | None = None, hi: float | None = None,
+          lo_open: bool = False) -> float:
+    """`value` if finite and within [lo, hi] (lo excluded when `lo_open`); else BadInput naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadInput(f"{name}: expected a number, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise BadInput(f"{name}: must be a finite number, got {value}")
+    if lo is not None and (value < lo or (lo_open and value == lo)):
+        raise BadInput(f"{name}: must be {'>' if lo_open else '>='} {lo:g}, got {value:g}")
+    if hi is not None and value > hi:
+        raise BadInput(f"{name}: must be <= {hi:g}, got {value:g}")
+    return value
+
+
+def _parse_float(text: str) -> float:
+    s = str(text).strip()
+    if len(s) > 64:
+        raise ValueError("too long")
+    v = float(s)
+    if not math.isfinite(v):
+        raise ValueError("not finite")
+    return v
+
+
+def _parse_int(text: str) -> int:
+    s = str(text).strip()
+    digits = s.lstrip("+-")
+    if not digits.isascii() or not digits.isdigit() or len(digits) > _MAX_DIGITS:
+        raise ValueError("not an integer")
+    return int(s)
+
+
+def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False
+           ) -> Callable[[str], float]:
+    """An argparse `type=` for a finite float in range: `type=number(0, lo_open=True)`."""
+    return _typed(_parse_float, "a finite number", lo, hi, lo_open)
+
+
+def integer(lo: int | None = None, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse `type=` for an integer in [lo, hi]."""
+    return _typed(_parse_int, "an integer", lo, hi, False)
+
+
+def _typed(parse: Callable[[str], float], what: str, lo: float | None, hi: float | None,
+           lo_open: bool) -> Callable[[str], float]:
+    def convert(text: str) -> float:
+        try:
+            v = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        try:
+            return check("value", v, lo=lo, hi=hi, lo_open=lo_open)
+        except BadInput as e:
+            raise argparse.ArgumentTypeError(str(e).removeprefix("value: ") + f" ({text!r})") from None
+
+    convert.__name__ = what.split()[-1]  # argparse names the type in its messages
+    return convert
