@@ -626,6 +626,7 @@ class Node:
 def build_parser() -> argparse.ArgumentParser:
     bugs = "\n".join(f"  {name:22} {text}" for name, text in BUG_HELP.items())
     p = argparse.ArgumentParser(prog="python3 -m cluster.node", description="A Raft metadata node.",
+                                allow_abbrev=False,
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=f"known bugs (--bug NAME, repeatable, all off by default):\n{bugs}")
     p.add_argument("--id", required=True, help="this node's id; must appear in --peers")

@@ -109,7 +109,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                allow_abbrev=False)
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--nemeses", default=",".join(NEMESES))
     p.add_argument("--time-limit", type=float, default=60.0)

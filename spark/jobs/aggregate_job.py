@@ -22,7 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     from spark.aggregate import render_table, run_aggregate
     from spark.session import get_session
 
-    ap = argparse.ArgumentParser(prog="aggregate_job.py", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="aggregate_job.py", description=__doc__.splitlines()[0],
+                                 allow_abbrev=False)
     ap.add_argument("results_dir", type=Path)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--no-dashboard", action="store_true")
