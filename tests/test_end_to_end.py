@@ -34,9 +34,10 @@ def jepsen_run(tmp_path: Path, workload: str, nemesis: str, *extra: str) -> tupl
     run_dir = (tmp_path / name / "latest").resolve()
     assert (run_dir / "results.json").exists(), proc.stderr[-3000:]
     results = json.loads((run_dir / "results.json").read_text())
-    # The JUnit report mirrors results.json: one case per checker.
+    # The JUnit report mirrors results.json: the run's verdict, then one case per checker.
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
-    assert set(cases) == set(results["checkers"])
+    assert set(cases) == {"verdict", *results["checkers"]}
+    assert (results["valid"] is True) == (len(list(cases["verdict"])) == 0)
     for cname, r in results["checkers"].items():
         assert (r["valid"] is True) == (len(list(cases[cname])) == 0)
     return proc.returncode, results, run_dir

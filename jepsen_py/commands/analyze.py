@@ -125,9 +125,9 @@ def run(args: argparse.Namespace) -> int:
         install_default_post_run()
         run_post_hooks(run_dir)
     if args.junit_xml:
-        from jepsen_py.commands.run import write_junit
+        from jepsen_py.junit import write_junit
 
-        write_junit(results, Path(args.junit_xml))
+        write_junit(results, Path(args.junit_xml), run_dir=run_dir)
     stats = results.get("stats", {})
     print_summary(valid=results["valid"], invokes=stats.get("invokes", 0), oks=stats.get("ok", 0),
                   anomalies=count_anomalies(results), run_dir=run_dir, checkers=results.get("checkers"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,10 @@ def test_run_end_to_end_with_an_in_process_db(tmp_path: Path, monkeypatch: pytes
     spec = json.loads((run_dir / "test.json").read_text())
     assert spec["seed"] == 5 and spec["nodes"] == ["n1", "n2", "n3"] and spec["concurrency"] == 6
     assert json.loads((run_dir / "results.json").read_text())["valid"] is True
-    assert junit.exists() and "testsuite" in junit.read_text()
+    suite = ET.parse(junit).getroot()
+    assert suite.get("name") == f"register-none/{run_dir.name}"
+    assert suite.get("tests") == str(1 + len(json.loads((run_dir / "results.json").read_text())["checkers"]))
+    assert float(suite.get("time")) > 0
 
 
 def test_test_count_runs_each_in_its_own_dir_with_its_own_seed(
