@@ -61,10 +61,12 @@ def create_run_dir(results_dir: Path, test_name: str, *, now: float | None = Non
 
 
 def write_json(path: Path, obj: Any) -> None:
-    """Atomic: a temp file in the same directory, fsync'd, then renamed over `path`."""
+    """Atomic: a temp file in the same directory, fsync'd, then renamed over `path`. Readable like
+    every other file of a run (0644 under the usual umask), not mkstemp's owner-only 0600."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(obj, f, indent=2, sort_keys=False, default=_default)
             f.write("\n")
@@ -75,6 +77,20 @@ def write_json(path: Path, obj: Any) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (Linux tells it in /proc); else set and restored."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _default(o: Any) -> Any:

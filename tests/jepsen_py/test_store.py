@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import stat
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,16 @@ def test_capture_log_keeps_the_console_quiet(tmp_path: Path, capsys: pytest.Capt
     finally:
         root.removeHandler(console)
         root.setLevel(old_level)
+
+
+def test_results_and_test_json_are_readable_like_the_rest_of_a_run(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        other = tmp_path / "history.jsonl"
+        other.write_text("")
+        for name in ("results.json", "test.json"):
+            store.write_json(tmp_path / name, {"valid": True})
+            assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644, name
+        assert stat.S_IMODE(other.stat().st_mode) == 0o644
+    finally:
+        os.umask(old)
