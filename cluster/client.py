@@ -79,6 +79,22 @@ ERRORS: dict[str, type[ClusterError]] = {
 }
 
 
+def outcome(resp: dict[str, Any]) -> dict[str, Any]:
+    """One response frame as the answer dict, or the ClusterError it stands for. Pure, so every client
+    of the API (this blocking one, the simulator's asynchronous one) reads answers alike."""
+    if resp.get("ok") is True:
+        result = resp.get("result")
+        if not isinstance(result, dict):
+            raise ProtocolError("response has no result object", resp)
+        return {**result, "node": resp.get("node"), "role": resp.get("role"),
+                "term": resp.get("term"), "leader": resp.get("leader")}
+    error = resp.get("error")
+    if not isinstance(error, str):
+        raise ProtocolError(f"malformed response: {str(resp)[:200]}", resp)
+    cls = ERRORS.get(error, InvalidRequest)
+    raise cls(f"{error}: {resp.get('message', '')}", resp)
+
+
 class ClusterClient:
     """A connection to one node. Not thread-safe: use one client per worker."""
 
@@ -146,17 +162,7 @@ class ClusterClient:
             raise Timeout(f"{self.host}:{self.port}: connection lost after sending {op}: {e}") from None
 
     def _outcome(self, resp: dict[str, Any]) -> dict[str, Any]:
-        if resp.get("ok") is True:
-            result = resp.get("result")
-            if not isinstance(result, dict):
-                raise ProtocolError("response has no result object", resp)
-            return {**result, "node": resp.get("node"), "role": resp.get("role"),
-                    "term": resp.get("term"), "leader": resp.get("leader")}
-        error = resp.get("error")
-        if not isinstance(error, str):
-            raise ProtocolError(f"malformed response: {str(resp)[:200]}", resp)
-        cls = ERRORS.get(error, InvalidRequest)
-        raise cls(f"{error}: {resp.get('message', '')}", resp)
+        return outcome(resp)
 
     def _connect(self) -> socket.socket:
         if self._sock is not None and self._stale(self._sock):

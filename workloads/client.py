@@ -18,11 +18,14 @@ An op whose invocation names a node (final reads) goes to that node; otherwise t
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import FAIL, INFO, OK, Op
 from jepsen_py.protocols import Client, Test
+
+if TYPE_CHECKING:
+    from cluster.client import ClusterError
 
 FS = ("commit", "fetch", "create", "describe", "list")
 DEFAULT_PORT = 9092
@@ -84,46 +87,67 @@ class MetadataClient:
         if op.f not in self.fs:
             raise BadInput(f"workload client cannot perform {op.f!r} (knows {', '.join(sorted(self.fs))})")
         conn = self._conn(test, node)
+        api, args = request(op)
         try:
-            resp, value = self._call(conn, op)
+            resp = conn.call(api, **args)
         except ClusterError as e:
-            meta: dict[str, Any] = {"role": e.role, "term": e.term, "leader": e.leader}
-            if getattr(e, "leader_hint", None) is not None:
-                meta["leader_hint"] = e.leader_hint  # type: ignore[attr-defined]
-            code = e.error or _code(e)
-            return replace(op, type=FAIL if e.definite else INFO, node=e.node or node, error=code,
-                           meta={k: v for k, v in meta.items() if v is not None} | {"message": e.message})
-        return replace(op, type=OK, value=value, node=resp.get("node") or node, error=None,
-                       meta={"role": resp.get("role"), "term": resp.get("term"),
-                             "leader": resp.get("leader")})
-
-    @staticmethod
-    def _call(conn: Any, op: Op) -> tuple[dict[str, Any], Any]:
-        f = op.f
-        if f == "commit":
-            g, t, p = split_key(op.key)
-            resp = conn.commit_offset(g, t, p, int(op.value))
-            return resp, op.value
-        if f == "fetch":
-            g, t, p = split_key(op.key)
-            resp = conn.fetch_offset(g, t, p)
-            return resp, resp.get("offset")
-        if f == "create":
-            v = op.value if isinstance(op.value, dict) else {}
-            resp = conn.create_topic(str(op.key), int(v.get("partitions", 1)), int(v.get("rf", 1)))
-            return resp, {"created": bool(resp.get("created", True))}
-        if f == "describe":
-            resp = conn.describe_topic(str(op.key))
-            return resp, resp.get("topic")
-        if f == "list":
-            resp = conn.list_topics()
-            return resp, list(resp.get("topics") or [])
-        raise AssertionError(f)
+            return refused(op, node, e)
+        return answered(op, node, resp)
 
     def close(self, test: Test) -> None:
         for c in self._conns.values():
             c.close()
         self._conns.clear()
+
+
+def request(op: Op) -> tuple[str, dict[str, Any]]:
+    """The API call an op is: (request name, its arguments). Pure, so the blocking client here and
+    the simulator's asynchronous one send the same requests for the same ops."""
+    f = op.f
+    if f == "commit":
+        g, t, p = split_key(op.key)
+        return "commit_offset", {"group": g, "topic": t, "partition": p, "offset": int(op.value)}
+    if f == "fetch":
+        g, t, p = split_key(op.key)
+        return "fetch_offset", {"group": g, "topic": t, "partition": p, "local": False}
+    if f == "create":
+        v = op.value if isinstance(op.value, dict) else {}
+        return "create_topic", {"name": str(op.key), "partitions": int(v.get("partitions", 1)),
+                                "rf": int(v.get("rf", 1))}
+    if f == "describe":
+        return "describe_topic", {"name": str(op.key), "local": False}
+    if f == "list":
+        return "list_topics", {"local": False}
+    raise BadInput(f"workload client cannot perform {f!r} (knows {', '.join(FS)})")
+
+
+def _value(op: Op, resp: dict[str, Any]) -> Any:
+    f = op.f
+    if f == "commit":
+        return op.value
+    if f == "fetch":
+        return resp.get("offset")
+    if f == "create":
+        return {"created": bool(resp.get("created", True))}
+    if f == "describe":
+        return resp.get("topic")
+    return list(resp.get("topics") or [])
+
+
+def answered(op: Op, node: str, resp: dict[str, Any]) -> Op:
+    """The ok completion of `op` from the server's answer (the answer's node, role, term, leader kept)."""
+    return replace(op, type=OK, value=_value(op, resp), node=resp.get("node") or node, error=None,
+                   meta={"role": resp.get("role"), "term": resp.get("term"), "leader": resp.get("leader")})
+
+
+def refused(op: Op, node: str, e: ClusterError) -> Op:
+    """The fail (definite) or info (maybe done) completion of `op` for a client error."""
+    meta: dict[str, Any] = {"role": e.role, "term": e.term, "leader": e.leader}
+    if getattr(e, "leader_hint", None) is not None:
+        meta["leader_hint"] = e.leader_hint  # type: ignore[attr-defined]
+    code = e.error or _code(e)
+    return replace(op, type=FAIL if e.definite else INFO, node=e.node or node, error=code,
+                   meta={k: v for k, v in meta.items() if v is not None} | {"message": e.message})
 
 
 def _code(e: Exception) -> str:
@@ -132,4 +156,4 @@ def _code(e: Exception) -> str:
             "AlreadyExists": "already_exists", "ProtocolError": "protocol"}.get(name, name.lower())
 
 
-__all__ = ["FS", "MetadataClient", "offsets_key", "split_key"]
+__all__ = ["FS", "MetadataClient", "answered", "offsets_key", "refused", "request", "split_key"]
