@@ -51,8 +51,27 @@ def load_db(ref: str, spec: TestSpec) -> DB:
         db = cls(spec)
     except TypeError as e:
         raise BadInput(f"--db: cannot construct {ref}(spec): {e}") from None
-    missing = [m for m in ("setup", "teardown", "primaries", "status", "client", "log_files")
+    missing = [m for m in ("setup", "teardown", "client", "log_files")
                if not callable(getattr(db, m, None))]
     if missing:
         raise BadInput(f"--db: {ref} lacks the DB methods {', '.join(missing)}")
     return db
+
+
+def check_capabilities(db: object, nemesis: object, *, db_name: str) -> None:
+    """One line (exit 254) when the nemesis needs an optional DB capability the DB lacks, e.g.
+    --nemesis kill with a DB that cannot kill and start, or partition-leader with a leaderless one.
+    A nemesis says what it needs with `needs()` -> {capability: what needs it}."""
+    from jepsen_py.protocols import CAPABILITIES
+
+    needs_fn = getattr(nemesis, "needs", None)
+    needs = dict(needs_fn()) if callable(needs_fn) else {}
+    for capability, who in needs.items():
+        if capability not in CAPABILITIES:
+            raise BadInput(f"{who}: needs an unknown DB capability {capability!r} "
+                           f"(known: {', '.join(CAPABILITIES)})")
+        methods, does = CAPABILITIES[capability]
+        lacking = [m for m in methods if not callable(getattr(db, m, None))]
+        if lacking:
+            raise BadInput(f"{who} needs a DB that can {does} ({', '.join(methods)}); "
+                           f"{db_name} has no {', '.join(lacking)}")

@@ -1,7 +1,14 @@
-"""The contracts every part plugs into (DESIGN.md section 2), modelled on Jepsen's protocols.
+"""The contracts every part plugs into, modelled on Jepsen's protocols.
 
 Small interfaces with plain data between them. Nothing here knows what system is under test: our
-Raft cluster (cluster/) is one DB among any a user names with `--db package.module:Name`.
+Raft cluster is one DB among any a user names with `--db package.module:Name`.
+
+A DB must set up, tear down, name its log files and hand out clients. Everything else is an
+optional capability, as Jepsen's Process, Pause and Primary protocols are: a DB that can kill and
+restart its nodes (`Process`), pause and resume them (`Pause`), name its leaders (`Primary`), report
+a node's own view (`Status`) or run its daemons under a controllable clock (`ClockControl`). The
+runner uses a capability only where the DB has it, and refuses, before provisioning anything, a
+nemesis that needs one the DB lacks.
 """
 
 from __future__ import annotations
@@ -96,7 +103,8 @@ class Client(Protocol):
 
 @runtime_checkable
 class DB(Protocol):
-    """The system under test's lifecycle on the nodes, and the clients that talk to it."""
+    """The system under test's lifecycle on the nodes, and the clients that talk to it. The
+    optional capabilities are the protocols below; `capabilities(db)` says which a DB has."""
 
     def setup(self, test: Test, node: str) -> None:
         """Installs and starts the system on `node`."""
@@ -104,25 +112,76 @@ class DB(Protocol):
     def teardown(self, test: Test, node: str) -> None:
         """Stops it and wipes its data on `node`."""
 
-    def start(self, test: Test, node: str) -> None: ...
-
-    def kill(self, test: Test, node: str) -> None: ...
-
-    def pause(self, test: Test, node: str) -> None: ...
-
-    def resume(self, test: Test, node: str) -> None: ...
-
-    def primaries(self, test: Test) -> list[str]:
-        """The nodes that consider themselves leader right now."""
-
-    def status(self, test: Test, node: str) -> dict[str, Any] | None:
-        """The node's own view: at least role, term and leader; None when it does not answer."""
-
     def log_files(self, test: Test, node: str) -> list[str]:
         """Paths on the node to download into the store after the test."""
 
     def client(self, workload: str) -> Client:
         """A client template for the named workload; BadInput if the workload is unsupported."""
+
+
+@runtime_checkable
+class Process(Protocol):
+    """A DB that can crash its daemon on a node and start it again from its own disk."""
+
+    def kill(self, test: Test, node: str) -> None: ...
+
+    def start(self, test: Test, node: str) -> None: ...
+
+
+@runtime_checkable
+class Pause(Protocol):
+    """A DB that can freeze its daemon on a node (SIGSTOP) and thaw it."""
+
+    def pause(self, test: Test, node: str) -> None: ...
+
+    def resume(self, test: Test, node: str) -> None: ...
+
+
+@runtime_checkable
+class Primary(Protocol):
+    """A DB with leaders: the runner waits for one after setup and heal, and leader-targeted
+    faults aim at them."""
+
+    def primaries(self, test: Test) -> list[str]:
+        """The nodes that consider themselves leader right now."""
+
+
+@runtime_checkable
+class Status(Protocol):
+    """A DB whose nodes report their own view; the observer samples it into the history."""
+
+    def status(self, test: Test, node: str) -> dict[str, Any] | None:
+        """The node's own view: at least role, term and leader; None when it does not answer."""
+
+
+@runtime_checkable
+class ClockControl(Protocol):
+    """A DB that starts its daemons under libfaketime (nemeses.clock.faketime_env), so clock
+    faults can move their clocks."""
+
+    def faketime_file(self, test: Test, node: str) -> str:
+        """The node's libfaketime timestamp file."""
+
+
+#: Each optional capability: its name, the methods it takes, and what it lets a test do.
+CAPABILITIES: dict[str, tuple[tuple[str, ...], str]] = {
+    "process": (("kill", "start"), "kill and restart its nodes"),
+    "pause": (("pause", "resume"), "pause and resume its nodes"),
+    "primaries": (("primaries",), "name its leaders"),
+    "status": (("status",), "report a node's own status"),
+    "clock": (("faketime_file",), "run its daemons under a controllable clock"),
+}
+
+
+def capabilities(db: object) -> frozenset[str]:
+    """The optional capabilities `db` has: every method of each is there and callable."""
+    return frozenset(name for name, (methods, _) in CAPABILITIES.items()
+                     if all(callable(getattr(db, m, None)) for m in methods))
+
+
+def has_capability(db: object, name: str) -> bool:
+    methods, _ = CAPABILITIES[name]
+    return db is not None and all(callable(getattr(db, m, None)) for m in methods)
 
 
 @runtime_checkable
@@ -142,6 +201,9 @@ class Nemesis(Protocol):
         """Undoes every fault still in force."""
 
     def teardown(self, test: Test) -> None: ...
+
+    # Optional: `needs()` -> {capability: what needs it}, e.g. {"process": "--nemesis kill"}; the
+    # runner refuses the test up front when the DB lacks one (see nemeses.faults.needs).
 
 
 @runtime_checkable
@@ -210,15 +272,23 @@ class Test:
 
 Result = dict[str, Any]
 __all__ = [
+    "CAPABILITIES",
     "DB",
     "Backend",
     "Checker",
     "Client",
+    "ClockControl",
     "ExecResult",
     "Nemesis",
+    "Pause",
+    "Primary",
+    "Process",
     "Remote",
     "Result",
+    "Status",
     "Test",
     "TestSpec",
     "Valid",
+    "capabilities",
+    "has_capability",
 ]

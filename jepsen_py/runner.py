@@ -1,29 +1,36 @@
-"""The runner: one test run from an empty store directory to an exit code (DESIGN.md section 1).
+"""The runner: one test run from an empty store directory to an exit code, along Jepsen's `run!`.
 
-    store dir + test.json -> backend.setup -> db.setup on every node (parallel) -> wait for a leader
-    -> main (client workers + nemesis beside them, observer sampling, until the time limit)
-    -> heal -> recovery (a stable leader, bounded) -> final ops -> node logs into nodes/<node>/
-    -> db teardown (unless leave_db_running) -> backend teardown -> checkers -> results.json
-    -> POST_RUN renderers
+The phases of a run, in order:
 
-Concurrency is real: one thread per client worker, each with its own client; the only shared
-critical sections are the generator (asking for the next op, microseconds) and the history append.
-A worker whose op completes info (or raises, or overruns the op timeout) takes a fresh process id,
-process + concurrency, as Jepsen's workers do. Any failure or Ctrl-C in a phase still heals and
-tears down; a failure is reported with exit 255 (254 for environment problems), never swallowed.
+  1. store      the run directory, test.json, the `latest` link, jepsen.log (before anything else)
+  2. setup      backend.setup (the nodes) -> db.setup on every node, in parallel -> nemesis.setup
+                -> wait for a leader (only for a DB with primaries)
+  3. main       the workload's generator on the client workers, the nemesis schedule beside them
+                (the interpreter), the observer sampling node status (only for a DB with status),
+                until the time limit
+  4. heal       the nemesis undoes every fault still in force
+  5. recovery   one stable leader for a second, bounded by recovery_timeout (only with primaries)
+  6. final      the workload's final generator (e.g. a read of every key on every node)
+  7. cleanup    observer stop, clients closed, nemesis teardown, node logs into nodes/<node>/,
+                db teardown and backend teardown (unless leave_db_running)
+  8. check      the analysis: checkers on the history, results.json, verdict, exit code
+  9. post-run   the steps the caller passed in (pictures, Parquet), failures logged, never fatal
+
+Any failure or Ctrl-C in a phase still heals and tears down; a failure is reported with exit 255
+(254 for environment problems and bad input), never swallowed. A nemesis that needs a capability
+the DB lacks (kill, pause, primaries, ...) is refused before step 1.
 
 `run_test` takes live objects (tests drive it with in-process fakes); `jepsen-py run` builds them
-from names.
+from names. How ops are driven lives in jepsen_py.interpreter, what a verdict is in
+jepsen_py.analysis.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import logging
 import random
 import shutil
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,57 +39,29 @@ from typing import Any
 
 from jepsen_py import generator as gen
 from jepsen_py import store
-from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, BadInput, FrameworkFailure, JepsenError
-from jepsen_py.generator import Context, Generator, Pending, Template, Thread
-from jepsen_py.history import (
-    COMPLETIONS,
-    FAIL,
-    INFO,
-    INVOKE,
-    NEMESIS,
-    OK,
-    HistoryWriter,
-    Op,
-    read_history,
-    validate,
+from jepsen_py.analysis import (
+    PostRun,
+    analyse,
+    client_stats,
+    count_anomalies,
+    run_checkers,
+    run_post_steps,
+    unique_name,
+    write_results,
 )
+from jepsen_py.errors import EXIT_BAD_INPUT, BadInput, FrameworkFailure, JepsenError
+from jepsen_py.generator import Generator
+from jepsen_py.history import INFO, INVOKE, NEMESIS, HistoryWriter, Op
+from jepsen_py.interpreter import Clock, Interpreter, MonotonicClock, Scheduler
 from jepsen_py.observer import Observer
 from jepsen_py.progress import Progress
-from jepsen_py.protocols import DB, Backend, Checker, Client, Nemesis, Test, TestSpec
-from jepsen_py.verdict import Valid, exit_code, merge
+from jepsen_py.protocols import DB, Backend, Nemesis, Test, TestSpec, has_capability
+from jepsen_py.verdict import Valid
 from jepsen_py.workload import Workload
 
 log = logging.getLogger(__name__)
 
-# Renderers run after results.json is written, each called with the run directory. Their failures
-# are logged, never fatal: a plot must not change a verdict.
-POST_RUN: list[Callable[[Path], None]] = []
-
-
-def render_pictures(run_dir: Path) -> None:
-    """timeline.html, perf.html and (for a non-linearizable history) linearizability.html."""
-    from checkers.render import render_run
-
-    render_run(run_dir)
-
-
-def export_parquet(run_dir: Path) -> None:
-    """The run's ops and verdicts as Parquet, ready for `jepsen-py aggregate`."""
-    from spark.export import export_run
-
-    export_run(run_dir)
-
-
-def install_default_post_run() -> None:
-    """What every run from the CLI writes after results.json; idempotent. Tests driving
-    run_test directly leave POST_RUN empty so they stay fast."""
-    for hook in (render_pictures, export_parquet):
-        if hook not in POST_RUN:
-            POST_RUN.append(hook)
-
-POLL_S = 0.05  # longest a waiting worker sleeps before asking its generator again
-JOIN_GRACE_S = 5.0
-NEMESIS_JOIN_S = 120.0
+__all__ = ["RunOutcome", "client_stats", "count_anomalies", "run_checkers", "run_test", "unique_name"]
 
 
 @dataclass
@@ -104,127 +83,17 @@ class RunOutcome:
         return self.oks / self.invokes if self.invokes else 0.0
 
 
-class _Clock:
-    """Nanoseconds since the test began, from the monotonic clock (history times)."""
+class Run:
+    """The phases of one run and what each set up, so cleanup undoes exactly that."""
 
-    def __init__(self) -> None:
-        self.t0 = time.monotonic_ns()
-
-    def ns(self) -> int:
-        return time.monotonic_ns() - self.t0
-
-    def s(self) -> float:
-        return (time.monotonic_ns() - self.t0) / 1e9
-
-
-class _Driver:
-    """Hands a generator's ops to worker threads. The generator is only ever called under the lock;
-    ops run outside it."""
-
-    def __init__(self, g: Generator, rng: random.Random, threads: Sequence[Thread],
-                 nodes: Sequence[str], clock: _Clock) -> None:
-        self.gen = g
-        self.rng = rng
-        self.threads = tuple(threads)
-        self.nodes = tuple(nodes)
-        self.clock = clock
-        self.busy: set[Thread] = set()
-        self.cond = threading.Condition(threading.Lock())
-        self.exhausted = False
-        self.stopped = False
-        self.event_waiters = 0
-
-    def _ctx(self, thread: Thread, process: int | str) -> Context:
-        return Context(self.clock.s(), thread, process, self.rng, self.threads, self.busy, self.nodes)
-
-    def next(self, w: _Worker, start: Callable[[Template], Op],
-             done: Callable[[], tuple[int | str, Op, Op]] | None = None) -> Op | None:
-        """Finishes the worker's previous op (`done` records its completion), then waits for the
-        next template and starts it (`start` records the invoke), all in one critical section:
-        one lock handoff per op instead of four is what keeps 100 threads fast."""
-        with self.cond:
-            if done is not None:
-                process, invoke, completion = done()
-                self.busy.discard(w.thread)
-                try:
-                    self.gen.update(self._ctx(w.thread, process), invoke, completion)
-                except Exception:
-                    log.exception("generator update failed")
-                if self.event_waiters:
-                    self.cond.notify_all()
-            while True:
-                if self.exhausted or self.stopped:
-                    return None
-                ctx = self._ctx(w.thread, w.process)
-                step = self.gen.op(ctx)
-                if step is None:
-                    self.exhausted = True
-                    self.cond.notify_all()
-                    return None
-                if isinstance(step, Template):
-                    self.busy.add(w.thread)
-                    return start(step)
-                assert isinstance(step, Pending)
-                if step.until is None:
-                    self.event_waiters += 1
-                    self.cond.wait(POLL_S)
-                    self.event_waiters -= 1
-                else:
-                    self.cond.wait(min(max(step.until - ctx.time, 0.0), POLL_S))
-
-    def stop(self) -> None:
-        with self.cond:
-            self.stopped = True
-            self.cond.notify_all()
-
-
-@dataclass(eq=False)
-class _Worker:
-    """One client thread's state: its process, its node, its clients (one per node it used) and
-    the op in flight (watched for the op timeout)."""
-
-    thread: Thread
-    process: int | str
-    node: str | None
-    clients: dict[str, Client] = field(default_factory=dict)
-    invokes: int = 0
-    oks: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    inflight: Op | None = None
-    deadline: float = 0.0
-    abandoned: bool = False
-
-
-def _copy(op: Op) -> Op:
-    """What a client gets: its own copy, so mutating it cannot touch the recorded invoke."""
-    return Op(op.index, op.time, op.type, op.process, op.f, op.key, op.value, op.node, op.error,
-              dict(op.meta) if op.meta else {})
-
-
-def _normalize(comp: Any, inv: Op, *, nemesis: bool = False) -> Op:
-    """The completion a client/nemesis returned, made to obey the history's rules."""
-    if not isinstance(comp, Op):
-        return dataclasses.replace(inv, type=INFO, error=f"invoke returned {type(comp).__name__}, not an Op",
-                                   meta=dict(inv.meta))
-    typ = INFO if nemesis else comp.type
-    error = comp.error
-    if typ not in COMPLETIONS:
-        error = f"invoke returned an op of type {comp.type!r}"
-        typ = INFO
-    return Op(index=-1, time=0, type=typ, process=inv.process, f=inv.f, key=comp.key,
-              value=comp.value, node=comp.node if comp.node is not None else inv.node, error=error,
-              meta=comp.meta if comp.meta is not inv.meta else dict(comp.meta))
-
-
-class _Run:
-    def __init__(self, spec: TestSpec, *, db: DB, workload: Workload, client: Client,
+    def __init__(self, spec: TestSpec, *, db: DB, workload: Workload, client: Any,
                  nemesis: Nemesis | None, nemesis_generator: Generator | None, backend: Backend,
                  run_dir: Path, writer: HistoryWriter, progress: Progress | None,
-                 observer_interval: float, setup_timeout: float) -> None:
+                 observer_interval: float, setup_timeout: float, clock: Clock | None = None,
+                 scheduler: Scheduler | None = None) -> None:
         self.spec = spec
         self.db = db
         self.workload = workload
-        self.client_template = client
         self.nemesis = nemesis
         self.nemesis_generator = nemesis_generator
         self.backend = backend
@@ -233,26 +102,21 @@ class _Run:
         self.progress = progress
         self.observer_interval = observer_interval
         self.setup_timeout = setup_timeout
-        self.clock = _Clock()
+        self.clock: Clock = clock if clock is not None else MonotonicClock()
         self.test = Test(spec=spec, store_dir=run_dir, log=logging.getLogger("jepsen_py.test"),
                          rng=random.Random(spec.seed), backend=backend, db=db)
         # Generators get their own stream, so a nemesis drawing from test.rng in its own thread
         # cannot shift the ops the clients are handed.
-        self.gen_rng = random.Random(f"generator:{spec.seed}")
+        self.interpreter = Interpreter(
+            self.test, client=client, nemesis=nemesis, record=self.record, append=writer.append,
+            concurrency=spec.concurrency, op_timeout=spec.op_timeout,
+            rng=random.Random(f"generator:{spec.seed}"), clock=self.clock, scheduler=scheduler)
         self.phases: list[str] = []
-        nodes = spec.nodes
-        self.workers = [
-            _Worker(thread=i, process=i, node=nodes[i % len(nodes)] if nodes else None)
-            for i in range(spec.concurrency)
-        ]
-        self.nemesis_worker = _Worker(thread=NEMESIS, process=NEMESIS, node=None)
         self.observer: Observer | None = None
         self.nemesis_set_up = False
         self.healed = True
         self.backend_set_up = False
         self.db_nodes_set_up: list[str] = []
-        self.watchdog_stop = threading.Event()
-        self.worker_errors: list[str] = []
         self.notes: list[str] = []
         self.phase_times: dict[str, float] = {}
         self.phase_cpu: dict[str, float] = {}
@@ -271,7 +135,7 @@ class _Run:
             self._phase_mark = None
 
     def counts(self) -> tuple[int, int]:
-        return sum(w.invokes for w in self.workers), sum(w.oks for w in self.workers)
+        return self.interpreter.counts()
 
     def phase(self, name: str) -> None:
         """Marks the start of a phase; its wall and CPU seconds end up in results.json's stats."""
@@ -282,9 +146,19 @@ class _Run:
         if self.progress is not None:
             self.progress.phase(name)
 
+    def stats(self) -> dict[str, Any]:
+        self.end_phases()
+        return {
+            "phases": self.phases,
+            "duration_s": round(self.clock.s(), 3),
+            "phase_s": {k: round(v, 4) for k, v in self.phase_times.items()},
+            "phase_cpu_s": {k: round(v, 4) for k, v in self.phase_cpu.items()},
+        }
+
     # ---- phases -----------------------------------------------------------------------------
 
     def execute(self) -> None:
+        """setup, main, heal, recovery, final (cleanup is separate: it runs whatever happened)."""
         self.phase("setup")
         self.backend_set_up = True
         self.test.remotes = dict(self.backend.setup(self.test) or {})
@@ -294,20 +168,19 @@ class _Run:
             self.nemesis.setup(self.test)
         self._wait_for_leader()
 
-        self.observer = Observer(self.test, self.db, self.record, self.clock.ns,
-                                 interval=self.observer_interval)
-        self.test.state["observer"] = self.observer
-        self.observer.start()
+        if has_capability(self.db, "status"):
+            self.observer = Observer(self.test, self.db, self.record, self.clock.ns,  # type: ignore[arg-type]
+                                     interval=self.observer_interval)
+            self.test.state["observer"] = self.observer
+            self.observer.start()
 
         self.phase("main")
         client_gen = gen.rate(self.spec.rate, self.workload.generator)
-        if self.nemesis is not None and self.nemesis_generator is not None:
-            main = gen.nemesis(self.nemesis_generator, client_gen)
-        else:
-            main = gen.clients(client_gen)
+        schedule = self.nemesis_generator if self.nemesis is not None else None
+        main = gen.clients(client_gen) if schedule is None else gen.nemesis(schedule, client_gen)
+        with_nemesis = schedule is not None
         self.healed = False
-        self._run_phase(gen.time_limit(self.spec.time_limit, main),
-                        with_nemesis=self.nemesis is not None and self.nemesis_generator is not None)
+        self.interpreter.run(gen.time_limit(self.spec.time_limit, main), with_nemesis=with_nemesis)
 
         self.phase("heal")
         self._heal()
@@ -318,8 +191,8 @@ class _Run:
         if self.workload.final_generator is not None:
             self.phase("final")
             final_limit = max(30.0, 3 * self.spec.op_timeout)
-            self._run_phase(gen.time_limit(final_limit, gen.clients(self.workload.final_generator)),
-                            with_nemesis=False)
+            self.interpreter.run(gen.time_limit(final_limit, gen.clients(self.workload.final_generator)),
+                                 with_nemesis=False)
 
     def _setup_db(self) -> None:
         nodes = self.spec.nodes
@@ -345,13 +218,15 @@ class _Run:
 
     def _primaries(self) -> list[str]:
         try:
-            return list(self.db.primaries(self.test) or [])
+            return list(self.db.primaries(self.test) or [])  # type: ignore[attr-defined]
         except Exception as e:
             log.debug("primaries() failed: %s", e)
             return []
 
     def _wait_for_leader(self) -> None:
-        if not self.spec.nodes:
+        """Until some node claims leadership, at most setup_timeout; a DB without primaries
+        (leaderless) has nothing to wait for."""
+        if not self.spec.nodes or not has_capability(self.db, "primaries"):
             return
         deadline = time.monotonic() + self.setup_timeout
         while time.monotonic() < deadline:
@@ -365,8 +240,10 @@ class _Run:
         self.notes.append(note)
 
     def _wait_for_stable_leader(self, stable_for: float = 1.0) -> None:
-        """One and the same leader for `stable_for` seconds, at most recovery_timeout."""
-        if not self.spec.nodes or self.spec.recovery_timeout <= 0:
+        """One and the same leader for `stable_for` seconds, at most recovery_timeout (only for a
+        DB with primaries)."""
+        if (not self.spec.nodes or self.spec.recovery_timeout <= 0
+                or not has_capability(self.db, "primaries")):
             return
         deadline = time.monotonic() + self.spec.recovery_timeout
         since: float | None = None
@@ -402,184 +279,6 @@ class _Run:
             self.healed = True
         log.debug("heal recorded at op %d", inv.index)
 
-    # ---- workers ----------------------------------------------------------------------------
-
-    def _run_phase(self, g: Generator, *, with_nemesis: bool) -> None:
-        threads: list[Thread] = [w.thread for w in self.workers]
-        if with_nemesis:
-            threads.append(NEMESIS)
-        driver = _Driver(g, self.gen_rng, threads, self.spec.nodes, self.clock)
-        self.watchdog_stop.clear()
-        watchdog = threading.Thread(target=self._watchdog, name="op-timeouts", daemon=True)
-        watchdog.start()
-        ts = [threading.Thread(target=self._client_loop, args=(w, driver), name=f"worker-{w.thread}",
-                               daemon=True) for w in self.workers]
-        if with_nemesis:
-            ts.append(threading.Thread(target=self._nemesis_loop, args=(driver,), name="nemesis",
-                                       daemon=True))
-        for t in ts:
-            t.start()
-        try:
-            while True:
-                alive = [t for t in ts if t.is_alive()]
-                if not alive:
-                    break
-                if driver.exhausted or driver.stopped:
-                    # Client ops in flight at the end get the op timeout plus a grace period; a
-                    # fault in progress (a restart, a clock reset) gets longer: heal must not race it.
-                    clients = [t for t in alive if t.name != "nemesis"]
-                    self._join_bounded(clients, self.spec.op_timeout + JOIN_GRACE_S)
-                    self._join_bounded([t for t in alive if t.name == "nemesis"], NEMESIS_JOIN_S)
-                    break
-                alive[0].join(0.25)
-        except BaseException:
-            driver.stop()
-            self._join_bounded(ts, JOIN_GRACE_S)
-            raise
-        finally:
-            self.watchdog_stop.set()
-            watchdog.join(1.0)
-        if self.worker_errors:
-            raise FrameworkFailure("; ".join(self.worker_errors[:3]))
-
-    @staticmethod
-    def _join_bounded(ts: list[threading.Thread], seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        for t in ts:
-            t.join(max(0.0, deadline - time.monotonic()))
-        stuck = [t.name for t in ts if t.is_alive()]
-        if stuck:
-            log.warning("workers still blocked after the phase ended, abandoned: %s", ", ".join(stuck))
-
-    def _watchdog(self) -> None:
-        """Turns ops that overran the op timeout into info completions (the worker's late answer
-        is then dropped, and it continues under a fresh process id)."""
-        period = min(0.05, self.spec.op_timeout / 4)
-        while not self.watchdog_stop.wait(period):
-            now = time.monotonic()
-            for w in self.workers:
-                if w.inflight is None or now <= w.deadline:
-                    continue
-                with w.lock:
-                    inv = w.inflight
-                    if inv is None or w.abandoned or now <= w.deadline:
-                        continue
-                    w.abandoned = True
-                    self.record(Op(-1, self.clock.ns(), INFO, inv.process, inv.f, inv.key, inv.value,
-                                   inv.node, error="timeout",
-                                   meta={"timeout_s": self.spec.op_timeout, "by": "controller"}))
-
-    def _client_for(self, w: _Worker, node: str | None) -> Client:
-        key = node or ""
-        c = w.clients.get(key)
-        if c is None:
-            c = self.client_template.open(self.test, node) if node is not None else self.client_template
-            w.clients[key] = c
-        return c
-
-    def _drop_client(self, w: _Worker, node: str | None) -> None:
-        c = w.clients.pop(node or "", None)
-        if c is not None and c is not self.client_template:
-            try:
-                c.close(self.test)
-            except Exception as e:
-                log.debug("closing a client failed: %s", e)
-
-    def _start(self, w: _Worker) -> Callable[[Template], Op]:
-        def start(tpl: Template) -> Op:
-            w.invokes += 1
-            return self.record(Op(-1, self.clock.ns(), INVOKE, w.process, tpl.f, tpl.key, tpl.value,
-                                  tpl.node or w.node, None, dict(tpl.meta) if tpl.meta else {}))
-        return start
-
-    def _done(self, w: _Worker, inv: Op, comp: Op) -> Callable[[], tuple[int | str, Op, Op]]:
-        """Records a completion unless the watchdog already recorded info for it; moves a worker
-        whose op ended info to a fresh process."""
-        comp.time = self.clock.ns()
-        tail = comp._json_tail()  # encoded before the driver's lock is taken
-
-        def done() -> tuple[int | str, Op, Op]:
-            c = comp
-            with w.lock:
-                w.inflight = None
-                abandoned = w.abandoned
-                if not abandoned:
-                    self.writer.append(c, tail=tail)
-            if abandoned:
-                log.debug("late completion of op %d dropped (already info by timeout)", inv.index)
-                c = dataclasses.replace(c, type=INFO)
-            if c.type == OK:
-                w.oks += 1
-            process = w.process
-            if c.type == INFO and isinstance(process, int):
-                w.process = process + self.spec.concurrency
-            return process, inv, c
-        return done
-
-    def _client_loop(self, w: _Worker, driver: _Driver) -> None:
-        op_timeout = self.spec.op_timeout
-        start = self._start(w)
-        done: Callable[[], tuple[int | str, Op, Op]] | None = None
-        try:
-            while True:
-                inv = driver.next(w, start, done)
-                done = None
-                if inv is None:
-                    return
-                try:
-                    client = self._client_for(w, inv.node)
-                except Exception as e:
-                    error = f"client open failed: {type(e).__name__}: {e}"
-                    done = self._done(w, inv, Op(-1, 0, FAIL, inv.process, inv.f, inv.key, inv.value,
-                                                 inv.node, error, {}))
-                    time.sleep(0.05)
-                    continue
-                with w.lock:
-                    w.inflight = inv
-                    w.deadline = time.monotonic() + op_timeout
-                    w.abandoned = False
-                try:
-                    comp = _normalize(client.invoke(self.test, _copy(inv)), inv)
-                except Exception as e:
-                    log.debug("client invoke raised on process %s", w.process, exc_info=True)
-                    comp = Op(-1, 0, INFO, inv.process, inv.f, inv.key, inv.value, inv.node,
-                              f"{type(e).__name__}: {e}", {})
-                    self._drop_client(w, inv.node)  # Jepsen: a crashed client is reopened
-                done = self._done(w, inv, comp)
-        except Exception as e:
-            self._worker_failed(w, driver, e)
-
-    def _worker_failed(self, w: _Worker, driver: _Driver, e: Exception) -> None:
-        """A failure outside invoke (a generator bug, the history unwritable) ends the phase for
-        everyone and fails the run: a silently shortened test would be a lie."""
-        if isinstance(e, RuntimeError) and "history writer is closed" in str(e) and driver.stopped:
-            return  # an abandoned worker finishing after the run ended
-        log.error("worker %s failed: %s: %s", w.thread, type(e).__name__, e)
-        log.debug("worker failure in full", exc_info=e)
-        self.worker_errors.append(f"worker {w.thread}: {type(e).__name__}: {e}")
-        driver.stop()
-
-    def _nemesis_loop(self, driver: _Driver) -> None:
-        assert self.nemesis is not None
-        w = self.nemesis_worker
-        start = self._start(w)
-        done: Callable[[], tuple[int | str, Op, Op]] | None = None
-        try:
-            while True:
-                inv = driver.next(w, start, done)
-                if inv is None:
-                    return
-                try:
-                    comp = _normalize(self.nemesis.invoke(self.test, _copy(inv)), inv, nemesis=True)
-                except Exception as e:
-                    log.error("nemesis op %s failed: %s: %s", inv.f, type(e).__name__, e)
-                    log.debug("nemesis failure in full", exc_info=True)
-                    comp = Op(-1, 0, INFO, NEMESIS, inv.f, inv.key, inv.value, inv.node,
-                              f"{type(e).__name__}: {e}", {})
-                done = self._done(w, inv, comp)
-        except Exception as e:
-            self._worker_failed(w, driver, e)
-
     # ---- cleanup ----------------------------------------------------------------------------
 
     def cleanup(self) -> list[str]:
@@ -599,9 +298,7 @@ class _Run:
             step("heal", self._heal)
         if self.observer is not None:
             step("observer stop", self.observer.stop)
-        for w in self.workers:
-            for node in list(w.clients):
-                self._drop_client(w, node or None)
+        self.interpreter.close_clients()
         if self.nemesis is not None and self.nemesis_set_up:
             step("nemesis teardown", lambda: self.nemesis.teardown(self.test))  # type: ignore[union-attr]
         if self.db_nodes_set_up or self.backend_set_up:
@@ -651,59 +348,14 @@ class _Run:
             raise FrameworkFailure("db teardown failed on " + "; ".join(sorted(errors)))
 
 
-def unique_name(name: str, taken: dict[str, Any]) -> str:
-    if name not in taken:
-        return name
-    i = 2
-    while f"{name}-{i}" in taken:
-        i += 1
-    return f"{name}-{i}"
 
+def _check_capabilities(db: DB, nemesis: Nemesis | None, spec: TestSpec) -> None:
+    """A nemesis that needs what the DB cannot do is refused here, before anything is created."""
+    if nemesis is None:
+        return
+    from jepsen_py.plugins import check_capabilities
 
-def run_checkers(checkers: Sequence[Checker], test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
-    """Every checker on the history; a checker that raises or answers nonsense counts as unknown.
-
-    Returns {"valid": merged, "checkers": {name: result}} (results.json's shape).
-    """
-    out: dict[str, Any] = {}
-    for c in checkers:
-        name = unique_name(str(getattr(c, "name", type(c).__name__)), out)
-        t0 = time.monotonic()
-        try:
-            r = c.check(test, history)
-            if not isinstance(r, dict) or r.get("valid") not in (True, False, "unknown"):
-                r = {"valid": "unknown", "error": f"checker returned no valid verdict: {r!r}"[:500]}
-        except Exception as e:
-            log.exception("checker %s failed", name)
-            r = {"valid": "unknown", "error": f"{type(e).__name__}: {e}"}
-        log.info("checker %s: valid=%s (%.2fs)", name, r["valid"], time.monotonic() - t0)
-        out[name] = r
-    return {"valid": merge(r["valid"] for r in out.values()), "checkers": out}
-
-
-def count_anomalies(results: dict[str, Any]) -> int:
-    return sum(len(r.get("anomalies") or []) for r in (results.get("checkers") or {}).values()
-               if isinstance(r, dict))
-
-
-def client_stats(history: Sequence[Op]) -> tuple[int, int]:
-    """(client invocations, ok completions)."""
-    invokes = oks = 0
-    for op in history:
-        if isinstance(op.process, int):
-            if op.type == INVOKE:
-                invokes += 1
-            elif op.type == OK:
-                oks += 1
-    return invokes, oks
-
-
-def run_post_hooks(run_dir: Path) -> None:
-    for hook in list(POST_RUN):
-        try:
-            hook(run_dir)
-        except Exception:
-            log.exception("post-run renderer %s failed", getattr(hook, "__name__", hook))
+    check_capabilities(db, nemesis, db_name=spec.db or type(db).__name__)
 
 
 def run_test(
@@ -718,16 +370,23 @@ def run_test(
     observer_interval: float = 0.1,
     setup_timeout: float = 60.0,
     fsync_history: bool = False,
+    post_run: Sequence[PostRun] = (),
+    clock: Clock | None = None,
+    scheduler: Scheduler | None = None,
 ) -> RunOutcome:
     """Runs one test and returns its outcome. KeyboardInterrupt is re-raised after heal, teardown and
-    results.json; any other failure is in the outcome (exit 255, or its own JepsenError code)."""
+    results.json; any other failure is in the outcome (exit 255, or its own JepsenError code).
+
+    `post_run` steps run after results.json is written (the CLI passes pictures and Parquet);
+    `clock` and `scheduler` replace the real clock and threads (for a simulator)."""
+    if spec.concurrency < 1:
+        raise BadInput(f"concurrency must be at least 1, got {spec.concurrency}")
+    _check_capabilities(db, nemesis, spec)
     if backend is None:
         from jepsen_py.backends import get_backend
 
         backend = get_backend(spec.backend, spec)
     client = workload.client if workload.client is not None else db.client(workload.name)
-    if spec.concurrency < 1:
-        raise BadInput(f"concurrency must be at least 1, got {spec.concurrency}")
 
     run_dir = store.create_run_dir(spec.results_dir, spec.name)
     store.write_test_json(run_dir, spec, extra={
@@ -743,9 +402,10 @@ def run_test(
                  len(spec.nodes), spec.concurrency)
         writer = HistoryWriter(history_path, fsync=fsync_history)
         progress = Progress(spec.name, None, enabled=show_progress) if show_progress else None
-        run = _Run(spec, db=db, workload=workload, client=client, nemesis=nemesis,
-                   nemesis_generator=nemesis_generator, backend=backend, run_dir=run_dir, writer=writer,
-                   progress=progress, observer_interval=observer_interval, setup_timeout=setup_timeout)
+        run = Run(spec, db=db, workload=workload, client=client, nemesis=nemesis,
+                  nemesis_generator=nemesis_generator, backend=backend, run_dir=run_dir, writer=writer,
+                  progress=progress, observer_interval=observer_interval, setup_timeout=setup_timeout,
+                  clock=clock, scheduler=scheduler)
         if progress is not None:
             progress.counts = run.counts
             progress.__enter__()
@@ -769,41 +429,17 @@ def run_test(
         if error is None and failures:
             error = FrameworkFailure("; ".join(failures))
 
-        results: dict[str, Any]
-        history: list[Op] = []
-        try:
-            history = read_history(history_path)
-            validate(history, source=str(history_path))
-        except BadInput as e:
-            error = error or FrameworkFailure(f"the runner wrote an invalid history: {e}")
         main_ran = "heal" in run.phases or (error is None and not interrupted)
-        if main_ran and not interrupted:
-            run.phase("check")
-            results = run_checkers(workload.checkers, run.test, history)
-        else:
-            results = {"valid": "unknown", "checkers": {}}
-        invokes, oks = client_stats(history)
-        if error is not None or interrupted:
-            results["valid"] = merge([results["valid"], "unknown"])
-            results["error"] = "interrupted" if interrupted else f"{type(error).__name__}: {error}"
+        verdict = analyse(history_path, checkers=workload.checkers, test=run.test, judge=main_ran,
+                          error=error, interrupted=interrupted, on_check=lambda: run.phase("check"))
+        results = verdict.results
         if run.notes:
             results["notes"] = run.notes
-        run.end_phases()
-        results["stats"] = {
-            "invokes": invokes, "ok": oks, "phases": run.phases,
-            "duration_s": round(run.clock.s(), 3),
-            "phase_s": {k: round(v, 4) for k, v in run.phase_times.items()},
-            "phase_cpu_s": {k: round(v, 4) for k, v in run.phase_cpu.items()},
-        }
-        store.write_json(run_dir / store.RESULTS, results)
-        log.info("verdict: valid=%s", results["valid"])
-        run_post_hooks(run_dir)
+        results["stats"] = {"invokes": verdict.invokes, "ok": verdict.oks, **run.stats()}
+        write_results(run_dir, results)
+        run_post_steps(post_run, run_dir)
     if interrupted:
         raise KeyboardInterrupt
-    if error is not None:
-        code = error.exit_code if isinstance(error, JepsenError) else EXIT_FRAMEWORK
-    else:
-        code = exit_code(results["valid"])
-    return RunOutcome(run_dir=run_dir, valid=results["valid"], results=results, exit_code=code,
-                      invokes=invokes, oks=oks, anomalies=count_anomalies(results),
-                      error=None if error is None else f"{error}", phases=run.phases)
+    return RunOutcome(run_dir=run_dir, valid=verdict.valid, results=results, exit_code=verdict.exit_code,
+                      invokes=verdict.invokes, oks=verdict.oks, anomalies=count_anomalies(results),
+                      error=None if verdict.error is None else f"{verdict.error}", phases=run.phases)

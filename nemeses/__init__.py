@@ -1,4 +1,4 @@
-"""Nemeses: the faults a test injects, each done for real and undone at heal (DESIGN.md section 6).
+"""Nemeses: the faults a test injects, each done for real and undone at heal.
 
 `--nemesis` takes comma-separated names from NEMESES; `build(names, spec)` returns one (composed)
 nemesis and its schedule, a generator for the nemesis thread that toggles a fault every
@@ -91,14 +91,15 @@ def build(names: list[str] | str, spec: TestSpec) -> tuple[Nemesis, Generator]:
         fams.append(Family("clock",
                            lambda rng: Template(rng.choice(("bump-clock", "bump-clock", "strobe-clock"))),
                            lambda rng: Template("reset-clock")))
-    targets = tuple(spec.fault_targets) or PROCESS_TARGETS
+    chosen = tuple(spec.fault_targets) or None
+    targets = chosen or PROCESS_TARGETS
     if "pause" in families:
-        members.append(PauseNemesis(targets))
+        members.append(PauseNemesis(chosen))
         fams.append(Family("pause",
                            lambda rng: Template("pause", value=rng.choice(targets)),
                            lambda rng: Template("resume")))
     if "kill" in families:
-        members.append(KillNemesis(targets))
+        members.append(KillNemesis(chosen))
         fams.append(Family("kill",
                            lambda rng: Template("kill", value=rng.choice(targets)),
                            lambda rng: Template("start")))

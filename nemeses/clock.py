@@ -96,6 +96,9 @@ class ClockNemesis:
     def fs(self) -> frozenset[str]:
         return frozenset({"bump-clock", "strobe-clock", "reset-clock"})
 
+    def needs(self) -> dict[str, str]:
+        return {"clock": "--nemesis clock"}
+
     def path(self, test: Test, node: str) -> str:
         db = test.db
         fn = getattr(db, "faketime_file", None)

@@ -82,6 +82,9 @@ class NoopNemesis:
     def fs(self) -> frozenset[str]:
         return frozenset()
 
+    def needs(self) -> dict[str, str]:
+        return {}
+
     def setup(self, test: Test) -> None:
         pass
 
@@ -110,6 +113,15 @@ class ComposedNemesis:
 
     def fs(self) -> frozenset[str]:
         return frozenset(self._route)
+
+    def needs(self) -> dict[str, str]:
+        """Every member's needs (the first member to need a capability names it)."""
+        out: dict[str, str] = {}
+        for m in self.members:
+            fn = getattr(m, "needs", None)
+            for capability, who in (fn() if callable(fn) else {}).items():
+                out.setdefault(capability, who)
+        return out
 
     def setup(self, test: Test) -> None:
         for m in self.members:

@@ -14,6 +14,7 @@ class KillNemesis(ProcessNemesis):
     """SIGKILL the node's process; restart it from its own data directory at start and heal."""
 
     start_f, stop_f, state_key = "kill", "start", "killed"
+    capability, nemesis_name = "process", "kill"
 
     def fault(self, test: Test, node: str) -> None:
         test.db.kill(test, node)  # type: ignore[union-attr]

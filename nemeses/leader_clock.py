@@ -49,6 +49,10 @@ class LeaderClockNemesis:
     def fs(self) -> frozenset[str]:
         return frozenset({START, STOP})
 
+    def needs(self) -> dict[str, str]:
+        who = "--nemesis leader-clock"
+        return {"primaries": who, "pause": who, "clock": who}
+
     def setup(self, test: Test) -> None:
         self.partition.setup(test)
         self.clock.setup(test)

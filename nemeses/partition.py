@@ -95,6 +95,11 @@ class PartitionNemesis:
     def fs(self) -> frozenset[str]:
         return frozenset({"start-partition", "stop-partition"})
 
+    def needs(self) -> dict[str, str]:
+        """Only the leader shape alone needs leaders: mixed with others, a leaderless DB's "leader"
+        partition isolates a random node (the value recorded says so)."""
+        return {"primaries": "--nemesis partition-leader"} if self.shapes == ["leader"] else {}
+
     def grudge_for(self, shape: str, test: Test, rng: random.Random) -> tuple[Grudge, dict[str, object]]:
         nodes = list(test.nodes)
         detail: dict[str, object] = {}

@@ -13,6 +13,7 @@ class PauseNemesis(ProcessNemesis):
     """SIGSTOP the node's process; SIGCONT at resume and heal."""
 
     start_f, stop_f, state_key = "pause", "resume", "paused"
+    capability, nemesis_name = "pause", "pause"
 
     def fault(self, test: Test, node: str) -> None:
         test.db.pause(test, node)  # type: ignore[union-attr]

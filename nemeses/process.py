@@ -40,12 +40,25 @@ class ProcessNemesis:
     stop_f: str
     state_key: str
 
-    def __init__(self, targets: Sequence[str] = PROCESS_TARGETS) -> None:
-        self.targets = tuple(targets)
+    #: The DB capability this fault is done through, and the nemesis name that asks for it.
+    capability: str
+    nemesis_name: str
+
+    def __init__(self, targets: Sequence[str] | None = None) -> None:
+        """`targets` None: the defaults, where "leader" falls back to a random node when no one
+        leads; targets the user chose that include "leader" need a DB with primaries."""
+        self.chosen = targets is not None
+        self.targets = tuple(targets) if targets else PROCESS_TARGETS
         self.hit: set[str] = set()
 
     def fs(self) -> frozenset[str]:
         return frozenset({self.start_f, self.stop_f})
+
+    def needs(self) -> dict[str, str]:
+        out = {self.capability: f"--nemesis {self.nemesis_name}"}
+        if self.chosen and "leader" in self.targets:
+            out["primaries"] = "--fault-targets leader"
+        return out
 
     def setup(self, test: Test) -> None:
         pass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from jepsen_py.protocols import Test
+from jepsen_py.protocols import Test, has_capability
 
 TARGETS = ("leader", "one", "random", "minority", "majority", "all")
 
@@ -21,10 +21,10 @@ def majority(n: int) -> int:
 
 def primaries(test: Test) -> list[str]:
     """The nodes that claim leadership now; [] if the DB cannot say."""
-    if test.db is None:
-        return []
+    if not has_capability(test.db, "primaries"):
+        return []  # a leaderless DB: "the leader" is a random node
     try:
-        return [n for n in test.db.primaries(test) if n in test.nodes]
+        return [n for n in test.db.primaries(test) if n in test.nodes]  # type: ignore[union-attr]
     except Exception:  # a DB that cannot answer mid-fault is not a nemesis failure
         test.log.debug("primaries() failed while choosing a target", exc_info=True)
         return []
@@ -38,7 +38,7 @@ def pick(kind: str, test: Test, rng: random.Random, nodes: Sequence[str] | None 
     if kind == "leader":
         leaders = [n for n in primaries(test) if n in pool]
         return [rng.choice(sorted(leaders))] if leaders else [rng.choice(pool)]
-    if kind in ("one", "random"):  # "random": one random node, as DESIGN.md names it
+    if kind in ("one", "random"):  # "random": another name for one random node
         return [rng.choice(pool)]
     if kind == "minority":
         k = rng.randint(1, max(1, (len(pool) - 1) // 2))

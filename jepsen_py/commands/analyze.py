@@ -116,14 +116,13 @@ def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from jepsen_py.analysis import CLI_POST_RUN, count_anomalies, run_post_steps
     from jepsen_py.progress import print_summary
-    from jepsen_py.runner import count_anomalies, install_default_post_run, run_post_hooks
 
     run_dir = store.resolve_run_dir(Path(args.run_dir))
     results = analyze(run_dir, allow_truncated=args.allow_truncated)
     if not args.no_render:
-        install_default_post_run()
-        run_post_hooks(run_dir)
+        run_post_steps(CLI_POST_RUN, run_dir)
     if args.junit_xml:
         from jepsen_py.junit import write_junit
 

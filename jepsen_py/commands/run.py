@@ -104,10 +104,10 @@ def check_names(spec: TestSpec) -> None:
 
 def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
     """One run: the workload, db, nemesis and backend built fresh from the spec's names."""
+    from jepsen_py.analysis import CLI_POST_RUN
     from jepsen_py.plugins import load_db
-    from jepsen_py.runner import install_default_post_run, run_test
+    from jepsen_py.runner import run_test
 
-    install_default_post_run()
     workload = workload_registry()[spec.workload](spec)
     db = load_db(spec.db, spec)
     nemesis = nemesis_gen = None
@@ -116,7 +116,7 @@ def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
         nemesis, nemesis_gen = nemeses.build(list(spec.nemesis), spec)
     backend = get_backend(spec.backend, spec)
     return run_test(spec, db=db, workload=workload, nemesis=nemesis, nemesis_generator=nemesis_gen,
-                    backend=backend, show_progress=show_progress)
+                    backend=backend, show_progress=show_progress, post_run=CLI_POST_RUN)
 
 
 def write_junit(outcomes: list[Any], path: Path) -> None:

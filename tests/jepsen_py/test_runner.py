@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from jepsen_py import generator as gen
-from jepsen_py import runner, store
+from jepsen_py import store
 from jepsen_py.backends.none import NoneBackend
 from jepsen_py.history import INFO, INVOKE, NEMESIS, OBSERVER, OK, read_history, validate
 from jepsen_py.runner import run_test
@@ -220,16 +220,19 @@ def test_verdicts_merge_across_checkers(tmp_path: Path, checkers: list, valid: o
         assert out.results["checkers"]["raises"]["error"] == "ValueError: checker bug"
 
 
-def test_post_run_renderers_are_called_and_their_failures_are_not_fatal(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_post_run_steps_passed_in_are_called_and_their_failures_are_not_fatal(tmp_path: Path) -> None:
     seen: list[Path] = []
 
     def broken(run_dir: Path) -> None:
         raise RuntimeError("renderer bug")
 
-    monkeypatch.setattr(runner, "POST_RUN", [broken, seen.append])
+    def results_written_first(run_dir: Path) -> None:
+        assert (run_dir / "results.json").exists()
+        seen.append(run_dir)
+
     spec = make_spec(tmp_path, recovery_timeout=0, time_limit=0.2)
-    out = run_test(spec, db=FakeDB(spec), workload=register_workload(final=False), backend=NoneBackend(spec))
+    out = run_test(spec, db=FakeDB(spec), workload=register_workload(final=False), backend=NoneBackend(spec),
+                   post_run=[broken, results_written_first])
     assert out.exit_code == 0 and seen == [out.run_dir]
     assert (out.run_dir / "results.json").exists()
     assert "renderer bug" in (out.run_dir / "jepsen.log").read_text()

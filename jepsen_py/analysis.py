@@ -1,0 +1,154 @@
+"""The analysis of a run: the history read back, every checker on it, results.json, the verdict and
+the exit code, then the post-run steps the caller asked for (pictures, Parquet).
+
+Kept apart from the phases so `jepsen-py analyze` and a run share one definition of what a verdict
+is, and so the runner knows nothing of pictures or Spark: the CLI passes those in as post-run steps.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jepsen_py import store
+from jepsen_py.errors import EXIT_FRAMEWORK, BadInput, FrameworkFailure, JepsenError
+from jepsen_py.history import INVOKE, OK, Op, read_history, validate
+from jepsen_py.protocols import Checker, Test
+from jepsen_py.verdict import Valid, exit_code, merge
+
+log = logging.getLogger(__name__)
+
+#: A step run after results.json is written, with the run directory. Its failure is logged, never
+#: fatal: a plot must not change a verdict.
+PostRun = Callable[[Path], None]
+
+
+def unique_name(name: str, taken: dict[str, Any]) -> str:
+    if name not in taken:
+        return name
+    i = 2
+    while f"{name}-{i}" in taken:
+        i += 1
+    return f"{name}-{i}"
+
+
+def run_checkers(checkers: Sequence[Checker], test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
+    """Every checker on the history; a checker that raises or answers nonsense counts as unknown.
+
+    Returns {"valid": merged, "checkers": {name: result}} (results.json's shape).
+    """
+    out: dict[str, Any] = {}
+    for c in checkers:
+        name = unique_name(str(getattr(c, "name", type(c).__name__)), out)
+        t0 = time.monotonic()
+        try:
+            r = c.check(test, history)
+            if not isinstance(r, dict) or r.get("valid") not in (True, False, "unknown"):
+                r = {"valid": "unknown", "error": f"checker returned no valid verdict: {r!r}"[:500]}
+        except Exception as e:
+            log.exception("checker %s failed", name)
+            r = {"valid": "unknown", "error": f"{type(e).__name__}: {e}"}
+        log.info("checker %s: valid=%s (%.2fs)", name, r["valid"], time.monotonic() - t0)
+        out[name] = r
+    return {"valid": merge(r["valid"] for r in out.values()), "checkers": out}
+
+
+def count_anomalies(results: dict[str, Any]) -> int:
+    return sum(len(r.get("anomalies") or []) for r in (results.get("checkers") or {}).values()
+               if isinstance(r, dict))
+
+
+def client_stats(history: Sequence[Op]) -> tuple[int, int]:
+    """(client invocations, ok completions)."""
+    invokes = oks = 0
+    for op in history:
+        if isinstance(op.process, int):
+            if op.type == INVOKE:
+                invokes += 1
+            elif op.type == OK:
+                oks += 1
+    return invokes, oks
+
+
+def run_post_steps(steps: Iterable[PostRun], run_dir: Path) -> None:
+    """Each step on the run directory; a failing step is logged and the next one still runs."""
+    for step in steps:
+        try:
+            step(run_dir)
+        except Exception:
+            log.exception("post-run step %s failed", getattr(step, "__name__", step))
+
+
+@dataclass
+class Analysis:
+    """What the analysis of one run concluded."""
+
+    results: dict[str, Any]
+    error: BaseException | None
+    invokes: int = 0
+    oks: int = 0
+    history: list[Op] = field(default_factory=list)
+
+    @property
+    def valid(self) -> Valid:
+        valid: Valid = self.results["valid"]
+        return valid
+
+    @property
+    def exit_code(self) -> int:
+        """A failure's own code (254 bad input, 255 framework), else the verdict's (0, 1, 2)."""
+        if self.error is not None:
+            return self.error.exit_code if isinstance(self.error, JepsenError) else EXIT_FRAMEWORK
+        return exit_code(self.valid)
+
+
+def analyse(history_path: Path, *, checkers: Sequence[Checker], test: Test | None, judge: bool,
+            error: BaseException | None, interrupted: bool,
+            on_check: Callable[[], None] | None = None) -> Analysis:
+    """Reads and validates the history; runs the checkers when `judge` (the main phase ran and
+    nothing interrupted it); a run that failed or was interrupted is at best unknown."""
+    history: list[Op] = []
+    try:
+        history = read_history(history_path)
+        validate(history, source=str(history_path))
+    except BadInput as e:
+        error = error or FrameworkFailure(f"the runner wrote an invalid history: {e}")
+    results: dict[str, Any]
+    if judge and not interrupted:
+        if on_check is not None:
+            on_check()
+        results = run_checkers(checkers, test, history)
+    else:
+        results = {"valid": "unknown", "checkers": {}}
+    invokes, oks = client_stats(history)
+    if error is not None or interrupted:
+        results["valid"] = merge([results["valid"], "unknown"])
+        results["error"] = "interrupted" if interrupted else f"{type(error).__name__}: {error}"
+    return Analysis(results=results, error=error, invokes=invokes, oks=oks, history=history)
+
+
+def write_results(run_dir: Path, results: dict[str, Any]) -> None:
+    store.write_json(run_dir / store.RESULTS, results)
+    log.info("verdict: valid=%s", results["valid"])
+
+
+def render_pictures(run_dir: Path) -> None:
+    """timeline.html, perf.html and (for a non-linearizable history) linearizability.html."""
+    from checkers.render import render_run
+
+    render_run(run_dir)
+
+
+def export_parquet(run_dir: Path) -> None:
+    """The run's ops and verdicts as Parquet, ready for `jepsen-py aggregate`."""
+    from spark.export import export_run
+
+    export_run(run_dir)
+
+
+#: What the CLI (`run`, `analyze`) passes as post-run steps; tests driving run_test pass none.
+CLI_POST_RUN: tuple[PostRun, ...] = (render_pictures, export_parquet)
