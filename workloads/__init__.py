@@ -5,6 +5,14 @@
   describe  describe_topic on every node while the leader moves: one leader per partition and epoch
   metadata  all of the above mixed
 
+Generic workloads, for any system whose DB plugin implements `client(name)` (contracts in each
+module's docstring):
+
+  register  read / write / cas on independent keys: cas-register, linearizable
+  set       add / read of grow-only sets: lost, stale and unexpected elements
+  append    append / read of lists (Jepsen's list-append): prefix order, lost, real-time order
+  queue     enqueue / dequeue, drained after heal: lost, duplicated, unexpected elements
+
 `WORKLOADS[name](spec)` builds a Workload; `cluster_client(name, db)` is the client template for OUR
 cluster (cluster/db.py's RaftMetadataDB.client delegates here). Workload knobs come from
 spec.options (active_keys, ops_per_key, read_fraction, active_names, ops_per_name, describe_topics)
@@ -14,6 +22,7 @@ and the availability thresholds from `availability_*` options (see `add_workload
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -46,27 +55,68 @@ def _metadata(spec: TestSpec) -> Workload:
     return metadata_workload(spec)
 
 
+def _register(spec: TestSpec) -> Workload:
+    from workloads.register import register_workload
+
+    return register_workload(spec)
+
+
+def _set(spec: TestSpec) -> Workload:
+    from workloads.sets import set_workload
+
+    return set_workload(spec)
+
+
+def _append(spec: TestSpec) -> Workload:
+    from workloads.append import append_workload
+
+    return append_workload(spec)
+
+
+def _queue(spec: TestSpec) -> Workload:
+    from workloads.queues import queue_workload
+
+    return queue_workload(spec)
+
+
 WORKLOADS: dict[str, Callable[[TestSpec], Workload]] = {
     "offsets": _offsets,
     "topics": _topics,
     "describe": _describe,
     "metadata": _metadata,
+    "register": _register,
+    "set": _set,
+    "append": _append,
+    "queue": _queue,
 }
+# Workloads our own cluster serves (cluster_client); the generic ones need a DB that speaks them.
+CLUSTER_WORKLOADS = ("offsets", "topics", "describe", "metadata")
 
 
 def cluster_client(workload_name: str, db: Any) -> Client:
     """The client template for our metadata cluster for `workload_name`."""
     from workloads.client import MetadataClient
 
-    if workload_name not in WORKLOADS:
+    if workload_name not in CLUSTER_WORKLOADS:
         raise BadInput(f"--workload: the cluster has no client for {workload_name!r} "
-                       f"(choose from {', '.join(WORKLOADS)})")
+                       f"(choose from {', '.join(CLUSTER_WORKLOADS)})")
     return MetadataClient(port=int(getattr(db, "CLIENT_PORT", 9092)))
 
 
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags for the run command whose values land in spec.options under the same names
     (dest availability_max_recovery_s etc.); a negative threshold switches that check off."""
+    w = parser.add_argument_group("workload plugins and knobs")
+    w.add_argument("--checker", dest="checkers", action="append", default=None, metavar="MODULE:FUNC",
+                   help="an extra checker, FUNC(spec) -> Checker, or a 'jepsen_py.checker' entry point; "
+                        "repeatable")
+    w.add_argument("--generator", default=None, metavar="MODULE:FUNC",
+                   help="replace the workload's main generator with FUNC(spec), or a "
+                        "'jepsen_py.generator' entry point")
+    w.add_argument("--workload-option", dest="workload_option", action="append", default=None,
+                   metavar="KEY=VALUE",
+                   help="a workload knob (e.g. active_keys=4, read_fraction=0.8); VALUE is read as "
+                        "JSON when it parses, else as text; repeatable")
     g = parser.add_argument_group("availability thresholds (fail the run when broken)")
     g.add_argument("--availability-max-recovery-s", dest="availability_max_recovery_s", type=float,
                    default=30.0, metavar="S",
@@ -86,4 +136,18 @@ WORKLOAD_OPTIONS = ("availability_max_recovery_s", "availability_min_ok_fraction
 
 def workload_options(args: argparse.Namespace) -> dict[str, Any]:
     """The parsed values of the flags `add_workload_arguments` added (for TestSpec.options)."""
-    return {d: getattr(args, d) for d in WORKLOAD_OPTIONS if hasattr(args, d)}
+    out = {d: getattr(args, d) for d in WORKLOAD_OPTIONS if hasattr(args, d)}
+    if getattr(args, "checkers", None):
+        out["checkers"] = list(args.checkers)
+    if getattr(args, "generator", None):
+        out["generator"] = args.generator
+    for item in getattr(args, "workload_option", None) or []:
+        key, eq, text = item.partition("=")
+        if not eq or not key.strip():
+            raise BadInput(f"--workload-option: expected KEY=VALUE, got {item!r}")
+        try:
+            value: Any = json.loads(text)
+        except ValueError:
+            value = text
+        out[key.strip()] = value
+    return out

@@ -1,4 +1,5 @@
-"""The four workloads' generators, driven in virtual time (jepsen_py.generator.simulate)."""
+"""The cluster's four workloads' generators, driven in virtual time (jepsen_py.generator.simulate).
+The generic workloads (register, set, append, queue) are in test_generic.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from jepsen_py import protocols
 from jepsen_py.generator import seq, simulate, time_limit
-from workloads import WORKLOADS
+from workloads import CLUSTER_WORKLOADS, WORKLOADS
 from workloads.client import split_key
 
 NODES = ("n1", "n2", "n3", "n4", "n5")
@@ -32,9 +33,10 @@ def run(workload: str, seconds: float = 5.0, seed: int = 7, **options):
 
 
 def test_registry_and_checker_names_are_unique():
-    assert set(WORKLOADS) == {"offsets", "topics", "describe", "metadata"}
-    for name, factory in WORKLOADS.items():
-        w = factory(spec(name))
+    assert set(CLUSTER_WORKLOADS) == {"offsets", "topics", "describe", "metadata"}
+    assert set(WORKLOADS) == {*CLUSTER_WORKLOADS, "register", "set", "append", "queue"}
+    for name in CLUSTER_WORKLOADS:
+        w = WORKLOADS[name](spec(name))
         names = [c.name for c in w.checkers]
         assert len(names) == len(set(names)), names
         assert {"availability", "crash", "stats"} <= set(names)
@@ -99,7 +101,7 @@ def test_metadata_mixes_all_families_with_separate_keys():
     assert {o.f for o in final} == {"fetch", "describe", "list"}
 
 
-@pytest.mark.parametrize("name", sorted(WORKLOADS))
+@pytest.mark.parametrize("name", sorted(CLUSTER_WORKLOADS))
 def test_linearizable_checker_runs_on_a_sequential_history(name):
     """The workload's checkers accept a history a correct single-copy system produces."""
     from jepsen_py.history import Op

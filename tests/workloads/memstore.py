@@ -1,0 +1,112 @@
+"""An in-process store speaking the four generic workloads' client contracts, for driving the real
+runner on them without nodes. `lag` makes it serve reads from a snapshot refreshed every `lag`
+seconds (a stale-read bug the checkers must catch); `lose_every` drops every Nth acknowledged
+write (a lost-write bug)."""
+
+from __future__ import annotations
+
+import collections
+import copy
+import dataclasses
+import threading
+import time
+from typing import Any
+
+from jepsen_py.history import FAIL, OK, Op
+from jepsen_py.protocols import Test, TestSpec
+
+
+class Store:
+    def __init__(self, lag: float = 0.0, lose_every: int = 0) -> None:
+        self.lock = threading.Lock()
+        self.data: dict[str, Any] = {}
+        self.queue: collections.deque[Any] = collections.deque()
+        self.lag = lag
+        self.lose_every = lose_every
+        self.writes = 0
+        self.snapshot: dict[str, Any] = {}
+        self.snapshot_at = 0.0
+
+    def view(self) -> dict[str, Any]:
+        """What reads see: the live data, or with `lag` a copy at most `lag` seconds old."""
+        if not self.lag:
+            return self.data
+        now = time.monotonic()
+        if now - self.snapshot_at >= self.lag:
+            self.snapshot = copy.deepcopy(self.data)
+            self.snapshot_at = now
+        return self.snapshot
+
+    def lost(self) -> bool:
+        self.writes += 1
+        return bool(self.lose_every) and self.writes % self.lose_every == 0
+
+    def apply(self, op: Op) -> Op:
+        ok = dataclasses.replace(op, type=OK)
+        with self.lock:
+            if op.f == "read":
+                v = self.view().get(op.key)
+                return dataclasses.replace(ok, value=list(v) if isinstance(v, list) else v)
+            if op.f == "write":
+                if not self.lost():
+                    self.data[op.key] = op.value
+                return ok
+            if op.f == "cas":
+                old, new = op.value
+                if self.data.get(op.key) != old:
+                    return dataclasses.replace(op, type=FAIL, error="mismatch")
+                self.data[op.key] = new
+                return ok
+            if op.f in ("add", "append"):
+                if not self.lost():
+                    self.data.setdefault(op.key, []).append(op.value)
+                return ok
+            if op.f == "enqueue":
+                if not self.lost():
+                    self.queue.append(op.value)
+                return ok
+            if op.f == "dequeue":
+                return dataclasses.replace(ok, value=self.queue.popleft() if self.queue else None)
+        return dataclasses.replace(op, type=FAIL, error=f"unknown f {op.f}")
+
+
+class StoreClient:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def open(self, test: Test, node: str) -> StoreClient:
+        return StoreClient(self.store)
+
+    def invoke(self, test: Test, op: Op) -> Op:
+        return self.store.apply(op)
+
+    def close(self, test: Test) -> None:
+        pass
+
+
+class StoreDB:
+    """The DB around a Store: nothing to install; one copy, so no leader to report."""
+
+    def __init__(self, spec: TestSpec | None = None, store: Store | None = None) -> None:
+        opts = (spec.options if spec is not None else {}) or {}
+        self.store = store or Store(lag=float(opts.get("store_lag", 0.0)),
+                                    lose_every=int(opts.get("store_lose_every", 0)))
+
+    def setup(self, test: Test, node: str) -> None: ...
+    def teardown(self, test: Test, node: str) -> None: ...
+    def start(self, test: Test, node: str) -> None: ...
+    def kill(self, test: Test, node: str) -> None: ...
+    def pause(self, test: Test, node: str) -> None: ...
+    def resume(self, test: Test, node: str) -> None: ...
+
+    def primaries(self, test: Test) -> list[str]:
+        return list(test.nodes[:1])
+
+    def status(self, test: Test, node: str) -> dict[str, Any] | None:
+        return None
+
+    def log_files(self, test: Test, node: str) -> list[str]:
+        return []
+
+    def client(self, workload: str) -> StoreClient:
+        return StoreClient(self.store)
