@@ -18,7 +18,7 @@ from typing import Any
 
 from checkers.runview import fault_windows
 from checkers.samples import leader_claims, samples
-from jepsen_py.history import NEMESIS, OK, Op, pairs
+from jepsen_py.history import NEMESIS, OBSERVER, OK, Op, pairs
 from jepsen_py.protocols import Test
 
 S = 1_000_000_000
@@ -81,7 +81,9 @@ class AvailabilityChecker:
 
         outage = _longest_outage(start, end, ok_times, attempt_times)
 
-        # Churn, from who claimed leadership of which term.
+        # Churn, from who claimed leadership of which term. Without observer samples (a DB with no
+        # status, e.g. a leaderless one) only what the clients saw is judged.
+        observed = any(op.process == OBSERVER for op in history)
         claims = leader_claims(history)
         terms = [s.term for s in samples(history) if s.term is not None] + [c.term for c in claims]
         minutes = max((end - start) / (60 * S), 1 / 60)
@@ -128,14 +130,15 @@ class AvailabilityChecker:
         if th.max_terms_per_minute is not None and tpm > th.max_terms_per_minute:
             churn.append((f"terms grew {tpm:.0f} per minute (limit {th.max_terms_per_minute:g}): "
                           "election churn", []))
-        if th.max_terms_per_minute is not None:  # the same switch turns both churn checks off
+        if th.max_terms_per_minute is not None and observed:  # one switch turns both churn checks off
             churn += _quiet_churn(history, end)
         first = min(op.time for op in history)
         settled = [(a if a == first else a + int(QUIET_GRACE_S * S), b)  # an undo costs an election
                    for a, b in quiet_stretches(history, end)]
-        dead_keys = _dead_keys(ps, settled) + _stuck_nodes(history, end)
+        dead_keys = _dead_keys(ps, settled) + (_stuck_nodes(history, end) if observed else [])
         return {
             "valid": not (problems or churn or dead_keys),
+            "basis": "clients+observer" if observed else "clients",
             "problems": problems + [c for c, _ in churn] + [k["explanation"] for k in dead_keys],
             "ok_fraction": ok_fraction,
             "ok_fraction_per_second": per_second,
