@@ -1,0 +1,271 @@
+"""The simulator's interpreter: the same generator protocol, workers and history as
+jepsen_py.interpreter, but every worker is a coroutine on one event loop in virtual time.
+
+A free worker asks the generator for its next op, records the invocation, awaits its client (or the
+nemesis) and records the completion, then tells the generator, all without yielding in between, as
+the threaded interpreter does under its lock. A worker the generator keeps waiting (Pending) sleeps
+until the time it names, or until some op completes, whichever comes first; one that waits for an
+event also re-asks every POLL_S, as a threaded worker polls. An op not completed within the op
+timeout is recorded info (error "timeout", by the controller) and abandoned; a worker whose op
+ended info continues as a fresh process, process + concurrency.
+
+Nothing here reads a real clock, starts a thread or draws from an unseeded source: with the same
+generator, rng and loop, the same history comes out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from jepsen_py.errors import FrameworkFailure
+from jepsen_py.generator import Context, Generator, Pending, Template, Thread
+from jepsen_py.history import FAIL, INFO, INVOKE, NEMESIS, OK, Op
+from jepsen_py.interpreter import normalize
+from jepsen_py.protocols import Test
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.05  # as the threaded interpreter: longest a worker waiting for an event sleeps
+MIN_WAIT_S = 1e-6  # a Pending in the past must still let virtual time move
+
+
+class AsyncClient(Protocol):
+    """A client whose invoke is a coroutine (jepsen_py.sim.client.SimClient)."""
+
+    def open(self, test: Test, node: str) -> AsyncClient: ...
+
+    async def invoke(self, test: Test, op: Op) -> Op: ...
+
+    def close(self, test: Test) -> None: ...
+
+
+class AsyncNemesis(Protocol):
+    """A nemesis whose invoke is a coroutine (jepsen_py.sim.nemesis.SimNemesis)."""
+
+    async def invoke(self, test: Test, op: Op) -> Op: ...
+
+
+@dataclass(eq=False)
+class Worker:
+    """One client worker: its process, its node, its clients (one per node it used)."""
+
+    thread: Thread
+    process: int | str
+    node: str | None
+    clients: dict[str, AsyncClient] = field(default_factory=dict)
+    invokes: int = 0
+    oks: int = 0
+
+
+class _Phase:
+    """One generator being driven: who is busy, whether it is exhausted, who waits."""
+
+    def __init__(self, g: Generator, threads: Sequence[Thread]) -> None:
+        self.gen = g
+        self.threads = tuple(threads)
+        self.busy: set[Thread] = set()
+        self.exhausted = False
+        self.stopped = False
+        self.waiters: list[asyncio.Future[None]] = []
+
+    def wake(self) -> None:
+        """Every waiting worker asks the generator again (an op completed, or it ran out)."""
+        waiters, self.waiters = self.waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    async def wait(self, seconds: float) -> None:
+        """Until woken, or `seconds` of virtual time pass."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        self.waiters.append(fut)
+        timer = loop.call_later(max(seconds, MIN_WAIT_S), _resolve, fut)
+        try:
+            await fut
+        finally:
+            timer.cancel()
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+class SimInterpreter:
+    """Runs generators against async clients and an async nemesis, one phase at a time.
+
+    Workers (their process ids and open clients) persist across phases, as in the threaded
+    interpreter: the final reads continue the process numbering of the main phase. `now_ns` is the
+    test's virtual time, nanoseconds since the test began (history times and generator time)."""
+
+    def __init__(self, test: Test, *, client: AsyncClient, nemesis: AsyncNemesis | None,
+                 record: Callable[[Op], Op], concurrency: int, op_timeout: float,
+                 rng: random.Random, now_ns: Callable[[], int]) -> None:
+        self.test = test
+        self.client_template = client
+        self.nemesis = nemesis
+        self.record = record
+        self.concurrency = concurrency
+        self.op_timeout = op_timeout
+        self.rng = rng
+        self.now_ns = now_ns
+        nodes = test.nodes
+        self.workers = [
+            Worker(thread=i, process=i, node=nodes[i % len(nodes)] if nodes else None)
+            for i in range(concurrency)
+        ]
+        self.nemesis_worker = Worker(thread=NEMESIS, process=NEMESIS, node=None)
+        self.errors: list[str] = []
+
+    def counts(self) -> tuple[int, int]:
+        """(client invocations, ok completions) so far."""
+        return sum(w.invokes for w in self.workers), sum(w.oks for w in self.workers)
+
+    async def run(self, g: Generator, *, with_nemesis: bool) -> None:
+        """Drives `g` until it is exhausted and every op in flight has completed; raises
+        FrameworkFailure when a worker broke."""
+        threads: list[Thread] = [w.thread for w in self.workers]
+        if with_nemesis and self.nemesis is not None:
+            threads.append(NEMESIS)
+        phase = _Phase(g, threads)
+        loops = [self._worker_loop(w, phase) for w in self.workers]
+        if NEMESIS in threads:
+            loops.append(self._worker_loop(self.nemesis_worker, phase))
+        tasks = [asyncio.ensure_future(c) for c in loops]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            phase.stopped = True
+            for t in tasks:
+                t.cancel()
+            raise
+        if self.errors:
+            raise FrameworkFailure("; ".join(self.errors[:3]))
+
+    def close_clients(self) -> None:
+        for w in self.workers:
+            for node in list(w.clients):
+                self._drop_client(w, node)
+
+    # ---- one worker -----------------------------------------------------------------------------
+
+    def _ctx(self, phase: _Phase, thread: Thread, process: int | str) -> Context:
+        return Context(self.now_ns() / 1e9, thread, process, self.rng, phase.threads, phase.busy,
+                       tuple(self.test.nodes))
+
+    async def _next(self, w: Worker, phase: _Phase) -> Op | None:
+        """The worker's next invocation, recorded; None when the phase is over for it."""
+        while True:
+            if phase.exhausted or phase.stopped:
+                return None
+            ctx = self._ctx(phase, w.thread, w.process)
+            step = phase.gen.op(ctx)
+            if step is None:
+                phase.exhausted = True
+                phase.wake()
+                return None
+            if isinstance(step, Template):
+                phase.busy.add(w.thread)
+                if w is not self.nemesis_worker:
+                    w.invokes += 1
+                return self.record(Op(-1, self.now_ns(), INVOKE, w.process, step.f, step.key,
+                                      step.value, step.node or w.node, None,
+                                      dict(step.meta) if step.meta else {}))
+            assert isinstance(step, Pending)
+            await phase.wait(POLL_S if step.until is None else step.until - ctx.time)
+
+    def _finish(self, w: Worker, phase: _Phase, inv: Op, comp: Op) -> None:
+        """Records the completion, moves a worker whose op ended info to a fresh process, tells
+        the generator and wakes the waiting workers."""
+        comp.time = self.now_ns()
+        self.record(comp)
+        if comp.type == OK and w is not self.nemesis_worker:
+            w.oks += 1
+        process = w.process
+        if comp.type == INFO and isinstance(process, int):
+            w.process = process + self.concurrency
+        phase.busy.discard(w.thread)
+        try:
+            phase.gen.update(self._ctx(phase, w.thread, process), inv, comp)
+        except Exception:
+            log.exception("generator update failed")
+        phase.wake()
+
+    async def _worker_loop(self, w: Worker, phase: _Phase) -> None:
+        try:
+            while True:
+                inv = await self._next(w, phase)
+                if inv is None:
+                    return
+                if w is self.nemesis_worker:
+                    comp = await self._nemesis_op(inv)
+                else:
+                    comp = await self._client_op(w, inv)
+                self._finish(w, phase, inv, comp)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            # A failure outside invoke (a generator bug, the history unwritable) ends the phase for
+            # everyone and fails the run: a silently shortened test would be a lie.
+            log.error("worker %s failed: %s: %s", w.thread, type(e).__name__, e)
+            log.debug("worker failure in full", exc_info=e)
+            self.errors.append(f"worker {w.thread}: {type(e).__name__}: {e}")
+            phase.stopped = True
+            phase.wake()
+
+    async def _client_op(self, w: Worker, inv: Op) -> Op:
+        try:
+            client = self._client_for(w, inv.node)
+        except Exception as e:
+            return Op(-1, 0, FAIL, inv.process, inv.f, inv.key, inv.value, inv.node,
+                      f"client open failed: {type(e).__name__}: {e}", {})
+        try:
+            comp = await asyncio.wait_for(client.invoke(self.test, _copy(inv)), self.op_timeout)
+        except TimeoutError:
+            self._drop_client(w, inv.node)  # its stream may still carry the late answer
+            return Op(-1, 0, INFO, inv.process, inv.f, inv.key, inv.value, inv.node, error="timeout",
+                      meta={"timeout_s": self.op_timeout, "by": "controller"})
+        except Exception as e:
+            log.debug("client invoke raised on process %s", w.process, exc_info=True)
+            self._drop_client(w, inv.node)  # Jepsen: a crashed client is reopened
+            return Op(-1, 0, INFO, inv.process, inv.f, inv.key, inv.value, inv.node,
+                      f"{type(e).__name__}: {e}", {})
+        return normalize(comp, inv)
+
+    async def _nemesis_op(self, inv: Op) -> Op:
+        assert self.nemesis is not None
+        try:
+            return normalize(await self.nemesis.invoke(self.test, _copy(inv)), inv, nemesis=True)
+        except Exception as e:
+            log.error("nemesis op %s failed: %s: %s", inv.f, type(e).__name__, e)
+            log.debug("nemesis failure in full", exc_info=True)
+            return Op(-1, 0, INFO, NEMESIS, inv.f, inv.key, inv.value, inv.node,
+                      f"{type(e).__name__}: {e}", {})
+
+    def _client_for(self, w: Worker, node: str | None) -> AsyncClient:
+        key = node or ""
+        c = w.clients.get(key)
+        if c is None:
+            c = self.client_template.open(self.test, node) if node is not None else self.client_template
+            w.clients[key] = c
+        return c
+
+    def _drop_client(self, w: Worker, node: str | None) -> None:
+        c = w.clients.pop(node or "", None)
+        if c is not None and c is not self.client_template:
+            try:
+                c.close(self.test)
+            except Exception as e:
+                log.debug("closing a client failed: %s", e)
+
+
+def _copy(op: Op) -> Op:
+    """What a client gets: its own copy, so mutating it cannot touch the recorded invoke."""
+    return Op(op.index, op.time, op.type, op.process, op.f, op.key, op.value, op.node, op.error,
+              dict(op.meta) if op.meta else {})
