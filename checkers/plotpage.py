@@ -13,6 +13,8 @@ from typing import Any
 
 import plotly.offline
 
+from jepsen_py.numbers import finite_json
+
 
 @functools.cache
 def plotly_js() -> str:
@@ -22,7 +24,7 @@ def plotly_js() -> str:
 
 def json_for_script(data: Any) -> str:
     """JSON safe inside <script type="application/json">: no "</" can close the tag early."""
-    s = json.dumps(data, separators=(",", ":"), default=str, allow_nan=False)
+    s = json.dumps(finite_json(data), separators=(",", ":"), default=str, allow_nan=False)
     return s.replace("</", "<\\/").replace("<!--", "<\\!--")
 
 

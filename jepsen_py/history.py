@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from jepsen_py.errors import BadInput
+from jepsen_py.numbers import finite_json
 
 INVOKE = "invoke"
 OK = "ok"
@@ -61,20 +62,23 @@ class Op:
 
     def _json_tail(self) -> str:
         """Everything after the index: encoded outside the writer's lock, which then only numbers
-        and writes the line."""
-        return _ENCODER.encode(
-            {
-                "time": self.time,
-                "type": self.type,
-                "process": self.process,
-                "f": self.f,
-                "key": self.key,
-                "value": self.value,
-                "node": self.node,
-                "error": self.error,
-                "meta": self.meta,
-            }
-        )[1:]
+        and writes the line. A non-finite float (a client that returned NaN) is written as a
+        string: bare NaN is not JSON, and the history would not read back."""
+        d = {
+            "time": self.time,
+            "type": self.type,
+            "process": self.process,
+            "f": self.f,
+            "key": self.key,
+            "value": self.value,
+            "node": self.node,
+            "error": self.error,
+            "meta": self.meta,
+        }
+        try:
+            return _ENCODER.encode(d)[1:]
+        except ValueError:
+            return _ENCODER.encode(finite_json(d))[1:]
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Op:
@@ -107,7 +111,7 @@ def _json_default(o: Any) -> Any:
 
 
 # One encoder for every line: json.dumps would build a new one per call when given options.
-_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_json_default)
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_json_default, allow_nan=False)
 
 
 class HistoryWriter:
@@ -158,50 +162,152 @@ class HistoryWriter:
 
 _REQUIRED = ("index", "time", "type", "process", "f")
 
+# Op times are nanoseconds since the test began. A million seconds (11.6 days) is past any test this
+# framework runs; beyond it a time is damage, and per-second views of it would not fit in memory.
+MAX_TIME_NS = 10**15
+# Deeper values than this are not data a client returned: refused before any recursive code sees them.
+MAX_DEPTH = 64
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def depth_ok(v: Any, limit: int = MAX_DEPTH) -> bool:
+    """Is `v` nested at most `limit` deep (lists and objects)? Iterative: a deep value must not
+    overflow the stack that measures it."""
+    stack = [(v, 0)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, list | dict):
+            if d >= limit:
+                return False
+            stack.extend((y, d + 1) for y in (x.values() if isinstance(x, dict) else x))
+    return True
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check_fields(d: dict[str, Any], *, where: str) -> None:
+    """The field types and ranges every reader of ops relies on; BadInput naming `where`."""
+    typ = d["type"]
+    if not isinstance(typ, str) or typ not in TYPES:
+        raise BadInput(f"{where}: unknown op type {_short(typ)} (expected invoke, ok, fail or info)")
+    if not (_is_int(d["process"]) or isinstance(d["process"], str)):
+        raise BadInput(f"{where}: process must be an integer or a name, got {_short(d['process'])}")
+    if not isinstance(d["f"], str) or not d["f"]:
+        raise BadInput(f"{where}: f must be a name, got {_short(d['f'])}")
+    if not _is_int(d["index"]) or d["index"] < 0:
+        raise BadInput(f"{where}: index must be a non-negative integer, got {_short(d['index'])}")
+    t = d["time"]
+    if not _is_int(t):
+        raise BadInput(f"{where}: time must be integer nanoseconds, got {_short(t)}")
+    if not 0 <= t <= MAX_TIME_NS:
+        raise BadInput(f"{where}: time {_short(t)} ns is outside 0..{MAX_TIME_NS} (0 to 10^6 s "
+                       "since the test began)")
+    node = d.get("node")
+    if node is not None and not isinstance(node, str):
+        raise BadInput(f"{where}: node must be a name, got {_short(node)}")
+    meta = d.get("meta")
+    if meta is not None and not isinstance(meta, dict):
+        raise BadInput(f"{where}: meta must be an object, got {_short(meta)}")
+    for k in ("key", "value", "error", "meta"):
+        if not depth_ok(d.get(k)):
+            raise BadInput(f"{where}: {k} is nested more than {MAX_DEPTH} deep")
+
+
+def _short(v: Any) -> str:
+    """A value for an error line: its repr, cut short (a bad field may be megabytes)."""
+    if _is_int(v) and v.bit_length() > 200:
+        return f"<an integer of {len(str(v)) if v.bit_length() < 13000 else 'thousands of'} digits>"
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
 
 def parse_line(line: str, *, where: str) -> Op:
     """One JSON line into an Op, or BadInput naming `where` (file:line)."""
     try:
-        d = json.loads(line)
+        d = json.loads(line, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
         raise BadInput(f"{where}: not a JSON object ({e.msg})") from None
+    except RecursionError:
+        raise BadInput(f"{where}: value nested too deep") from None
+    except ValueError as e:  # NaN / Infinity, or an integer beyond Python's digit limit
+        raise BadInput(f"{where}: not usable JSON ({str(e).split(';')[0][:80]})") from None
     if not isinstance(d, dict):
         raise BadInput(f"{where}: expected a JSON object, got {type(d).__name__}")
     missing = [k for k in _REQUIRED if k not in d]
     if missing:
         raise BadInput(f"{where}: op is missing {', '.join(missing)}")
-    if d["type"] not in TYPES:
-        raise BadInput(f"{where}: unknown op type {d['type']!r} (expected invoke, ok, fail or info)")
-    if not isinstance(d["process"], int | str) or isinstance(d["process"], bool):
-        raise BadInput(f"{where}: process must be an integer or a name, got {d['process']!r}")
-    if not isinstance(d["time"], int) or isinstance(d["time"], bool):
-        raise BadInput(f"{where}: time must be integer nanoseconds, got {d['time']!r}")
+    check_fields(d, where=where)
     return Op.from_dict(d)
+
+
+@dataclass(slots=True)
+class Loaded:
+    """A history file as read: its ops, each op's line, and the line of a torn tail if one was left
+    out (the writer stopped mid-line)."""
+
+    ops: list[Op]
+    lines: list[int]
+    torn: int | None = None
+
+
+def load_jsonl(path: Path | str, *, allow_truncated: bool = True) -> Loaded:
+    """Reads a history.jsonl strictly: every bad line is BadInput naming file:line.
+
+    A last line without its newline that does not parse is what a writer killed mid-write leaves:
+    with `allow_truncated` it is left out (Loaded.torn says where), else it is BadInput too."""
+    path = Path(path)
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such history file") from None
+    except IsADirectoryError:
+        raise BadInput(f"{path}: is a directory, not a history file") from None
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read ({e.strerror or e})") from None
+    out = Loaded([], [])
+    with f:
+        lineno = 0
+        try:
+            for raw in f:
+                lineno += 1
+                where = f"{path}:{lineno}"
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    if not raw.endswith(b"\n") and allow_truncated:
+                        out.torn = lineno
+                        break
+                    raise BadInput(f"{where}: not UTF-8 text (byte {e.start + 1} of the line)") from None
+                if not text.strip():
+                    continue
+                if not text.endswith("\n"):
+                    try:
+                        op = parse_line(text, where=where)
+                    except BadInput:
+                        if not allow_truncated:
+                            raise BadInput(f"{where}: history truncated mid-line (the writer stopped "
+                                           f"mid-write); the {len(out.ops)} ops before it are intact: "
+                                           "pass --allow-truncated to check them") from None
+                        out.torn = lineno
+                        break
+                else:
+                    op = parse_line(text, where=where)
+                out.ops.append(op)
+                out.lines.append(lineno)
+        except OSError as e:
+            raise BadInput(f"{path}: cannot read ({e.strerror or e})") from None
+    return out
 
 
 def iter_history(path: Path | str) -> Iterator[Op]:
     """Streams a history.jsonl. A torn last line (no newline: the writer died mid-write) is skipped;
     any other bad line raises BadInput naming the file and line."""
-    path = Path(path)
-    try:
-        f = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such history file") from None
-    except IsADirectoryError:
-        raise BadInput(f"{path}: is a directory, not a history file") from None
-    with f:
-        lineno = 0
-        for raw in f:
-            lineno += 1
-            if not raw.strip():
-                continue
-            if not raw.endswith("\n"):
-                try:
-                    yield parse_line(raw, where=f"{path}:{lineno}")
-                except BadInput:
-                    return  # torn tail from a crash mid-write: everything before it is intact
-                return
-            yield parse_line(raw, where=f"{path}:{lineno}")
+    yield from load_jsonl(path, allow_truncated=True).ops
 
 
 def read_history(path: Path | str) -> list[Op]:

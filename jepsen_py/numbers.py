@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from typing import Any
 
 from jepsen_py.errors import BadInput
 
@@ -81,3 +82,17 @@ def _typed(parse: Callable[[str], float], what: str, lo: float | None, hi: float
 
     convert.__name__ = what.split()[-1]  # argparse names the type in its messages
     return convert
+
+
+def finite_json(obj: Any) -> Any:
+    """`obj` with every non-finite float replaced by "NaN", "Infinity" or "-Infinity": bare NaN is
+    not JSON, and a strict reader (a browser's JSON.parse, jq) rejects the whole document for it."""
+    if isinstance(obj, float):
+        if math.isfinite(obj):
+            return obj
+        return "NaN" if obj != obj else ("Infinity" if obj > 0 else "-Infinity")
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [finite_json(v) for v in obj]
+    return obj

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import re
 import secrets
 from pathlib import Path
@@ -234,10 +235,35 @@ def parse_fault_targets(text: str | None) -> list[str]:
     return kinds
 
 
+# Options that are secrets: never written to test.json (which `serve` shows and CI uploads); the
+# store keeps only that one was given.
+SECRET_OPTIONS = frozenset({"ssh_password"})
+REDACTED = "<redacted>"
+
+
 def to_json(spec: TestSpec) -> dict[str, Any]:
     d = dataclasses.asdict(spec)
     d["results_dir"] = str(spec.results_dir)
+    d["options"] = redact(d.get("options") or {})
     return d
+
+
+def redact(options: dict[str, Any]) -> dict[str, Any]:
+    """`options` with every secret replaced by a marker saying one was given (absent ones stay None)."""
+    return {k: (REDACTED if k in SECRET_OPTIONS and v else v) for k, v in options.items()}
+
+
+# What each test.json field must hold, so a hand-edited file fails here, naming the field, and not
+# deep inside a checker.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,), "workload": (str,), "nemesis": (list,), "nodes": (list,),
+    "time_limit": (int, float), "concurrency": (int,), "rate": (int, float),
+    "nemesis_interval": (int, float), "seed": (int,), "backend": (str,), "read_mode": (str,),
+    "bugs": (list,), "db": (str,), "results_dir": (str,), "leave_db_running": (bool,),
+    "test_count": (int,), "options": (dict,), "op_timeout": (int, float),
+    "recovery_timeout": (int, float), "fault_targets": (list,), "nemesis_schedule": (str,),
+}
+_STR_LISTS = ("nemesis", "nodes", "bugs", "fault_targets")
 
 
 def from_json(d: dict[str, Any], *, where: str = "test.json") -> TestSpec:
@@ -251,6 +277,17 @@ def from_json(d: dict[str, Any], *, where: str = "test.json") -> TestSpec:
     if missing:
         raise BadInput(f"{where}: missing {', '.join(missing)}")
     kwargs = {k: v for k, v in d.items() if k in fields}
+    for k, v in kwargs.items():
+        want = _FIELD_TYPES.get(k)
+        if want is None:
+            continue
+        if not isinstance(v, want) or (isinstance(v, bool) and bool not in want):
+            raise BadInput(f"{where}: {k} must be {' or '.join(t.__name__ for t in want)}, "
+                           f"got {type(v).__name__}")
+        if k in _STR_LISTS and not all(isinstance(x, str) for x in v):
+            raise BadInput(f"{where}: {k} must be a list of names")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise BadInput(f"{where}: {k} must be a finite number, got {v}")
     kwargs["results_dir"] = Path(kwargs["results_dir"])
     try:
         return TestSpec(**kwargs)

@@ -21,6 +21,7 @@ from typing import Any
 
 from jepsen_py import spec as specmod
 from jepsen_py.errors import BadInput, EnvironmentProblem
+from jepsen_py.numbers import finite_json
 from jepsen_py.protocols import TestSpec
 
 TEST_JSON = "test.json"
@@ -60,23 +61,77 @@ def create_run_dir(results_dir: Path, test_name: str, *, now: float | None = Non
     raise EnvironmentProblem(f"cannot find a free run directory name under {test_dir}")
 
 
+# Temp files of atomic writes are named .<name>.<random>.tmp: a reader never opens one, and the
+# next run removes those an interrupted write left (remove_stale_temps).
+TMP_SUFFIX = ".tmp"
+
+
 def write_json(path: Path, obj: Any) -> None:
     """Atomic: a temp file in the same directory, fsync'd, then renamed over `path`. Readable like
-    every other file of a run (0644 under the usual umask), not mkstemp's owner-only 0600."""
+    every other file of a run (0644 under the usual umask), not mkstemp's owner-only 0600.
+    Non-finite floats (NaN, infinities) are written as strings: bare NaN is not JSON, and a strict
+    reader would reject the whole file."""
+    text = json.dumps(finite_json(obj), indent=2, sort_keys=False, default=_default, allow_nan=False)
+    write_text_atomic(path, text + "\n")
+
+
+def write_text_atomic(path: Path | str, text: str, *, fsync: bool = True) -> None:
+    """Writes `text` to `path` through a temp file and a rename, then fsyncs the directory so the
+    rename itself survives a crash: a reader sees the old file or the whole new one."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2, sort_keys=False, default=_default)
-            f.write("\n")
+            f.write(text)
             f.flush()
-            os.fsync(f.fileno())
+            if fsync:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    if fsync:
+        fsync_dir(path.parent)
+
+
+def fsync_dir(directory: Path | str) -> None:
+    """Makes a rename or a new file in `directory` durable (best effort where a directory cannot
+    be opened, e.g. some network filesystems)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_stale_temps(directory: Path | str) -> list[Path]:
+    """Removes the temp files interrupted atomic writes left in `directory`, its test directories
+    and their runs (up to two levels down); returns them."""
+    removed: list[Path] = []
+    d = Path(directory)
+    if not d.is_dir():
+        return removed
+    for pattern in (f".*{TMP_SUFFIX}", f"*/.*{TMP_SUFFIX}", f"*/*/.*{TMP_SUFFIX}"):
+        for p in d.glob(pattern):
+            if _is_our_temp(p):
+                with contextlib.suppress(OSError):
+                    p.unlink()
+                    removed.append(p)
+    return removed
+
+
+def _is_our_temp(p: Path) -> bool:
+    """.<name>.<mkstemp's 8 random characters>.tmp, a plain file."""
+    parts = p.name[1:-len(TMP_SUFFIX)].rsplit(".", 1)
+    return (p.name.startswith(".") and len(parts) == 2 and len(parts[1]) == 8 and bool(parts[0])
+            and p.is_file() and not p.is_symlink())
+
 
 
 def _umask() -> int:
@@ -107,8 +162,18 @@ def read_json(path: Path) -> Any:
             return json.load(f)
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise BadInput(f"{path}: is a directory, not a file") from None
     except json.JSONDecodeError as e:
         raise BadInput(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    except UnicodeDecodeError as e:
+        raise BadInput(f"{path}: not UTF-8 text (byte {e.start + 1})") from None
+    except RecursionError:
+        raise BadInput(f"{path}: nested too deep") from None
+    except ValueError as e:  # an integer beyond Python's digit limit
+        raise BadInput(f"{path}: not usable JSON ({str(e)[:80]})") from None
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read ({e.strerror or e})") from None
 
 
 def write_test_json(run_dir: Path, spec: TestSpec, extra: dict[str, Any] | None = None) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from jepsen_py import store
 from jepsen_py.errors import BadInput
-from jepsen_py.history import Op, parse_line, validate
+from jepsen_py.history import Op, load_jsonl, validate
 from jepsen_py.protocols import Test
 from jepsen_py.verdict import exit_code
 
@@ -43,31 +43,10 @@ def load_history(path: Path) -> tuple[list[Op], dict[int, int], int | None]:
     skipped.
 
     A line without its newline at the very end is what a writer killed mid-write leaves: it is
-    skipped with a warning. Anything else malformed is BadInput naming file:line.
+    left out and its line returned. Anything else malformed is BadInput naming file:line.
     """
-    ops: list[Op] = []
-    lines: dict[int, int] = {}
-    torn: int | None = None
-    try:
-        f = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such history file") from None
-    with f:
-        for lineno, raw in enumerate(f, start=1):
-            if not raw.strip():
-                continue
-            where = f"{path}:{lineno}"
-            if not raw.endswith("\n"):
-                try:
-                    op = parse_line(raw, where=where)
-                except BadInput:
-                    torn = lineno
-                    break
-            else:
-                op = parse_line(raw, where=where)
-            lines[id(op)] = lineno
-            ops.append(op)
-    return ops, lines, torn
+    loaded = load_jsonl(path, allow_truncated=True)
+    return loaded.ops, {id(op): ln for op, ln in zip(loaded.ops, loaded.lines, strict=True)}, loaded.torn
 
 
 def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:

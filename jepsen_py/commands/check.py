@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.errors import BadInput, EnvironmentProblem
+from jepsen_py.history import depth_ok
 from jepsen_py.numbers import MAX_SECONDS, MAX_WORKERS, integer, number
+from jepsen_py.numbers import check as check_number
+from jepsen_py.store import finite_json
 from jepsen_py.verdict import exit_code
 
 NAME = "check"
@@ -55,18 +58,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="local processes, or a Spark job (spark.distributed_check)")
     parser.add_argument("--master", default=None, help="Spark master URL for --engine spark")
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    parser.add_argument("--allow-truncated", action="store_true",
+                        help="check the intact lines of a JSONL history whose last line was cut off "
+                             "(a writer killed mid-write) instead of refusing it")
 
 
 def run(args: argparse.Namespace) -> int:
     from checkers.linearizable import Budget, check, get_model
     from jepsen_py.importers import check_rules, is_independent, load_history, unwrap_independent
 
-    if args.time_limit <= 0:
-        raise BadInput(f"--time-limit must be positive, got {args.time_limit}")
-    if args.memory_limit <= 0:
-        raise BadInput(f"--memory-limit must be positive, got {args.memory_limit}")
+    check_number("--time-limit", args.time_limit, lo=0, hi=MAX_SECONDS, lo_open=True)
+    check_number("--memory-limit", args.memory_limit, lo=1)
+    if args.workers is not None:
+        check_number("--workers", args.workers, lo=1, hi=MAX_WORKERS)
     init = _parse_init(args.init)
-    ops, fmt, lines = load_history(args.file, args.format)
+    dropped: list[int] = []
+    ops, fmt, lines = load_history(args.file, args.format, allow_truncated=args.allow_truncated,
+                                   dropped=dropped)
+    for line in dropped:
+        print(f"jepsen-py: warning: {args.file}:{line}: torn last line dropped (1 line; the writer "
+              f"stopped mid-write); checking the {len(ops)} ops before it", file=sys.stderr)
     check_rules(ops, lines, args.file)
     if args.independent == "yes" or (args.independent == "auto" and args.model != "multi-register"
                                       and is_independent(ops)):
@@ -82,24 +93,73 @@ def run(args: argparse.Namespace) -> int:
                                    model_options=options, source=str(args.file))
     else:
         model = get_model(args.model, init, **options)
-        result = check(ops, model, budget=budget, workers=args.workers, source=str(args.file))
+        try:
+            result = check(ops, model, budget=budget, workers=args.workers, source=str(args.file))
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError, ArithmeticError) as e:
+            raise BadInput(_misfit(ops, lines, args, init, e)) from None
     result.setdefault("file", str(args.file))
     result.setdefault("format", fmt)
     if args.json:
-        json.dump(result, sys.stdout, indent=2, default=str)
+        json.dump(finite_json(result), sys.stdout, indent=2, default=str, allow_nan=False)
         sys.stdout.write("\n")
     else:
         _summary(result, args.file)
     return exit_code(result["valid"])
 
 
+def _misfit(ops: list[Any], lines: list[int], args: argparse.Namespace, init: Any,
+            error: Exception) -> str:
+    """The one line for values the model cannot take (an append of a number to a string, a set
+    read that is not a collection, an --init of the wrong shape): replays the ok ops in order from
+    the initial state and names the first one the model chokes on."""
+    from checkers.linearizable import get_model
+    from checkers.linearizable.calls import build_calls
+
+    why = f"{type(error).__name__}: {str(error)[:120]}"
+    model = get_model(args.model, init, **_model_options(args, "jsonl"))
+    line_of = {op.index: (lines[i] if i < len(lines) else "?") for i, op in enumerate(ops)}
+    try:
+        state = model.init()
+    except Exception as e:  # a model's own check of --init
+        return f"--init {args.init!r} does not fit model {args.model!r} ({type(e).__name__}: {e})"
+    try:
+        calls = build_calls([o for o in ops if isinstance(o.process, int)], model).calls
+    except Exception:  # the values do not even pair up as calls
+        calls = []
+    for c in sorted(calls, key=lambda c: c.start):
+        try:
+            ok, new = model.step(state, c)
+        except Exception as e:  # exactly what we are looking for
+            src = "its initial state" if args.init is None else f"--init {args.init!r}"
+            return (f"{args.file}:{line_of.get(c.index, '?')}: {c.f} {_short(c.input)} -> "
+                    f"{_short(c.output)} does not fit model {args.model!r} from {src} "
+                    f"({type(e).__name__}: {str(e)[:80]})")
+        if ok and c.outcome == "ok":
+            state = new
+    return f"{args.file}: the values do not fit model {args.model!r} ({why})"
+
+
+def _short(v: Any) -> str:
+    r = repr(v)
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
 def _parse_init(text: str | None) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
-        raise BadInput(f"--init is not JSON ({e.msg}): {text!r}") from None
+        raise BadInput(f"--init is not JSON ({e.msg}): {text[:60]!r}") from None
+    except (ValueError, RecursionError) as e:
+        raise BadInput(f"--init is not usable JSON ({str(e)[:60]})") from None
+    if not depth_ok(value):
+        raise BadInput("--init is nested too deep")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _model_options(args: argparse.Namespace, fmt: str) -> dict[str, str]:

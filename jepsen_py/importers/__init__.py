@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jepsen_py.errors import BadInput
-from jepsen_py.history import INFO, INVOKE, NEMESIS, SAMPLE_PROCESSES, Op, iter_history
+from jepsen_py.history import INFO, INVOKE, NEMESIS, SAMPLE_PROCESSES, Op, load_jsonl
 
 FORMATS = ("auto", "jsonl", "edn", "jepsen-log", "porcupine-kv")
 
@@ -26,6 +26,8 @@ def detect_format(path: Path | str) -> str:
         raise BadInput(f"{path}: no such file") from None
     except IsADirectoryError:
         raise BadInput(f"{path}: is a directory") from None
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read ({e.strerror or e})") from None
     if "jepsen.util" in head or path.suffix == ".log":
         return "jepsen-log"
     first = next((ln.strip() for ln in head.splitlines() if ln.strip() and not ln.startswith(";")), "")
@@ -42,29 +44,39 @@ def detect_format(path: Path | str) -> str:
     raise BadInput(f"{path}: cannot tell the history format; give --format")
 
 
-def load_history(path: Path | str, fmt: str = "auto") -> tuple[list[Op], str, list[int]]:
-    """The file's ops, the format it was read as, and each op's line number."""
+def load_history(path: Path | str, fmt: str = "auto", *, allow_truncated: bool = False,
+                 dropped: list[int] | None = None) -> tuple[list[Op], str, list[int]]:
+    """The file's ops, the format it was read as, and each op's line number.
+
+    A file with no operation in it is BadInput: whatever it is, it is not a history to pass. A
+    JSONL history whose last line was torn mid-write is BadInput unless `allow_truncated`; then the
+    torn line is left out and its number appended to `dropped`."""
     if fmt not in FORMATS:
         raise BadInput(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    path = Path(path)
     if fmt == "auto":
         fmt = detect_format(path)
     lines: list[int] = []
     if fmt == "jsonl":
-        ops = list(iter_history(path))
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = [i for i, ln in enumerate(f, start=1) if ln.strip()][: len(ops)]
-        return ops, fmt, lines
-    if fmt == "edn":
+        loaded = load_jsonl(path, allow_truncated=allow_truncated)
+        if loaded.torn is not None and dropped is not None:
+            dropped.append(loaded.torn)
+        ops, lines = loaded.ops, loaded.lines
+    elif fmt == "edn":
         from jepsen_py.importers.edn import read_edn_history
 
-        return read_edn_history(path, lines), fmt, lines
-    if fmt == "jepsen-log":
+        ops = read_edn_history(path, lines)
+    elif fmt == "jepsen-log":
         from jepsen_py.importers.jepsen_log import read_jepsen_log
 
-        return read_jepsen_log(path, lines), fmt, lines
-    from jepsen_py.importers.porcupine_kv import read_porcupine_kv
+        ops = read_jepsen_log(path, lines)
+    else:
+        from jepsen_py.importers.porcupine_kv import read_porcupine_kv
 
-    return read_porcupine_kv(path, lines), fmt, lines
+        ops = read_porcupine_kv(path, lines)
+    if not ops:
+        raise BadInput(f"{path}: no operations found (read as {fmt}): not a history")
+    return ops, fmt, lines
 
 
 def check_rules(ops: Sequence[Op], lines: Sequence[int], path: Path | str) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.errors import BadInput
-from jepsen_py.history import TYPES, Op
+from jepsen_py.history import TYPES, Op, check_fields
 from jepsen_py.importers.text import read_text
 
 
@@ -59,6 +59,7 @@ _FLOAT = re.compile(r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?M?$")
 _RATIO = re.compile(r"[+-]?\d+/\d+$")
 _CLOSE = {"(": ")", "[": "]", "{": "}"}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "b": "\b", "f": "\f", "/": "/"}
+MAX_NESTING = 200
 _CHARS = {"newline": "\n", "space": " ", "tab": "\t", "return": "\r", "backspace": "\b", "formfeed": "\f"}
 
 
@@ -68,6 +69,7 @@ class Reader:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
+        self.depth = 0
         self._line_pos = 0
         self._line = 1
 
@@ -91,6 +93,16 @@ class Reader:
         return self.text[self.pos] if self.pos < len(self.text) else ""
 
     def read(self) -> Any:
+        """The next form; nesting is bounded so a hostile file cannot exhaust the stack."""
+        self.depth += 1
+        try:
+            if self.depth > MAX_NESTING:
+                raise EDNError(f"forms nested more than {MAX_NESTING} deep", self.line_at(self.pos))
+            return self._read()
+        finally:
+            self.depth -= 1
+
+    def _read(self) -> Any:
         self._ws()
         t = self.text
         if self.pos >= len(t):
@@ -156,7 +168,10 @@ class Reader:
                 return "".join(parts)
             esc = t[j + 1 : j + 2]
             if esc == "u":
-                parts.append(chr(int(t[j + 2 : j + 6], 16)))
+                hexits = t[j + 2 : j + 6]
+                if not re.fullmatch(r"[0-9a-fA-F]{4}", hexits):
+                    raise EDNError(f"bad \\u escape {hexits!r} in a string", self.line_at(j))
+                parts.append(chr(int(hexits, 16)))
                 i = j + 6
             else:
                 parts.append(_ESCAPES.get(esc, esc))
@@ -212,14 +227,17 @@ def _atom(tok: str, line: int) -> Any:
     if tok[0] == ":":
         return Keyword(tok[1:])
     if tok[0].isdigit() or (len(tok) > 1 and tok[0] in "+-" and tok[1].isdigit()):
-        if _INT.match(tok):
-            return int(tok.rstrip("N"))
-        if _FLOAT.match(tok):
-            return float(tok.rstrip("M"))
-        if _RATIO.match(tok):
-            a, b = tok.split("/")
-            return int(a) / int(b)
-        raise EDNError(f"bad number {tok!r}", line)
+        try:
+            if _INT.match(tok):
+                return int(tok.rstrip("N"))
+            if _FLOAT.match(tok):
+                return float(tok.rstrip("M"))
+            if _RATIO.match(tok):
+                a, b = tok.split("/")
+                return int(a) / int(b)
+        except (ValueError, ZeroDivisionError, OverflowError) as e:
+            raise EDNError(f"bad number {tok[:40]!r} ({str(e)[:60]})", line) from None
+        raise EDNError(f"bad number {tok[:40]!r}", line)
     return Symbol(tok)
 
 
@@ -294,20 +312,28 @@ def op_from_map(m: Any, *, position: int, where: str) -> Op:
     f = m.get(Keyword("f"))
     if f is None:
         raise BadInput(f"{where}: op has no :f")
+    if not isinstance(f, str):
+        raise BadInput(f"{where}: :f must be a keyword or a name, got {type(f).__name__}")
     index = m.get(Keyword("index"))
     time_ = m.get(Keyword("time"))
+    index = index if isinstance(index, int) and not isinstance(index, bool) and index >= 0 else position
+    time_ = time_ if isinstance(time_, int) and not isinstance(time_, bool) else 0
+    node = m.get(Keyword("node"))
+    check_fields({"type": typ, "process": process, "f": str(f), "index": index, "time": time_,
+                  "node": str(node) if node is not None else None,
+                  "key": m.get(Keyword("key")), "value": m.get(Keyword("value")),
+                  "error": m.get(Keyword("error"))}, where=where)
     meta = {
         str(k): to_plain(v)
         for k, v in m.items()
         if str(k) not in ("type", "process", "f", "value", "key", "index", "time", "error", "node")
     }
-    node = m.get(Keyword("node"))
     return Op(
-        index=index if isinstance(index, int) else position,
-        time=time_ if isinstance(time_, int) else 0,
+        index=index,
+        time=time_,
         type=typ,
         process=process,
-        f=str(f) if isinstance(f, Keyword | Symbol) else to_plain(f),
+        f=str(f),
         key=to_plain(m.get(Keyword("key"))),
         value=to_plain(m.get(Keyword("value"))),
         node=str(node) if node is not None else None,

@@ -27,6 +27,7 @@ from jepsen_py.importers.edn import EDNError, Keyword, loads, to_plain
 from jepsen_py.importers.text import read_text
 
 _OP_LINE = re.compile(r"^\S+\s+jepsen\.util\s+-\s+(\S+)\s+:(\S+)\s+:(\S+)(?:\s+(.*?))?\s*$")
+_PROCESS_NUMBER = re.compile(r"-?[0-9]{1,18}")
 _UTIL = re.compile(r"^\S+\s+jepsen\.util\s+-\s")
 
 
@@ -47,7 +48,7 @@ def read_jepsen_log(path: Path | str, lines_out: list[int] | None = None) -> lis
         if typ not in TYPES:
             raise BadInput(f"{where}: unknown op type :{typ} (expected :invoke, :ok, :fail or :info)")
         process: int | str
-        if proc_s.lstrip("-").isdigit():
+        if _PROCESS_NUMBER.fullmatch(proc_s):
             process = int(proc_s)
         elif proc_s.startswith(":"):
             process = proc_s[1:]

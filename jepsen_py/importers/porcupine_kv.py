@@ -18,12 +18,16 @@ KV_FS = frozenset({"get", "put", "append"})
 
 
 def read_porcupine_kv(path: Path | str, lines: list[int] | None = None) -> list[Op]:
-    ops = read_edn_history(path, lines)
-    for op in ops:
+    at: list[int] = [] if lines is None else lines
+    ops = read_edn_history(path, at)
+    for i, op in enumerate(ops):
         if op.process == "nemesis":
             continue
+        where = f"{path}:{at[i] if i < len(at) else '?'}"
         if op.f not in KV_FS:
-            raise BadInput(f"{path}: op {op.index}: f {op.f!r} is not a kv operation (get, put, append)")
+            raise BadInput(f"{where}: f {op.f!r} is not a kv operation (get, put, append)")
         if op.key is None:
-            raise BadInput(f"{path}: op {op.index}: kv op without :key")
+            raise BadInput(f"{where}: kv op without :key")
+        if op.f in ("put", "append") and op.type == "invoke" and not isinstance(op.value, str):
+            raise BadInput(f"{where}: {op.f} of {type(op.value).__name__}: kv values are strings")
     return ops

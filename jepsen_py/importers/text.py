@@ -15,4 +15,7 @@ def read_text(path: Path) -> str:
     except IsADirectoryError:
         raise BadInput(f"{path}: is a directory") from None
     except UnicodeDecodeError as e:
-        raise BadInput(f"{path}: not UTF-8 text ({e.reason})") from None
+        line = e.object[: e.start].count(b"\n") + 1
+        raise BadInput(f"{path}:{line}: not UTF-8 text ({e.reason})") from None
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read ({e.strerror or e})") from None
