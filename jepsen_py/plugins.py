@@ -1,33 +1,80 @@
-"""Loading the system under test named on the command line: `--db package.module:Name`.
+"""Loading what the command line names from outside the repository: `--db`, `--workload`,
+`--nemesis`, `--checker` and `--generator` take `package.module:name` or an installed entry point.
 
-Nothing in jepsen_py/ knows which system is tested; the DB class is found here, by import path or
-by an installed entry point in the group `jepsen_py.db` (so `--db etcd` works once a plugin package
-registers `etcd = mypkg.etcd:EtcdDB`).
+Nothing in jepsen_py/ knows which system is tested. A reference is found by import path, or by an
+entry point in the option's group (`jepsen_py.db`, `jepsen_py.workload`, `jepsen_py.nemesis`,
+`jepsen_py.checker`, `jepsen_py.generator`), so `--db etcd` works once a plugin package registers
+`etcd = mypkg.etcd:EtcdDB`. The current directory is importable for these references, as it is
+under `python -m`, so a module beside the user needs no installing.
+
+What each reference must name, constructed with the TestSpec:
+  --db         a class, `Cls(spec)` -> DB
+  --workload   a function, `fn(spec)` -> jepsen_py.workload.Workload
+  --nemesis    a class, `Cls(spec)` -> Nemesis; its schedule is its `generator(spec)` when it has
+               one, else one fault toggled every --nemesis-interval: the f starting with "start"
+               then the one starting with "stop"
+  --checker    a function or class, `fn(spec)` -> Checker (added to the workload's checkers)
+  --generator  a function, `fn(spec)` -> Generator (replaces the workload's main generator)
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
+import sys
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jepsen_py.errors import BadInput
-from jepsen_py.protocols import DB, TestSpec
+from jepsen_py.protocols import DB, Checker, Nemesis, TestSpec
+
+if TYPE_CHECKING:
+    from jepsen_py.generator import Generator
+    from jepsen_py.workload import Workload
 
 ENTRY_POINT_GROUP = "jepsen_py.db"
+GROUPS = {
+    "--db": ENTRY_POINT_GROUP,
+    "--workload": "jepsen_py.workload",
+    "--nemesis": "jepsen_py.nemesis",
+    "--checker": "jepsen_py.checker",
+    "--generator": "jepsen_py.generator",
+}
+
+
+def current_dir_importable() -> None:
+    """Puts the working directory first on sys.path, as `python -m` does (console scripts don't)."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+
+
+def entry_point_names(option: str) -> list[str]:
+    """The names installed in the entry-point group of `option` (e.g. --workload)."""
+    return sorted({ep.name for ep in entry_points(group=GROUPS[option])})
+
+
+def is_reference(name: str, option: str) -> bool:
+    """True if `name` is MODULE:NAME or an installed entry point of the option's group."""
+    return ":" in name or name in entry_point_names(option)
 
 
 def load_object(ref: str, *, option: str = "--db") -> Any:
-    """The object named by `module:attr` (attr may be dotted), or by an entry point name."""
+    """The object named by `module:attr` (attr may be dotted), or by an entry point name in the
+    option's group."""
+    group = GROUPS.get(option, ENTRY_POINT_GROUP)
+    form = "MODULE:CLASS" if option in ("--db", "--nemesis") else "MODULE:FUNC"
     if ":" not in ref:
-        eps = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == ref]
+        eps = [ep for ep in entry_points(group=group) if ep.name == ref]
         if not eps:
-            raise BadInput(f"{option}: {ref!r} is neither MODULE:CLASS nor an installed "
-                           f"'{ENTRY_POINT_GROUP}' entry point")
+            raise BadInput(f"{option}: {ref!r} is neither {form} nor an installed "
+                           f"'{group}' entry point")
         return eps[0].load()
+    current_dir_importable()
     module_name, _, attr = ref.partition(":")
     if not module_name or not attr:
-        raise BadInput(f"{option}: expected MODULE:CLASS, got {ref!r}")
+        raise BadInput(f"{option}: expected {form}, got {ref!r}")
     try:
         obj: Any = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
@@ -56,6 +103,160 @@ def load_db(ref: str, spec: TestSpec) -> DB:
     if missing:
         raise BadInput(f"--db: {ref} lacks the DB methods {', '.join(missing)}")
     return db
+
+
+def _construct(ref: str, option: str, what: str, spec: TestSpec) -> Any:
+    """`ref`'s object called with the spec, every mistake one line naming the option."""
+    factory = load_object(ref, option=option)
+    if not callable(factory):
+        raise BadInput(f"{option}: {ref!r} is not callable")
+    try:
+        return factory(spec)
+    except TypeError as e:
+        raise BadInput(f"{option}: cannot build {what} from {ref}(spec): {e}") from None
+
+
+def builtin_workloads() -> dict[str, Any]:
+    """The workloads shipped with jepsen-py: name -> factory(spec)."""
+    try:
+        mod = importlib.import_module("workloads")
+    except ModuleNotFoundError:
+        return {}
+    return dict(getattr(mod, "WORKLOADS", {}) or {})
+
+
+def builtin_nemeses() -> list[str]:
+    try:
+        mod = importlib.import_module("nemeses")
+    except ModuleNotFoundError:
+        return []
+    return list(getattr(mod, "NEMESES", []) or [])
+
+
+def check_workload_name(name: str, known: dict[str, Any] | None = None) -> None:
+    """A built-in workload, an entry point or MODULE:FUNC; anything else is one line."""
+    known = builtin_workloads() if known is None else known
+    if name in known or is_reference(name, "--workload"):
+        return
+    choices = ", ".join(sorted([*known, *entry_point_names("--workload")])) or "none registered"
+    raise BadInput(f"--workload: unknown workload {name!r} (choose from {choices}, or MODULE:FUNC)")
+
+
+def check_nemesis_names(names: list[str]) -> None:
+    known = builtin_nemeses()
+    for n in names:
+        if n not in known and not is_reference(n, "--nemesis"):
+            choices = ", ".join(["none", *[k for k in known if k != "none"],
+                                 *entry_point_names("--nemesis")])
+            raise BadInput(f"--nemesis: unknown nemesis {n!r} (choose from {choices}, or MODULE:CLASS; "
+                           f"combine with commas)")
+
+
+def load_workload(ref: str, spec: TestSpec) -> Workload:
+    from jepsen_py.workload import Workload
+
+    w = _construct(ref, "--workload", "a workload", spec)
+    if not isinstance(w, Workload):
+        raise BadInput(f"--workload: {ref}(spec) returned {type(w).__name__}, not a "
+                       f"jepsen_py.workload.Workload")
+    return w
+
+
+def load_checker(ref: str, spec: TestSpec) -> Checker:
+    c = _construct(ref, "--checker", "a checker", spec)
+    if not callable(getattr(c, "check", None)):
+        raise BadInput(f"--checker: {ref}(spec) returned {type(c).__name__}, which has no check()")
+    if not getattr(c, "name", None):
+        with contextlib.suppress(AttributeError):
+            c.name = ref.rpartition(":")[2] or ref
+    return c
+
+
+def load_generator(ref: str, spec: TestSpec) -> Generator:
+    from jepsen_py.generator import lift
+
+    g = _construct(ref, "--generator", "a generator", spec)
+    try:
+        return lift(g)
+    except (TypeError, ValueError) as e:
+        raise BadInput(f"--generator: {ref}(spec) returned no generator: {e}") from None
+
+
+def build_workload(spec: TestSpec, known: dict[str, Any] | None = None) -> Workload:
+    """The workload named by spec.workload (built-in, from `known` when given, or outside), with
+    the outside checkers (`options["checkers"]`) added and the main generator replaced by
+    `options["generator"]`."""
+    known = builtin_workloads() if known is None else known
+    check_workload_name(spec.workload, known)
+    w = known[spec.workload](spec) if spec.workload in known else load_workload(spec.workload, spec)
+    gen_ref = (spec.options or {}).get("generator")
+    if gen_ref:
+        w.generator = load_generator(str(gen_ref), spec)
+    extra = [load_checker(str(r), spec) for r in (spec.options or {}).get("checkers") or []]
+    if extra:
+        w.checkers = [*w.checkers, *extra]
+    return w
+
+
+def load_nemesis(ref: str, spec: TestSpec) -> tuple[Nemesis, Generator]:
+    """An outside nemesis and its schedule, for the nemesis thread only."""
+    from jepsen_py.generator import Template, is_nemesis_thread, lift, on_threads
+
+    nem = _construct(ref, "--nemesis", "a nemesis", spec)
+    missing = [m for m in ("fs", "setup", "invoke", "heal", "teardown")
+               if not callable(getattr(nem, m, None))]
+    if missing:
+        raise BadInput(f"--nemesis: {ref} lacks the Nemesis methods {', '.join(missing)}")
+    own = getattr(nem, "generator", None)
+    if callable(own):
+        return nem, on_threads(is_nemesis_thread, lift(own(spec)))
+    from nemeses.compose import Family, FaultSchedule
+
+    fs = sorted(nem.fs())
+    starts = [f for f in fs if f.startswith("start")]
+    stops = [f for f in fs if f.startswith("stop")]
+    if len(starts) != 1 or len(stops) != 1:
+        raise BadInput(f"--nemesis: {ref} handles {', '.join(fs) or 'nothing'}; without a "
+                       f"generator(spec) method it needs exactly one start* and one stop* op")
+    start, stop = starts[0], stops[0]
+    family = Family(ref, lambda rng: Template(start), lambda rng: Template(stop))
+    if spec.nemesis_interval <= 0:
+        raise BadInput(f"--nemesis-interval must be > 0 seconds, got {spec.nemesis_interval}")
+    return nem, on_threads(is_nemesis_thread,
+                           FaultSchedule([family], spec.nemesis_interval, spec.nemesis_schedule))
+
+
+def build_nemesis(names: list[str], spec: TestSpec) -> tuple[Nemesis | None, Generator | None]:
+    """Built-in and outside nemeses as one: the built-ins as `nemeses.build` combines them, each
+    outside one beside them on its own schedule (whichever is due acts first)."""
+    from jepsen_py.generator import any_of
+
+    if not names:
+        return None, None
+    check_nemesis_names(names)
+    known = set(builtin_nemeses())
+    builtin = [n for n in names if n in known]
+    outside = [n for n in names if n not in known]
+    members: list[Nemesis] = []
+    schedules: list[Generator] = []
+    if builtin:
+        nemeses = importlib.import_module("nemeses")
+        nem, sched = nemeses.build(builtin, spec)
+        members.append(nem)
+        schedules.append(sched)
+    for ref in outside:
+        nem, sched = load_nemesis(ref, spec)
+        members.append(nem)
+        schedules.append(sched)
+    if len(members) == 1:
+        return members[0], schedules[0]
+    from nemeses.compose import ComposedNemesis
+
+    try:
+        composed = ComposedNemesis(members)
+    except ValueError as e:
+        raise BadInput(f"--nemesis: {e}") from None
+    return composed, any_of(*schedules)
 
 
 def check_capabilities(db: object, nemesis: object, *, db_name: str) -> None:

@@ -87,17 +87,12 @@ def nemesis_names() -> list[str]:
 
 
 def check_names(spec: TestSpec) -> None:
-    """Unknown workload, nemesis or backend: one line naming it and the choices."""
-    workloads = workload_registry()
-    if spec.workload not in workloads:
-        choices = ", ".join(sorted(workloads)) or "none registered"
-        raise BadInput(f"--workload: unknown workload {spec.workload!r} (choose from {choices})")
-    if spec.nemesis:
-        known = nemesis_names()
-        for n in spec.nemesis:
-            if n not in known:
-                raise BadInput(f"--nemesis: unknown nemesis {n!r} (choose from "
-                               f"{', '.join(['none', *known])})")
+    """Unknown workload, nemesis or backend: one line naming it and the choices. Outside ones
+    (MODULE:NAME or an entry point) are looked up by jepsen_py.plugins."""
+    from jepsen_py.plugins import check_nemesis_names, check_workload_name
+
+    check_workload_name(spec.workload, workload_registry())
+    check_nemesis_names(list(spec.nemesis))
     if spec.backend not in BACKENDS:
         raise BadInput(f"--backend: unknown backend {spec.backend!r} (choose from {', '.join(BACKENDS)})")
 
@@ -105,15 +100,12 @@ def check_names(spec: TestSpec) -> None:
 def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
     """One run: the workload, db, nemesis and backend built fresh from the spec's names."""
     from jepsen_py.analysis import CLI_POST_RUN
-    from jepsen_py.plugins import load_db
+    from jepsen_py.plugins import build_nemesis, build_workload, load_db
     from jepsen_py.runner import run_test
 
-    workload = workload_registry()[spec.workload](spec)
+    workload = build_workload(spec, workload_registry())
     db = load_db(spec.db, spec)
-    nemesis = nemesis_gen = None
-    if spec.nemesis:
-        nemeses = importlib.import_module("nemeses")
-        nemesis, nemesis_gen = nemeses.build(list(spec.nemesis), spec)
+    nemesis, nemesis_gen = build_nemesis(list(spec.nemesis), spec)
     backend = get_backend(spec.backend, spec)
     return run_test(spec, db=db, workload=workload, nemesis=nemesis, nemesis_generator=nemesis_gen,
                     backend=backend, show_progress=show_progress, post_run=CLI_POST_RUN)
