@@ -2,9 +2,10 @@
 
 Everything above these interfaces (the Raft core, the Ready loop, the transport's queueing and
 reconnect logic, the WAL's record format and recovery, the client server, every seed bug) is shared
-by the two implementations: `real_env()` below, which a node process uses on a real machine, and the
-deterministic simulator's, which runs many nodes in one process in virtual time. So a bug that lives
-in the transport or the WAL behaves the same under both: only bytes, files and time are swapped.
+by the two implementations: `real_env()` in cluster/realio.py, which a node process uses on a real
+machine, and the deterministic simulator's, which runs many nodes in one process in virtual time. So
+a bug that lives in the transport or the WAL behaves the same under both: only bytes, files and time
+are swapped.
 
 Timers and sleeping stay asyncio's (`asyncio.sleep`, `loop.call_later`, `asyncio.wait_for`): the
 simulator gives every node an event loop whose `time()` is that node's virtual clock, so the node
@@ -22,6 +23,13 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
+
+#: How long sent data may stay unacknowledged before a stream breaks (TCP_USER_TIMEOUT on a real
+#: machine). Without it, a stream that outlives a partition resumes only at TCP's next
+#: retransmission, whose backoff has grown to several seconds by the heal (a healed node was measured
+#: stalling 3-14 s); breaking lets the sender redial, and a fresh stream goes through as soon as the
+#: network does.
+UNACKED_TIMEOUT_MS = 2000
 
 
 class StreamWriter(Protocol):
@@ -118,7 +126,8 @@ class Disk(Protocol):
         False if another process holds it."""
 
     def open_log(self, path: str) -> Callable[[str], None]:
-        """An appender of text lines, each flushed at once (a kill -9 loses nothing already written)."""
+        """An appender of text lines, each flushed at once (a kill -9 loses nothing already written).
+        If the appender has a `close()` method, the node calls it when it stops."""
 
 
 class Clock(Protocol):
@@ -142,3 +151,5 @@ class NodeEnv:
     entropy: Callable[[int], bytes]
     #: ends the node's process at once (fail-stop after a fatal error); the simulator crashes the node
     exit: Callable[[int], NoReturn]
+    #: the process id the node reports in its log and status (any stable number in the simulator)
+    pid: int = 0

@@ -12,9 +12,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import fcntl
 import hashlib
-import os
+import posixpath
 import signal
 import sys
 import time
@@ -23,15 +22,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster import snapshots
-from cluster.raft.config import READ_ONLY_LEASE, READ_ONLY_SAFE, Config
-from cluster.raft.errors import ProposalDropped, RaftError
-from cluster.raft.messages import LEADER, Entry, HardState, Message, Ready
-from cluster.raft.rawnode import RawNode
-from cluster.raft.storage import MemoryStorage
-from cluster.state_machine import MetadataState
-from cluster.transport import Transport, describe_stats
-from cluster.wal import WAL, WALError
+from . import snapshots
+from .io import NodeEnv
+from .raft.config import READ_ONLY_LEASE, READ_ONLY_SAFE, Config
+from .raft.errors import ProposalDropped, RaftError
+from .raft.messages import LEADER, Entry, HardState, Message, Ready
+from .raft.rawnode import RawNode
+from .raft.storage import MemoryStorage
+from .realio import real_env
+from .state_machine import MetadataState
+from .transport import Transport, describe_stats
+from .wal import WAL, WALError
 
 READ_MODES = ("read-index", "lease", "local")
 #: Bug names (issue 7), each reproducing one post-mortem in the seeds (DESIGN.md section 5), all off
@@ -92,7 +93,7 @@ class NodeConfig:
         if not self.cluster_id:
             self.cluster_id = default_cluster_id(self.peers)
         if not self.log_file:
-            self.log_file = os.path.join(self.data_dir, "node.log")
+            self.log_file = posixpath.join(self.data_dir, "node.log")
 
 
 def default_cluster_id(peers: dict[str, tuple[str, int]]) -> str:
@@ -121,20 +122,26 @@ def parse_peers(spec: str) -> dict[str, tuple[str, int]]:
 
 
 class NodeLog:
-    """Appends timestamped lines to the node's log file (flushed per line: a kill -9 loses nothing)."""
+    """Appends lines stamped with the node's wall clock to its log file (flushed per line: a kill -9
+    loses nothing)."""
 
-    def __init__(self, path: str, node_id: str) -> None:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        self._f = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the node
+    def __init__(self, path: str, node_id: str, env: NodeEnv) -> None:
+        parent = posixpath.dirname(path)
+        if parent:
+            env.disk.makedirs(parent)
+        self._append = env.disk.open_log(path)
+        self._clock = env.clock
         self.node_id = node_id
 
     def __call__(self, line: str) -> None:
-        t = time.time()
+        t = self._clock.wall()
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
-        self._f.write(f"{stamp} {self.node_id} {line}\n")
+        self._append(f"{stamp} {self.node_id} {line}")
 
     def close(self) -> None:
-        self._f.close()
+        close = getattr(self._append, "close", None)
+        if close is not None:
+            close()
 
 
 @dataclass
@@ -149,14 +156,17 @@ class ReadRound:
 class Node:
     """One Raft peer with its storage, state machine, transport and client API."""
 
-    def __init__(self, cfg: NodeConfig, log: Callable[[str], None]) -> None:
+    def __init__(self, cfg: NodeConfig, log: Callable[[str], None], *, env: NodeEnv) -> None:
         self.cfg = cfg
+        #: sockets, files, clock readings, randomness and exit: the only ways out of this process
+        self.env = env
+        self.clock = env.clock
         #: the zombie-leader bug (seed 004): no CheckQuorum and leader-local reads
         self.zombie_leader = "zombie-leader" in cfg.bugs
         #: the split-brain-metadata bug's node-local store (seed 000); unused by the correct build
         self.local_meta = MetadataState()
         self.log = log
-        self.boot = os.urandom(4).hex()
+        self.boot = env.entropy(4).hex()
         self._seq = 0
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.read_queue: list[asyncio.Future[int]] = []
@@ -166,32 +176,28 @@ class Node:
         self._last_seen: tuple[str, int, str | None] | None = None
         self._announced_term = -1
         self.stopping = asyncio.Event()
-        self.started_at = time.time()
+        self.started_at = self.clock.wall()
         self.applied_entries = 0
         self.readies = 0
-        self._lock_fd: int | None = None
         self.transport: Transport | None = None
-        self._last_tick = time.monotonic()
+        self._last_tick = self.clock.monotonic()
         self._open_storage()
 
     # ---- startup ----------------------------------------------------------------------------------
 
     def _open_storage(self) -> None:
-        cfg = self.cfg
-        os.makedirs(cfg.data_dir, exist_ok=True)
-        self._lock_fd = os.open(os.path.join(cfg.data_dir, "LOCK"), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise StartupError(f"{cfg.data_dir} is in use by another node process") from None
-        for name in os.listdir(cfg.data_dir):
+        cfg, disk = self.cfg, self.env.disk
+        disk.makedirs(cfg.data_dir)
+        if not disk.lock(posixpath.join(cfg.data_dir, "LOCK")):
+            raise StartupError(f"{cfg.data_dir} is in use by another node process")
+        for name in disk.listdir(cfg.data_dir):
             if name.endswith(".tmp"):  # a snapshot or WAL rewrite cut short by a crash
-                os.remove(os.path.join(cfg.data_dir, name))
+                disk.remove(posixpath.join(cfg.data_dir, name))
                 self.log(f"removed {name}, left over from an interrupted write")
         try:
-            self.wal, rec = WAL.open(cfg.data_dir, cfg.cluster_id, cfg.id, log=self.log, fsync=cfg.fsync,
-                                     keep_duplicates="recovery-duplicates" in cfg.bugs)
-            snap = snapshots.load_newest(cfg.data_dir, cfg.cluster_id, rec.snapshot_index, log=self.log)
+            self.wal, rec = WAL.open(disk, cfg.data_dir, cfg.cluster_id, cfg.id, log=self.log,
+                                     fsync=cfg.fsync, keep_duplicates="recovery-duplicates" in cfg.bugs)
+            snap = snapshots.load_newest(disk, cfg.data_dir, cfg.cluster_id, rec.snapshot_index, log=self.log)
         except (WALError, OSError) as e:
             raise StartupError(str(e)) from None
         self.storage = MemoryStorage(list(cfg.peers))
@@ -243,7 +249,7 @@ class Node:
             max_inflight_msgs=cfg.max_inflight_msgs,
             max_batch_entries=cfg.max_batch_entries,
             applied=applied,
-            seed=cfg.seed if cfg.seed is not None else int.from_bytes(os.urandom(4), "big"),
+            seed=cfg.seed if cfg.seed is not None else int.from_bytes(self.env.entropy(4), "big"),
         )
         try:
             self.raw = RawNode(cfg.id, list(cfg.peers), self.storage, raft_cfg)
@@ -251,7 +257,7 @@ class Node:
             raise StartupError(f"raft: {e}") from None
         self.log(
             f"started: cluster {cfg.cluster_id}, peers {','.join(cfg.peers)}, read mode {cfg.read_mode}, "
-            f"term {hs.term}, commit {hs.commit}, last index {last}, pid {os.getpid()}"
+            f"term {hs.term}, commit {hs.commit}, last index {last}, pid {self.env.pid}"
         )
 
     # ---- inputs -------------------------------------------------------------------------------------
@@ -317,7 +323,7 @@ class Node:
             return
         self._seq += 1
         ctx = f"{self.cfg.id}.{self.boot}.r{self._seq}"
-        self.read_round = ReadRound(ctx, time.monotonic(), waiters)
+        self.read_round = ReadRound(ctx, self.clock.monotonic(), waiters)
         self.raw.read_index(ctx)
         self.schedule_ready()
 
@@ -335,7 +341,7 @@ class Node:
         pause or a clock going back its lease still looks fresh; and the lease has no margin.
         """
         interval = self.cfg.tick_ms / 1000
-        now = time.monotonic()
+        now = self.clock.monotonic()
         if "lease-no-drift-bound" in self.cfg.bugs:
             if from_timer:
                 self.raw.tick()
@@ -366,7 +372,7 @@ class Node:
     def tick(self) -> None:
         self.catch_up_ticks(from_timer=True)
         r = self.read_round
-        if r is not None and time.monotonic() - r.started > self.election_timeout_s():
+        if r is not None and self.clock.monotonic() - r.started > self.election_timeout_s():
             # the round was dropped (no leader, leader changed): its reads join a fresh round
             self.read_queue = r.waiters + self.read_queue
             self.read_round = None
@@ -394,7 +400,7 @@ class Node:
             self.log(f"FATAL: error in the Ready loop, exiting:\n{traceback.format_exc()}")
             print(f"cluster.node {self.cfg.id}: FATAL error in the Ready loop; see {self.cfg.log_file}",
                   file=sys.stderr)
-            os._exit(70)
+            self.env.exit(70)
 
     def _process_ready(self) -> None:
         self._ready_scheduled = False
@@ -436,7 +442,8 @@ class Node:
     def _persist(self, rd: Ready) -> None:
         """Step 1 of the Ready contract: durable before anything is sent or applied."""
         if rd.snapshot is not None:
-            snapshots.save(self.cfg.data_dir, self.cfg.cluster_id, rd.snapshot, fsync=self.cfg.fsync)
+            snapshots.save(self.env.disk, self.cfg.data_dir, self.cfg.cluster_id, rd.snapshot,
+                           fsync=self.cfg.fsync)
             hs = rd.hard_state or self.storage.hard_state()
             # the commit index recorded with the bare snapshot may not point past it (the entries
             # after it are written next); a lower durable commit is always safe
@@ -522,9 +529,9 @@ class Node:
         snap_index = self.storage.snapshot().index
         if applied - snap_index < self.cfg.snapshot_entries:
             return
-        t0 = time.monotonic()
+        t0 = self.clock.monotonic()
         snap = self.storage.create_snapshot(applied, list(self.cfg.peers), self.state.snapshot())
-        snapshots.save(self.cfg.data_dir, self.cfg.cluster_id, snap, fsync=self.cfg.fsync)
+        snapshots.save(self.env.disk, self.cfg.data_dir, self.cfg.cluster_id, snap, fsync=self.cfg.fsync)
         last = self.storage.last_index()
         tail = self.storage.entries(applied + 1, last + 1) if last > applied else []
         self.wal.rewrite(snap.index, snap.term, self.storage.hard_state(), tail)
@@ -533,7 +540,7 @@ class Node:
             self.storage.compact(compact_to)
         self.log(
             f"snapshot at index {snap.index} term {snap.term}; WAL rewritten with {len(tail)} entries, "
-            f"log compacted to {self.storage.first_index()} in {1000 * (time.monotonic() - t0):.1f} ms"
+            f"log compacted to {self.storage.first_index()} in {1000 * (self.clock.monotonic() - t0):.1f} ms"
         )
 
     # ---- status -------------------------------------------------------------------------------------
@@ -552,8 +559,8 @@ class Node:
             "read_mode": self.cfg.read_mode,
             "bugs": list(self.cfg.bugs),
             "cluster_id": self.cfg.cluster_id,
-            "pid": os.getpid(),
-            "uptime_s": round(time.time() - self.started_at, 3),
+            "pid": self.env.pid,
+            "uptime_s": round(self.clock.wall() - self.started_at, 3),
             "pending_proposals": len(self.pending),
             "wal_syncs": self.wal.syncs,
             "readies": self.readies,
@@ -576,7 +583,7 @@ class Node:
     # ---- running ------------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        from cluster.server import ClientServer  # the server imports this module
+        from .server import ClientServer  # the server imports this module
 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -590,6 +597,8 @@ class Node:
             on_unreachable=self.on_unreachable,
             on_snapshot_status=self.on_snapshot_status,
             log=self.log,
+            net=self.env.net,
+            seed=int.from_bytes(self.env.entropy(8), "big"),
             listen_host=self.cfg.peer_listen_host,
             drop_unconnected="drop-unconnected" in self.cfg.bugs,
             unordered_send="unordered-send" in self.cfg.bugs,
@@ -605,7 +614,7 @@ class Node:
             f"listening: peers on {self.cfg.peers[self.cfg.id][0]}:{self.cfg.peers[self.cfg.id][1]}, "
             f"clients on {server.host}:{server.port}"
         )
-        self._last_tick = time.monotonic()  # recovery time is not election time
+        self._last_tick = self.clock.monotonic()  # recovery time is not election time
         ticker = asyncio.ensure_future(self._ticker())
         try:
             await self.stopping.wait()
@@ -619,7 +628,7 @@ class Node:
     async def _ticker(self) -> None:
         interval = self.cfg.tick_ms / 1000
         while True:
-            await asyncio.sleep(max(0.0, self._last_tick + interval - time.monotonic()))
+            await asyncio.sleep(max(0.0, self._last_tick + interval - self.clock.monotonic()))
             self.tick()
 
 
@@ -693,8 +702,9 @@ def main(argv: list[str] | None = None) -> int:
     log: NodeLog | None = None
     try:
         cfg = config_from_args(argv)
-        log = NodeLog(cfg.log_file, cfg.id)
-        node = Node(cfg, log)
+        env = real_env()
+        log = NodeLog(cfg.log_file, cfg.id, env)
+        node = Node(cfg, log, env=env)
         asyncio.run(node.run())
         return 0
     except StartupError as e:

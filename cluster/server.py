@@ -21,12 +21,13 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from cluster.framing import MAX_CLIENT_FRAME, FrameError, encode, read_frame
-from cluster.raft.errors import ProposalDropped
-from cluster.state_machine import CommandError, round_robin_leader, validate
+from .framing import MAX_CLIENT_FRAME, FrameError, encode, read_frame
+from .io import Listener, StreamWriter
+from .raft.errors import ProposalDropped
+from .state_machine import CommandError, round_robin_leader, validate
 
 if TYPE_CHECKING:
-    from cluster.node import Node
+    from .node import Node
 
 WRITE_OPS = ("create_topic", "commit_offset")
 READ_OPS = ("describe_topic", "list_topics", "fetch_offset")
@@ -66,13 +67,13 @@ class ClientServer:
         self.node = node
         self.host = host
         self.port = port
-        self._server: asyncio.base_events.Server | None = None
-        self._conns: set[asyncio.StreamWriter] = set()
+        self._server: Listener | None = None
+        self._conns: set[StreamWriter] = set()
         self.requests = 0
         self.bad_requests = 0
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, self.host, self.port, reuse_address=True)
+        self._server = await self.node.env.net.start_server(self._handle, self.host, self.port)
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -80,7 +81,7 @@ class ClientServer:
         for w in list(self._conns):
             w.close()
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _handle(self, reader: asyncio.StreamReader, writer: StreamWriter) -> None:
         self._conns.add(writer)
         peer = writer.get_extra_info("peername")
         slots = asyncio.Semaphore(MAX_IN_FLIGHT_PER_CONN)
@@ -114,11 +115,11 @@ class ClientServer:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    def _send(self, writer: asyncio.StreamWriter, resp: dict[str, Any]) -> None:
+    def _send(self, writer: StreamWriter, resp: dict[str, Any]) -> None:
         if not writer.is_closing():
             writer.write(encode(resp))
 
-    async def _serve_one(self, req: dict[str, Any], writer: asyncio.StreamWriter) -> None:
+    async def _serve_one(self, req: dict[str, Any], writer: StreamWriter) -> None:
         rid = req.get("id")
         if not (rid is None or isinstance(rid, str | int)) or isinstance(rid, bool):
             rid = None

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
+import posixpath
 import re
 from collections.abc import Callable
 
-from cluster.raft.messages import MessageDecodeError, Snapshot
-from cluster.wal import SNAPSHOT, WALError, _record_at, encode_record, fsync_dir
+from .io import Disk
+from .raft.messages import MessageDecodeError, Snapshot
+from .wal import SNAPSHOT, WALError, _record_at, encode_record
 
 SNAP_RECORD = SNAPSHOT  # the same record format as the WAL; one record per file
 NAME = re.compile(r"^snap-(\d{20})\.snap$")
@@ -24,41 +25,36 @@ KEEP = 2
 
 
 def _path(data_dir: str, index: int) -> str:
-    return os.path.join(data_dir, f"snap-{index:020d}.snap")
+    return posixpath.join(data_dir, f"snap-{index:020d}.snap")
 
 
-def save(data_dir: str, cluster_id: str, snap: Snapshot, fsync: bool = True) -> str:
+def save(disk: Disk, data_dir: str, cluster_id: str, snap: Snapshot, fsync: bool = True) -> str:
     """Writes `snap` durably and atomically; removes all but the newest KEEP snapshot files."""
     body = {"cluster_id": cluster_id, **snap.to_dict()}
     final = _path(data_dir, snap.index)
     tmp = final + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(encode_record(SNAP_RECORD, body))
-        f.flush()
-        if fsync:
-            os.fsync(f.fileno())
-    os.replace(tmp, final)
+    disk.write_file(tmp, encode_record(SNAP_RECORD, body), sync=fsync)
+    disk.rename(tmp, final)
     if fsync:
-        fsync_dir(data_dir)
-    for old in list_indexes(data_dir)[:-KEEP]:
+        disk.sync_dir(data_dir)
+    for old in list_indexes(disk, data_dir)[:-KEEP]:
         with contextlib.suppress(FileNotFoundError):
-            os.remove(_path(data_dir, old))
+            disk.remove(_path(data_dir, old))
     return final
 
 
-def list_indexes(data_dir: str) -> list[int]:
+def list_indexes(disk: Disk, data_dir: str) -> list[int]:
     """Indexes of the snapshot files present, oldest first."""
     try:
-        names = os.listdir(data_dir)
+        names = disk.listdir(data_dir)
     except FileNotFoundError:
         return []
     return sorted(int(m.group(1)) for n in names if (m := NAME.match(n)))
 
 
-def read(path: str, cluster_id: str) -> Snapshot:
+def read(disk: Disk, path: str, cluster_id: str) -> Snapshot:
     """The snapshot in `path`; WALError if it is damaged or from another cluster."""
-    with open(path, "rb") as f:
-        buf = f.read()
+    buf = disk.read_bytes(path)
     got = _record_at(buf, 0)
     if got is None or got[0] != SNAP_RECORD or got[2] != len(buf):
         raise WALError(f"{path}: damaged snapshot file (bad length or CRC)")
@@ -72,6 +68,7 @@ def read(path: str, cluster_id: str) -> Snapshot:
 
 
 def load_newest(
+    disk: Disk,
     data_dir: str, cluster_id: str, at_least: int, log: Callable[[str], None] = lambda _m: None
 ) -> Snapshot | None:
     """The newest readable snapshot with index >= at_least (the WAL's compaction point).
@@ -79,11 +76,11 @@ def load_newest(
     A damaged newer file is logged and skipped; if nothing readable covers `at_least`, the entries
     the WAL dropped are gone, so this raises WALError and the node refuses to start.
     """
-    for index in reversed(list_indexes(data_dir)):
+    for index in reversed(list_indexes(disk, data_dir)):
         if index < at_least:
             break
         try:
-            return read(_path(data_dir, index), cluster_id)
+            return read(disk, _path(data_dir, index), cluster_id)
         except (OSError, WALError) as e:
             log(f"snapshots: skipping unreadable snapshot: {e}")
     if at_least > 0:

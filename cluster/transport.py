@@ -20,13 +20,13 @@ import asyncio
 import collections
 import contextlib
 import random
-import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.framing import MAX_PEER_FRAME, FrameError, encode, read_frame
-from cluster.raft.messages import (
+from .framing import MAX_PEER_FRAME, FrameError, encode, read_frame
+from .io import UNACKED_TIMEOUT_MS, Listener, Network, StreamWriter
+from .raft.messages import (
     LOCAL_MESSAGE_TYPES,
     MSG_APP,
     MSG_APP_RESP,
@@ -35,15 +35,12 @@ from cluster.raft.messages import (
     MessageDecodeError,
 )
 
+__all__ = ["UNACKED_TIMEOUT_MS", "Transport", "TransportStats", "describe_stats"]
+
 HELLO_TIMEOUT = 5.0
 CONNECT_TIMEOUT = 1.0
 BACKOFF_MIN = 0.02
 BACKOFF_MAX = 0.5
-#: How long sent data may stay unacknowledged before the kernel aborts the stream (TCP_USER_TIMEOUT).
-#: Without it, a stream that outlives a partition resumes only at TCP's next retransmission, whose
-#: backoff has grown to several seconds by the heal (a healed node was measured stalling 3-14 s);
-#: aborting lets the sender redial, and a fresh connection goes through as soon as the network does.
-UNACKED_TIMEOUT_MS = 2000
 #: unordered-send: how long spawned message tasks wait for the scheduler (mean, cap): Chronik's
 #: spawned sends were delayed from milliseconds to seconds
 UNORDERED_MEAN_STALL_S = 0.5
@@ -61,15 +58,6 @@ class TransportStats:
     connects: int = 0
     rejected_connections: int = 0
     per_peer_connected: dict[str, bool] = field(default_factory=dict)
-
-
-def bound_unacked_time(writer: asyncio.StreamWriter) -> None:
-    """Sets TCP_USER_TIMEOUT on a stream's socket, where the platform has it (Linux)."""
-    sock = writer.get_extra_info("socket")
-    opt = getattr(socket, "TCP_USER_TIMEOUT", None)
-    if sock is not None and opt is not None:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.IPPROTO_TCP, opt, UNACKED_TIMEOUT_MS)
 
 
 class PeerSender:
@@ -121,14 +109,13 @@ class PeerSender:
         while not self.t.closing:
             try:
                 reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port), CONNECT_TIMEOUT
+                    self.t.net.open_connection(self.host, self.port), CONNECT_TIMEOUT
                 )
             except (TimeoutError, OSError) as e:
                 self._lost(self._take_all(), f"cannot connect to {self.host}:{self.port}: {e or 'timeout'}")
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
                 continue
-            bound_unacked_time(writer)
             self.connected = True
             self.t.stats.connects += 1
             self.t.stats.per_peer_connected[self.peer] = True
@@ -150,7 +137,7 @@ class PeerSender:
                 self._lost(self._take_all(), "stream closed")
             await self._sleep(BACKOFF_MIN)
 
-    async def _pump(self, writer: asyncio.StreamWriter, watcher: asyncio.Future[None]) -> None:
+    async def _pump(self, writer: StreamWriter, watcher: asyncio.Future[None]) -> None:
         while not self.t.closing:
             if not self.queue:
                 self.wakeup.clear()
@@ -203,6 +190,9 @@ class Transport:
         on_unreachable: Callable[[str], None],
         on_snapshot_status: Callable[[str, bool], None],
         log: Callable[[str], None],
+        *,
+        net: Network,
+        seed: int,
         max_queue: int = 4096,
         listen_host: str | None = None,
         drop_unconnected: bool = False,
@@ -219,15 +209,17 @@ class Transport:
         self.listen_host = listen_host
         self.drop_unconnected = drop_unconnected
         self.unordered_send = unordered_send
-        self._rng = random.Random()
+        self.net = net
+        #: unordered-send's stalls and shuffles; seeded by the caller so a simulated run repeats
+        self._rng = random.Random(seed)
         self._spawned: list[tuple[PeerSender, Message]] = []
         self._turn: asyncio.TimerHandle | None = None
         self.stats = TransportStats()
         self.closing = False
         self.closed_event = asyncio.Event()
         self.senders: dict[str, PeerSender] = {}
-        self._server: asyncio.base_events.Server | None = None
-        self._incoming: dict[str, asyncio.StreamWriter] = {}
+        self._server: Listener | None = None
+        self._incoming: dict[str, StreamWriter] = {}
         self._last_log: dict[str, float] = {}
 
     def log_limited(self, key: str, line: str, every: float = 5.0) -> None:
@@ -239,9 +231,7 @@ class Transport:
 
     async def start(self) -> None:
         host, port = self.peers[self.node_id]
-        self._server = await asyncio.start_server(
-            self._handle_incoming, self.listen_host or host, port, reuse_address=True
-        )
+        self._server = await self.net.start_server(self._handle_incoming, self.listen_host or host, port)
         for peer, (h, p) in self.peers.items():
             if peer == self.node_id:
                 continue
@@ -277,7 +267,7 @@ class Transport:
         for s, m in batch:
             s.enqueue(m)
 
-    async def _handle_incoming(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _handle_incoming(self, reader: asyncio.StreamReader, writer: StreamWriter) -> None:
         addr = writer.get_extra_info("peername")
         peer = "?"
         try:

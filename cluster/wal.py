@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
+import posixpath
 import struct
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.raft.messages import Entry, HardState
+from .io import AppendFile, Disk
+from .raft.messages import Entry, HardState
 
 WAL_NAME = "wal.log"
 HEADER = struct.Struct(">IIB")  # length of payload, crc32 of type byte + payload, type
@@ -57,15 +58,6 @@ class Recovered:
     entries: list[Entry] = field(default_factory=list)
     torn_bytes: int = 0
     records: int = 0
-
-
-def fsync_dir(path: str) -> None:
-    """Makes a rename or create in directory `path` durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _crc(rtype: int, payload: bytes) -> int:
@@ -145,9 +137,10 @@ def replay_entries(log: list[Entry], batch: list[Entry], snapshot_index: int, wh
 class WAL:
     """An open write-ahead log. Not thread-safe: the node drives it from its one event loop."""
 
-    def __init__(self, path: str, fd: int, cluster_id: str, node_id: str, fsync: bool) -> None:
+    def __init__(self, disk: Disk, path: str, cluster_id: str, node_id: str, fsync: bool) -> None:
+        self.disk = disk
         self.path = path
-        self._fd = fd
+        self._file: AppendFile | None = disk.open_append(path)
         self.cluster_id = cluster_id
         self.node_id = node_id
         self.fsync_enabled = fsync
@@ -159,6 +152,7 @@ class WAL:
     @classmethod
     def open(
         cls,
+        disk: Disk,
         data_dir: str,
         cluster_id: str,
         node_id: str,
@@ -171,31 +165,24 @@ class WAL:
         Raises ClusterMismatch for another cluster's or node's data dir and WALError for corruption
         that is not a torn tail.
         """
-        os.makedirs(data_dir, exist_ok=True)
-        path = os.path.join(data_dir, WAL_NAME)
-        if not os.path.exists(path):
+        disk.makedirs(data_dir)
+        path = posixpath.join(data_dir, WAL_NAME)
+        if not disk.exists(path):
             tmp = path + ".tmp"
-            with open(tmp, "wb") as f:
-                f.write(encode_record(META, {"cluster_id": cluster_id, "node_id": node_id}))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-            fsync_dir(data_dir)
+            header = encode_record(META, {"cluster_id": cluster_id, "node_id": node_id})
+            disk.write_file(tmp, header, sync=True)
+            disk.rename(tmp, path)
+            disk.sync_dir(data_dir)
             log(f"wal: created {path} for cluster {cluster_id} node {node_id}")
-        with open(path, "rb") as f:
-            buf = f.read()
+        buf = disk.read_bytes(path)
         rec = cls._replay(buf, path, cluster_id, node_id, keep_duplicates)
         if rec.torn_bytes:
             good = len(buf) - rec.torn_bytes
-            with open(path, "r+b") as f:
-                f.truncate(good)
-                f.flush()
-                os.fsync(f.fileno())
+            disk.truncate(path, good, sync=True)
             log(
                 f"wal: cut a torn tail of {rec.torn_bytes} bytes at offset {good} of {path} (crash mid-write)"
             )
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-        wal = cls(path, fd, cluster_id, node_id, fsync)
+        wal = cls(disk, path, cluster_id, node_id, fsync)
         log(
             f"wal: replayed {rec.records} records: term {rec.hard_state.term} vote {rec.hard_state.vote} "
             f"commit {rec.hard_state.commit}, snapshot {rec.snapshot_index}, "
@@ -278,13 +265,11 @@ class WAL:
         if not parts:
             return
         data = b"".join(parts)
-        view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
+        f = self._open_file()
+        f.write(data)
         self.bytes_since_rewrite += len(data)
         if sync and self.fsync_enabled:
-            os.fdatasync(self._fd)
+            f.sync()
             self.syncs += 1
 
     def rewrite(
@@ -293,24 +278,28 @@ class WAL:
         """Atomically replaces the WAL by: header, snapshot marker, hard state, `entries` (those after
         the snapshot). Called after the snapshot file itself is durable."""
         tmp = self.path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(encode_record(META, {"cluster_id": self.cluster_id, "node_id": self.node_id}))
-            f.write(encode_record(SNAPSHOT, {"index": snapshot_index, "term": snapshot_term}))
-            f.write(encode_record(HARDSTATE, hard_state.to_dict()))
-            ents = [e for e in entries if e.index > snapshot_index]
-            for i in range(0, len(ents), 512):
-                f.write(encode_record(ENTRIES, [[e.term, e.index, e.data] for e in ents[i : i + 512]]))
-            f.flush()
-            if self.fsync_enabled:
-                os.fsync(f.fileno())
-        os.close(self._fd)
-        os.replace(tmp, self.path)
+        parts = [
+            encode_record(META, {"cluster_id": self.cluster_id, "node_id": self.node_id}),
+            encode_record(SNAPSHOT, {"index": snapshot_index, "term": snapshot_term}),
+            encode_record(HARDSTATE, hard_state.to_dict()),
+        ]
+        ents = [e for e in entries if e.index > snapshot_index]
+        for i in range(0, len(ents), 512):
+            parts.append(encode_record(ENTRIES, [[e.term, e.index, e.data] for e in ents[i : i + 512]]))
+        self.disk.write_file(tmp, b"".join(parts), sync=self.fsync_enabled)
+        self.close()
+        self.disk.rename(tmp, self.path)
         if self.fsync_enabled:
-            fsync_dir(os.path.dirname(self.path) or ".")
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+            self.disk.sync_dir(posixpath.dirname(self.path) or ".")
+        self._file = self.disk.open_append(self.path)
         self.bytes_since_rewrite = 0
 
+    def _open_file(self) -> AppendFile:
+        if self._file is None:
+            raise WALError(f"{self.path}: the WAL is closed")
+        return self._file
+
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        if self._file is not None:
+            self._file.close()
+            self._file = None

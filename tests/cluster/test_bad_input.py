@@ -15,7 +15,10 @@ import pytest
 from cluster.client import ClusterClient, InvalidRequest
 from cluster.framing import MAX_CLIENT_FRAME, FrameDecoder, encode
 from cluster.localcluster import HOST, REPO_ROOT, LocalCluster
+from cluster.realio import OSDisk
 from cluster.wal import WAL_NAME
+
+DISK = OSDisk()
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +195,7 @@ def test_corrupt_wal_record_refuses_to_start(tmp_path):
     from cluster.wal import WAL
 
     d = str(tmp_path / "n1")
-    wal, _ = WAL.open(d, "alpha", "n1")
+    wal, _ = WAL.open(DISK, d, "alpha", "n1")
     for i in range(1, 6):
         wal.save(HardState(term=1, vote="n1", commit=i - 1), [Entry(1, i, {"op": "noop"})])
     wal.close()
@@ -219,7 +222,7 @@ def test_wal_records_are_json_with_crc(tmp_path):
     from cluster.raft.messages import Entry, HardState
     from cluster.wal import WAL, _record_at
 
-    wal, _ = WAL.open(str(tmp_path), "c", "n1")
+    wal, _ = WAL.open(DISK, str(tmp_path), "c", "n1")
     wal.save(HardState(term=2, vote="n1"), [Entry(2, 1, {"op": "noop"})])
     wal.close()
     buf = (tmp_path / WAL_NAME).read_bytes()

@@ -16,12 +16,15 @@ from cluster.client import AlreadyExists, ClusterError, Unavailable
 from cluster.localcluster import LocalCluster
 from cluster.node import BUG_HELP, KNOWN_BUGS, Node, NodeConfig
 from cluster.raft.messages import MSG_APP, MSG_APP_RESP, HardState
+from cluster.realio import OSDisk, real_env
 from cluster.state_machine import MetadataState, round_robin_leader
 from cluster.wal import WAL
 from tests.cluster.test_transport import Endpoint, app, peers, until
 
 TICK_MS = 50
 ELECTION_TICK = 10
+
+DISK = OSDisk()
 
 
 def retry(fn, seconds: float = 10.0):
@@ -221,7 +224,7 @@ def test_unordered_send_reorders_messages_to_one_peer():
 def _wal_with_a_conflict(data_dir: str) -> None:
     from cluster.raft.messages import Entry
 
-    wal, _ = WAL.open(data_dir, "cid", "n1", fsync=False)
+    wal, _ = WAL.open(DISK, data_dir, "cid", "n1", fsync=False)
     wal.save(HardState(term=1, vote="n1", commit=1), [Entry(1, i, None) for i in (1, 2, 3)])
     # a new leader of term 2 overwrote indices 2.. (Raft conflict resolution)
     wal.save(HardState(term=2, vote="n2", commit=1), [Entry(2, i, None) for i in (2, 3, 4)])
@@ -230,9 +233,9 @@ def _wal_with_a_conflict(data_dir: str) -> None:
 
 def test_recovery_duplicates_keeps_every_version_of_an_index(tmp_path):
     _wal_with_a_conflict(str(tmp_path))
-    _, good = WAL.open(str(tmp_path), "cid", "n1", fsync=False)
+    _, good = WAL.open(DISK, str(tmp_path), "cid", "n1", fsync=False)
     assert [(e.index, e.term) for e in good.entries] == [(1, 1), (2, 2), (3, 2), (4, 2)]
-    _, bad = WAL.open(str(tmp_path), "cid", "n1", fsync=False, keep_duplicates=True)
+    _, bad = WAL.open(DISK, str(tmp_path), "cid", "n1", fsync=False, keep_duplicates=True)
     assert [e.index for e in bad.entries] == [1, 2, 3, 2, 3, 4]
     # Chronik's symptom: first + len - 1 overstates the last index
     assert bad.entries[0].index + len(bad.entries) - 1 == 6 != bad.entries[-1].index
@@ -242,13 +245,14 @@ def test_recovery_duplicates_the_restarted_node_diverges_or_dies(tmp_path):
     data = tmp_path / "n1"
     _wal_with_a_conflict(str(data))
     peers_ = {"n1": ("127.0.0.1", 1), "n2": ("127.0.0.1", 2), "n3": ("127.0.0.1", 3)}
+    env = real_env()
     good = Node(NodeConfig(id="n1", peers=peers_, data_dir=str(data), client_port=9, cluster_id="cid"),
-                log=lambda _m: None)
+                log=lambda _m: None, env=env)
     assert good.storage.last_index() == 4
     good.wal.close()
-    os.close(good._lock_fd)
+    env.disk.unlock_all()
     bad = Node(NodeConfig(id="n1", peers=peers_, data_dir=str(data), client_port=9, cluster_id="cid",
-                          bugs=("recovery-duplicates",)), log=lambda _m: None)
+                          bugs=("recovery-duplicates",)), log=lambda _m: None, env=real_env())
     assert bad.storage.last_index() == 6  # the log claims entries that do not exist
     assert bad.storage.term(6) == 2 and bad.storage.entries(5, 7)[0].index != 5
 
@@ -285,7 +289,7 @@ def test_lease_no_drift_bound_trusts_the_tick_count_after_a_stall(tmp_path):
     for bugs in ((), ("lease-no-drift-bound",)):
         d = tmp_path / ("bug" if bugs else "ok")
         node = Node(NodeConfig(id="n1", peers=peers_, data_dir=str(d), client_port=9, read_mode="lease",
-                               bugs=bugs), log=lambda _m: None)
+                               bugs=bugs), log=lambda _m: None, env=real_env())
         node.schedule_ready = lambda: None  # no event loop here: the Ready is not needed
         before = node.raw.raft.ticks
         node._last_tick -= 3.0  # three seconds passed unseen (a pause)

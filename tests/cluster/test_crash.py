@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 
 from cluster.client import ClusterError
 from cluster.localcluster import LocalCluster
+from cluster.realio import OSDisk, real_env
 
 WRITERS = 6
 CHAOS_SECONDS = 14.0
 SEED = 20261122
+
+DISK = OSDisk()
 
 
 @dataclass
@@ -144,7 +147,7 @@ def _node(data_dir: str, logs: list[str]):
 
     cfg = NodeConfig(id="n1", peers={"n1": ("127.0.0.1", 1), "n2": ("127.0.0.1", 2), "n3": ("127.0.0.1", 3)},
                      data_dir=data_dir, client_port=4, cluster_id="c")
-    return Node(cfg, logs.append)
+    return Node(cfg, logs.append, env=real_env())
 
 
 def test_crash_between_snapshot_install_and_wal_rewrite(tmp_path):
@@ -157,13 +160,13 @@ def test_crash_between_snapshot_install_and_wal_rewrite(tmp_path):
     from cluster.wal import WAL
 
     d = str(tmp_path / "n1")
-    wal, _ = WAL.open(d, "c", "n1")
+    wal, _ = WAL.open(DISK, d, "c", "n1")
     wal.save(HardState(term=2, vote="n2", commit=4), [Entry(2, i, {"op": "noop"}) for i in range(1, 11)])
     wal.close()
     state = MetadataState()
     for i in range(1, 9):
         state.apply(i, 3, {"op": "commit_offset", "group": "g", "topic": "t", "partition": 0, "offset": i})
-    snapshots.save(d, "c", Snapshot(index=8, term=3, peers=("n1", "n2", "n3"), data=state.snapshot()))
+    snapshots.save(DISK, d, "c", Snapshot(index=8, term=3, peers=("n1", "n2", "n3"), data=state.snapshot()))
     logs: list[str] = []
     node = _node(d, logs)
     try:
@@ -182,13 +185,13 @@ def test_own_compaction_snapshot_keeps_the_wal_tail(tmp_path):
     from cluster.wal import WAL
 
     d = str(tmp_path / "n1")
-    wal, _ = WAL.open(d, "c", "n1")
+    wal, _ = WAL.open(DISK, d, "c", "n1")
     wal.save(HardState(term=2, vote="n2", commit=10), [Entry(2, i, None) for i in range(1, 11)])
     wal.close()
     state = MetadataState()
     for i in range(1, 7):
         state.apply(i, 2, None)
-    snapshots.save(d, "c", Snapshot(index=6, term=2, peers=("n1", "n2", "n3"), data=state.snapshot()))
+    snapshots.save(DISK, d, "c", Snapshot(index=6, term=2, peers=("n1", "n2", "n3"), data=state.snapshot()))
     node = _node(d, [])
     try:
         assert node.storage.first_index() == 7 and node.storage.last_index() == 10

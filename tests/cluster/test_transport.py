@@ -9,6 +9,7 @@ import socket
 from cluster import transport
 from cluster.localcluster import HOST, free_ports
 from cluster.raft.messages import MSG_APP, MSG_HEARTBEAT, MSG_SNAP, Entry, Message, Snapshot
+from cluster.realio import TCPNetwork
 from cluster.transport import Transport
 
 
@@ -22,7 +23,7 @@ class Endpoint:
         self.logs: list[str] = []
         self.t = Transport(nid, "cid", peers, self.got.append, self.unreachable.append,
                            lambda p, failed: self.snap_status.append((p, failed)), self.logs.append,
-                           max_queue=max_queue)
+                           net=TCPNetwork(), seed=0, max_queue=max_queue)
 
 
 def peers(n: int) -> dict[str, tuple[str, int]]:

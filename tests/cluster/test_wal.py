@@ -8,7 +8,10 @@ import pytest
 
 from cluster import snapshots
 from cluster.raft.messages import Entry, HardState, Snapshot
+from cluster.realio import OSDisk
 from cluster.wal import ENTRIES, WAL, WAL_NAME, ClusterMismatch, WALError, encode_record
+
+DISK = OSDisk()
 
 
 def ents(term: int, lo: int, hi: int) -> list[Entry]:
@@ -16,13 +19,13 @@ def ents(term: int, lo: int, hi: int) -> list[Entry]:
 
 
 def reopen(d: str, logs: list[str] | None = None):
-    wal, rec = WAL.open(d, "c1", "n1", log=(logs.append if logs is not None else lambda _m: None))
+    wal, rec = WAL.open(DISK, d, "c1", "n1", log=(logs.append if logs is not None else lambda _m: None))
     wal.close()
     return rec
 
 
 def test_fresh_dir_recovers_empty_state(tmp_path):
-    wal, rec = WAL.open(str(tmp_path), "c1", "n1")
+    wal, rec = WAL.open(DISK, str(tmp_path), "c1", "n1")
     wal.close()
     assert rec.hard_state == HardState()
     assert rec.entries == [] and rec.snapshot_index == 0 and rec.torn_bytes == 0
@@ -30,7 +33,7 @@ def test_fresh_dir_recovers_empty_state(tmp_path):
 
 def test_entries_and_hard_state_survive_reopen(tmp_path):
     d = str(tmp_path)
-    wal, _ = WAL.open(d, "c1", "n1")
+    wal, _ = WAL.open(DISK, d, "c1", "n1")
     wal.save(HardState(term=1, vote="n1", commit=0), ents(1, 1, 5))
     wal.save(HardState(term=1, vote="n1", commit=5), [])
     wal.close()
@@ -42,7 +45,7 @@ def test_entries_and_hard_state_survive_reopen(tmp_path):
 
 def test_conflicting_suffix_is_replaced_exactly_one_entry_per_index(tmp_path):
     d = str(tmp_path)
-    wal, _ = WAL.open(d, "c1", "n1")
+    wal, _ = WAL.open(DISK, d, "c1", "n1")
     wal.save(HardState(term=1), ents(1, 1, 10))
     # a new leader of term 2 overwrites from index 6 with a shorter suffix
     wal.save(HardState(term=2), ents(2, 6, 7))
@@ -56,7 +59,7 @@ def test_conflicting_suffix_is_replaced_exactly_one_entry_per_index(tmp_path):
 
 def test_gap_in_log_is_refused(tmp_path):
     d = str(tmp_path)
-    wal, _ = WAL.open(d, "c1", "n1")
+    wal, _ = WAL.open(DISK, d, "c1", "n1")
     wal.save(HardState(term=1), ents(1, 1, 3))
     wal.save(None, ents(1, 7, 8))
     wal.close()
@@ -67,7 +70,7 @@ def test_gap_in_log_is_refused(tmp_path):
 @pytest.mark.parametrize("cut", [1, 5, 9, 20])
 def test_torn_tail_is_cut_and_logged(tmp_path, cut):
     d = str(tmp_path)
-    wal, _ = WAL.open(d, "c1", "n1")
+    wal, _ = WAL.open(DISK, d, "c1", "n1")
     wal.save(HardState(term=1, vote="n1"), ents(1, 1, 3))
     size_before = os.path.getsize(os.path.join(d, WAL_NAME))
     wal.save(HardState(term=1, vote="n1", commit=3), ents(1, 4, 6))
@@ -88,7 +91,7 @@ def test_torn_tail_is_cut_and_logged(tmp_path, cut):
 
 def test_zero_filled_tail_counts_as_torn(tmp_path):
     d = str(tmp_path)
-    wal, _ = WAL.open(d, "c1", "n1")
+    wal, _ = WAL.open(DISK, d, "c1", "n1")
     wal.save(HardState(term=3), ents(3, 1, 2))
     wal.close()
     with open(os.path.join(d, WAL_NAME), "ab") as f:
@@ -99,7 +102,7 @@ def test_zero_filled_tail_counts_as_torn(tmp_path):
 
 def test_corrupt_record_in_the_middle_refuses_to_start(tmp_path):
     d = str(tmp_path)
-    wal, _ = WAL.open(d, "c1", "n1")
+    wal, _ = WAL.open(DISK, d, "c1", "n1")
     wal.save(HardState(term=1), ents(1, 1, 3))
     mid = os.path.getsize(os.path.join(d, WAL_NAME))
     wal.save(HardState(term=1, commit=2), ents(1, 4, 6))
@@ -117,27 +120,27 @@ def test_corrupt_record_in_the_middle_refuses_to_start(tmp_path):
 
 def test_data_dir_of_another_cluster_or_node_refuses(tmp_path):
     d = str(tmp_path)
-    WAL.open(d, "c1", "n1")[0].close()
+    WAL.open(DISK, d, "c1", "n1")[0].close()
     with pytest.raises(ClusterMismatch, match="belongs to cluster 'c1'"):
-        WAL.open(d, "c2", "n1")
+        WAL.open(DISK, d, "c2", "n1")
     with pytest.raises(ClusterMismatch, match="belongs to node 'n1'"):
-        WAL.open(d, "c1", "n2")
+        WAL.open(DISK, d, "c1", "n2")
 
 
 def test_garbage_file_is_not_a_wal(tmp_path):
     with open(tmp_path / WAL_NAME, "wb") as f:
         f.write(b"hello, this is not a write-ahead log at all" * 10)
     with pytest.raises(WALError, match="not a jepsen-py WAL"):
-        WAL.open(str(tmp_path), "c1", "n1")
+        WAL.open(DISK, str(tmp_path), "c1", "n1")
 
 
 def test_rewrite_compacts_and_keeps_the_tail(tmp_path):
     d = str(tmp_path)
-    wal, _ = WAL.open(d, "c1", "n1")
+    wal, _ = WAL.open(DISK, d, "c1", "n1")
     wal.save(HardState(term=2, vote="n2", commit=90), ents(2, 1, 100))
     big = os.path.getsize(os.path.join(d, WAL_NAME))
     snap = Snapshot(index=90, term=2, peers=("n1", "n2", "n3"), data={"x": 1})
-    snapshots.save(d, "c1", snap)
+    snapshots.save(DISK, d, "c1", snap)
     wal.rewrite(90, 2, HardState(term=2, vote="n2", commit=90), ents(2, 1, 100))
     wal.save(None, ents(2, 101, 102))
     wal.close()
@@ -146,15 +149,15 @@ def test_rewrite_compacts_and_keeps_the_tail(tmp_path):
     assert rec.snapshot_index == 90 and rec.snapshot_term == 2
     assert [e.index for e in rec.entries] == list(range(91, 103))
     assert rec.hard_state.commit == 90
-    loaded = snapshots.load_newest(d, "c1", rec.snapshot_index)
+    loaded = snapshots.load_newest(DISK, d, "c1", rec.snapshot_index)
     assert loaded == snap
 
 
 def test_snapshot_files_are_atomic_and_pruned(tmp_path):
     d = str(tmp_path)
     for i in (10, 20, 30, 40):
-        snapshots.save(d, "c1", Snapshot(index=i, term=1, peers=("n1",), data={"i": i}))
-    assert snapshots.list_indexes(d) == [30, 40]
+        snapshots.save(DISK, d, "c1", Snapshot(index=i, term=1, peers=("n1",), data={"i": i}))
+    assert snapshots.list_indexes(DISK, d) == [30, 40]
     assert not [n for n in os.listdir(d) if n.endswith(".tmp")]
     # a damaged newest snapshot is skipped in favour of the older one when that still covers the WAL
     newest = os.path.join(d, f"snap-{40:020d}.snap")
@@ -162,13 +165,13 @@ def test_snapshot_files_are_atomic_and_pruned(tmp_path):
         f.seek(12)
         f.write(b"X")
     logs: list[str] = []
-    assert snapshots.load_newest(d, "c1", 30, log=logs.append).index == 30
+    assert snapshots.load_newest(DISK, d, "c1", 30, log=logs.append).index == 30
     assert any("unreadable" in m for m in logs)
     # but not when the WAL was compacted past it
     with pytest.raises(WALError, match="no readable snapshot"):
-        snapshots.load_newest(d, "c1", 40)
+        snapshots.load_newest(DISK, d, "c1", 40)
     with pytest.raises(WALError, match="not 'c2'"):
-        snapshots.read(os.path.join(d, f"snap-{30:020d}.snap"), "c2")
+        snapshots.read(DISK, os.path.join(d, f"snap-{30:020d}.snap"), "c2")
 
 
 # ---- property: any crash point recovers exactly the log of the records written whole ------------
@@ -198,7 +201,7 @@ def test_any_torn_write_recovers_the_log_of_whole_records(tmp_path_factory, scri
     import random
 
     d = str(tmp_path_factory.mktemp("prop"))
-    wal, _ = WAL.open(d, "c1", "n1")
+    wal, _ = WAL.open(DISK, d, "c1", "n1")
     path = os.path.join(d, WAL_NAME)
     model: list[Entry] = []
     # after each save: (file size before it, size once its ENTRIES record is whole, model before, after)
