@@ -18,6 +18,7 @@ share a stop flag); the verdict is the same, the report lists every invalid key.
 
 from __future__ import annotations
 
+import atexit
 import json
 import shutil
 import tempfile
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from checkers.linearizable import Budget
 
 _MODEL_CACHE: dict[str, Any] = {}
+# What a task on an executor imports: the checker, the history records, this module.
+SHIPPED_PACKAGES = ("jepsen_py", "checkers", "spark")
 
 
 def _model(model_name: str, init: Any, options: dict[str, Any]) -> Any:
@@ -72,20 +75,30 @@ def _is_local(master: str) -> bool:
     return master.startswith("local")
 
 
+# SparkContexts (by id) that have our packages already, and the zips they are served from.
+_SHIPPED: dict[int, Path] = {}
+
+
 def ship_code(spark: SparkSession) -> None:
-    """On a real cluster the executors need our packages: zip them and add them to the job."""
-    master = spark.sparkContext.master
-    if _is_local(master):
+    """On a real cluster the executors need our packages: zip them and add them to the job.
+
+    The driver serves an added file from its path for as long as the context lives, and executors
+    fetch it only when their first task arrives, so the zip is kept until the interpreter exits
+    (removing it right after addPyFile fails every task with "Stream ... was not found").
+    """
+    sc = spark.sparkContext
+    if _is_local(sc.master) or id(sc) in _SHIPPED:
         return
     root = Path(__file__).resolve().parent.parent
     d = Path(tempfile.mkdtemp(prefix="jepsen-py-pyfiles-"))
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
     zpath = d / "jepsen_py_packages.zip"
     with zipfile.ZipFile(zpath, "w", zipfile.ZIP_DEFLATED) as z:
-        for pkg in ("jepsen_py", "checkers", "spark"):
+        for pkg in SHIPPED_PACKAGES:
             for p in (root / pkg).rglob("*.py"):
                 z.write(p, p.relative_to(root))
-    spark.sparkContext.addPyFile(str(zpath))
-    shutil.rmtree(d, ignore_errors=True)
+    sc.addPyFile(str(zpath))
+    _SHIPPED[id(sc)] = zpath
 
 
 def _session(spark: SparkSession | None, master: str | None) -> SparkSession:
