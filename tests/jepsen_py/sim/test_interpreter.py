@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import selectors
 from pathlib import Path
 from typing import Any
 
@@ -16,32 +15,7 @@ from jepsen_py import generator as gen
 from jepsen_py.history import FAIL, INFO, INVOKE, NEMESIS, OK, HistoryWriter, Op, read_history, validate
 from jepsen_py.protocols import Test, TestSpec
 from jepsen_py.sim.interpreter import SimInterpreter
-
-
-class _VirtualSelector(selectors.SelectSelector):
-    """A selector that never blocks: a wait for `timeout` moves virtual time instead."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.now = 0.0
-
-    def select(self, timeout: float | None = None) -> list[Any]:
-        ready = super().select(0)
-        if ready or not timeout:
-            return ready
-        self.now += timeout
-        return []
-
-
-class VirtualLoop(asyncio.SelectorEventLoop):
-    """An asyncio loop whose clock is virtual and jumps to the next timer when nothing is ready."""
-
-    def __init__(self) -> None:
-        self._virtual = _VirtualSelector()
-        super().__init__(self._virtual)
-
-    def time(self) -> float:
-        return self._virtual.now
+from tests.jepsen_py.sim.vloop import VirtualLoop
 
 
 class EchoClient:

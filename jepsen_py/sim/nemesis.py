@@ -1,0 +1,302 @@
+"""The Docker nemeses, carried out on the simulated cluster.
+
+The nemesis and its schedule are built exactly as for Docker (jepsen_py.plugins.build_nemesis, i.e.
+nemeses.build): the same FaultSchedule, the same target choice (nemeses.targets.pick, partition
+shapes and grudges, clock deltas) from the same seeded test.rng, and the same op names and values,
+so checkers and pictures read a simulated run's faults as they read Docker's. Only how a fault is
+done changes: a grudge becomes cut links instead of iptables rules, a clock offset moves the node's
+virtual clock instead of a libfaketime file, pause/kill/start act on the node's event loop instead
+of sending signals.
+
+Pause and kill go through `SimDB`, the DB capabilities the nemeses call (test.db.kill and so on).
+ProcessNemesis fans those calls out on threads, as it does to reach several containers at once; the
+SimDB only queues them, and `flush` applies them after the op in node order, in virtual time, so the
+order of the threads never reaches the simulation.
+
+A nemesis this module cannot carry out (one from outside this project) is refused before the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from jepsen_py.errors import BadInput
+from jepsen_py.history import INFO, Op
+from jepsen_py.protocols import Nemesis, Test
+from nemeses.clock import ClockNemesis, random_delta_ms
+from nemeses.compose import ComposedNemesis, NoopNemesis
+from nemeses.kill import KillNemesis
+from nemeses.leader_clock import LeaderClockNemesis
+from nemeses.partition import Grudge, PartitionNemesis
+from nemeses.pause import PauseNemesis
+from nemeses.targets import pick
+
+
+class FaultableCluster(Protocol):
+    """What the nemeses need from the simulated cluster (jepsen_py.sim.cluster.SimCluster)."""
+
+    def kill(self, node: str) -> None: ...
+
+    def start(self, node: str) -> None: ...
+
+    def pause(self, node: str) -> None: ...
+
+    def resume(self, node: str) -> None: ...
+
+    def cut(self, pairs: Iterable[tuple[str, str]]) -> None: ...
+
+    def heal_network(self) -> None: ...
+
+    def set_clock(self, node: str, offset_s: float, drift: float = 0.0) -> None: ...
+
+    def status(self, node: str) -> dict[str, Any] | None: ...
+
+
+class SimDB:
+    """The DB capabilities the nemeses and the observer use, done on the simulated cluster.
+
+    primaries and status answer at once from the nodes' state; pause, resume, kill and start are
+    queued and applied by `flush` (see the module docstring). A process fault follows the signals'
+    rules: start revives only a killed node (a paused one counts as running), resume only a paused
+    one, and a kill ends a paused node too."""
+
+    def __init__(self, cluster: FaultableCluster, nodes: Iterable[str]) -> None:
+        self.cluster = cluster
+        self.nodes = list(nodes)
+        self.killed: set[str] = set()
+        self.paused: set[str] = set()
+        self._queue: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+
+    # ---- what the nodes say -------------------------------------------------------------------
+
+    def status(self, test: Test | None, node: str) -> dict[str, Any] | None:
+        """The node's status as a client of its API receives it: JSON, with the node, role, term and
+        leader every answer carries. None for a node that cannot answer (killed or paused)."""
+        if node in self.killed or node in self.paused:
+            return None
+        st = self.cluster.status(node)
+        if st is None:
+            return None
+        out: dict[str, Any] = json.loads(json.dumps(st))
+        return {**out, "node": out.get("node", out.get("id", node)), "role": out.get("role"),
+                "term": out.get("term"), "leader": out.get("leader")}
+
+    def primaries(self, test: Test | None) -> list[str]:
+        return sorted(n for n in self.nodes if (self.status(test, n) or {}).get("role") == "leader")
+
+    # ---- process faults, queued ---------------------------------------------------------------
+
+    def _put(self, action: str, node: str) -> None:
+        with self._lock:
+            self._queue.append((action, node))
+
+    def kill(self, test: Test, node: str) -> None:
+        self._put("kill", node)
+
+    def start(self, test: Test, node: str) -> None:
+        self._put("start", node)
+
+    def pause(self, test: Test, node: str) -> None:
+        self._put("pause", node)
+
+    def resume(self, test: Test, node: str) -> None:
+        self._put("resume", node)
+
+    def flush(self) -> None:
+        """Applies the queued process faults, node by node (each node's in the order asked)."""
+        with self._lock:
+            queue, self._queue = self._queue, []
+        for action, node in sorted(queue, key=lambda a: a[1]):
+            if action == "kill" and node not in self.killed:
+                self.cluster.kill(node)
+                self.killed.add(node)
+                self.paused.discard(node)
+            elif action == "start" and node in self.killed:
+                self.cluster.start(node)
+                self.killed.discard(node)
+            elif action == "pause" and node not in self.killed and node not in self.paused:
+                self.cluster.pause(node)
+                self.paused.add(node)
+            elif action == "resume" and node in self.paused:
+                self.cluster.resume(node)
+                self.paused.discard(node)
+
+    def reset(self) -> None:
+        """Every node running and thawed (the end of a run, whatever the nemesis left)."""
+        for node in sorted(self.paused):
+            self.resume(None, node)  # type: ignore[arg-type]
+        for node in sorted(self.killed):
+            self.start(None, node)  # type: ignore[arg-type]
+        self.flush()
+
+
+def grudge_cuts(grudge: Grudge) -> list[tuple[str, str]]:
+    """The directed links a grudge cuts: a node holding a grudge against a peer drops what the peer
+    sends it (iptables INPUT DROP by source), so the link peer -> node is cut."""
+    return sorted((peer, node) for node, peers in grudge.items() for peer in peers)
+
+
+class SimPartitionNemesis(PartitionNemesis):
+    """PartitionNemesis with cut links for iptables rules. Healing heals every link, as flushing the
+    shared JEPSEN-PY chain does on Docker (a leader-clock cut included)."""
+
+    cluster: FaultableCluster
+
+    def install(self, test: Test, grudge: Grudge) -> None:
+        self.active = {k: list(v) for k, v in grudge.items()}
+        test.state["partition"] = self.active
+        self.cluster.cut(grudge_cuts(grudge))
+
+    def _heal_all(self, test: Test) -> dict[str, int]:
+        healed = {n: len(g) for n, g in self.active.items()}
+        self.cluster.heal_network()
+        self.active = {}
+        test.state.pop("partition", None)
+        return healed
+
+    def setup(self, test: Test) -> None:
+        self.cluster.heal_network()
+        self.active = {}
+
+    def teardown(self, test: Test) -> None:
+        self._heal_all(test)
+
+
+class SimClockNemesis(ClockNemesis):
+    """ClockNemesis with the node's virtual clock for the libfaketime file; the strobe flips it in
+    virtual time for its whole duration, as the helper on a node does."""
+
+    cluster: FaultableCluster
+
+    def _write(self, test: Test, offsets: dict[str, float]) -> None:
+        for node in sorted(offsets):
+            self.cluster.set_clock(node, offsets[node])
+
+    def reset(self, test: Test) -> list[str]:
+        """Every node back to offset 0 (the simulator has every node; Docker resets those it
+        reaches)."""
+        nodes = list(test.nodes)
+        self._write(test, dict.fromkeys(nodes, 0.0))
+        self.offsets = {}
+        test.state.pop("clock", None)
+        return nodes
+
+    async def ainvoke(self, test: Test, op: Op) -> Op:
+        if op.f != "strobe-clock":
+            return self.invoke(test, op)
+        rng = test.rng
+        nodes = pick(rng.choice(self.targets), test, rng)
+        delta_ms = abs(random_delta_ms(rng))
+        period_ms = int(2 ** rng.uniform(1, 8))  # 2 ms .. 256 ms
+        base = {n: self.offsets.get(n, 0.0) for n in nodes}
+        loop = asyncio.get_running_loop()
+        end = loop.time() + self.strobe_duration
+        on = False
+        while loop.time() < end:
+            on = not on
+            self._write(test, {n: b + delta_ms / 1000.0 if on else b for n, b in base.items()})
+            await asyncio.sleep(period_ms / 1000.0)
+        self._write(test, base)
+        test.state["clock"] = dict(self.offsets)
+        return Op(op.index, op.time, INFO, op.process, op.f, op.key,
+                  {"nodes": nodes, "delta-ms": delta_ms, "period-ms": period_ms,
+                   "duration-s": self.strobe_duration}, op.node, None, dict(op.meta))
+
+
+class SimLeaderClockNemesis(LeaderClockNemesis):
+    """LeaderClockNemesis on a simulated partition and clock. The freeze around the cut and the clock
+    step is kept (queued pause and resume at the same instant): in virtual time the cut and the step
+    are atomic anyway, which is what the freeze buys on Docker."""
+
+    def setup(self, test: Test) -> None:
+        self.partition.setup(test)
+        self.clock.setup(test)
+
+
+#: The nemesis classes carried out here, each with its simulated twin (None: works unchanged
+#: through SimDB). Exact types: a subclass may do something else, and is refused.
+_TWINS: dict[type, type | None] = {
+    PartitionNemesis: SimPartitionNemesis,
+    ClockNemesis: SimClockNemesis,
+    LeaderClockNemesis: SimLeaderClockNemesis,
+    PauseNemesis: None,
+    KillNemesis: None,
+    NoopNemesis: None,
+}
+
+
+def _adapt(nemesis: object, cluster: FaultableCluster) -> Nemesis:
+    """The simulated twin of a nemesis built for Docker, with its configuration and state."""
+    kind = type(nemesis)
+    if kind is ComposedNemesis:
+        return ComposedNemesis([_adapt(m, cluster) for m in nemesis.members])  # type: ignore[attr-defined]
+    if kind not in _TWINS:
+        raise BadInput(f"--backend sim: the simulator cannot carry out the nemesis {kind.__name__} "
+                       f"(it models {', '.join(SUPPORTED)})")
+    twin = _TWINS[kind]
+    if twin is None:
+        return nemesis  # type: ignore[return-value]
+    sim = twin.__new__(twin)
+    sim.__dict__.update(vars(nemesis))
+    sim.cluster = cluster
+    if isinstance(sim, SimLeaderClockNemesis):
+        sim.partition = _adapt(sim.partition, cluster)  # type: ignore[assignment]
+        sim.clock = _adapt(sim.clock, cluster)  # type: ignore[assignment]
+    return sim  # type: ignore[no-any-return]
+
+
+#: The --nemesis names the simulator carries out.
+SUPPORTED = ("partition", "partition-leader", "partition-random", "partition-one", "partition-ring",
+             "partition-bridge", "clock", "pause", "kill", "leader-clock", "all")
+
+
+def check_names(names: Iterable[str]) -> None:
+    """One line (exit 254) for a --nemesis the simulator cannot model, before anything runs."""
+    unsupported = [n for n in names if n not in SUPPORTED and n != "none"]
+    if unsupported:
+        raise BadInput(f"--nemesis {unsupported[0]}: the simulator cannot model this nemesis "
+                       f"(--backend sim models {', '.join(SUPPORTED)})")
+
+
+class SimNemesis:
+    """The run's nemesis in the simulator: routes each op to its member's simulated twin, awaits it
+    in virtual time, then applies the process faults it asked for."""
+
+    def __init__(self, nemesis: Nemesis, db: SimDB, cluster: FaultableCluster) -> None:
+        self.inner = _adapt(nemesis, cluster)
+        self.db = db
+        members = self.inner.members if isinstance(self.inner, ComposedNemesis) else [self.inner]
+        self.route: dict[str, Any] = {f: m for m in members for f in m.fs()}
+
+    async def invoke(self, test: Test, op: Op) -> Op:
+        member = self.route.get(op.f)
+        if member is None:
+            raise ValueError(f"no nemesis handles {op.f!r} (handled: {sorted(self.route)})")
+        try:
+            ainvoke = getattr(member, "ainvoke", None)
+            return await ainvoke(test, op) if ainvoke is not None else member.invoke(test, op)
+        finally:
+            self.db.flush()
+
+    def setup(self, test: Test) -> None:
+        try:
+            self.inner.setup(test)
+        finally:
+            self.db.flush()
+
+    def heal(self, test: Test) -> None:
+        try:
+            self.inner.heal(test)
+        finally:
+            self.db.flush()
+
+    def teardown(self, test: Test) -> None:
+        try:
+            self.inner.teardown(test)
+        finally:
+            self.db.flush()
