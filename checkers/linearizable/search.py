@@ -139,6 +139,15 @@ def search(
         else:
             cand = infos[idx] if idx < len(infos) else 0
         if cand:
+            # Every candidate tried counts towards the next look at the clock, rejected ones too: a
+            # level with thousands of candidates the model or the memo turns down is where the time
+            # goes, and counting only lifts let a 2 s budget run for half a minute.
+            countdown -= 1
+            if countdown == 0:
+                countdown = CHECK_EVERY
+                steps += CHECK_EVERY
+                _check_budget(deadline, cancel, cache, max_memo, rss0, max_rss_growth,
+                              budget.memory_mb, steps, n)
             tb = etwin[cand]
             if bits & tb == tb:
                 ok, new_state = estep[cand](state)
@@ -169,12 +178,6 @@ def search(
                         phase = 0
                         infos = []
                         e = nxt[0]
-                        countdown -= 1
-                        if countdown == 0:
-                            countdown = CHECK_EVERY
-                            steps += CHECK_EVERY
-                            _check_budget(deadline, cancel, cache, max_memo, rss0, max_rss_growth,
-                                          budget.memory_mb, steps, n)
                         continue
             if phase == 0:
                 e = nxt[cand]

@@ -67,12 +67,12 @@ def docker_client() -> Any:
         client.ping()
     except docker.errors.DockerException as e:
         raise EnvironmentProblem(
-            f"no Docker engine reachable ({_short(e)}): start dockerd (scripts/start-dockerd.sh) "
-            "or choose another --backend"
+            f"no Docker engine reachable ({_short(e)}): start the Docker engine (dockerd, or "
+            "systemctl start docker) or choose another --backend"
         ) from e
     except Exception as e:  # requests' connection errors surface under several types
-        raise EnvironmentProblem(f"no Docker engine reachable ({_short(e)}): start dockerd "
-                                 "(scripts/start-dockerd.sh) or choose another --backend") from e
+        raise EnvironmentProblem(f"no Docker engine reachable ({_short(e)}): start the Docker engine "
+                                 "(dockerd, or systemctl start docker) or choose another --backend") from e
     return client
 
 
