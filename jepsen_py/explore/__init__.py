@@ -1,0 +1,13 @@
+"""Searching for bugs without being told where they are (`jepsen-py explore`).
+
+  space     the configurations a search may try (workloads, fault families and targets, intervals,
+            schedule shapes, read modes, node counts), with no knowledge of any particular bug
+  schedule  a run written down as data: every client and nemesis op with its offset in the main
+            phase; saved as JSON, loaded back, replayed (`jepsen-py run --schedule FILE`)
+  replay    generators that emit a schedule's ops at their offsets
+  coverage  what a run reached (fault kinds and overlaps, Raft terms, leader changes, recoveries,
+            lease reads): the search prefers configurations that reached something new
+  search    random search, then coverage-guided mutation, until a finding or the budget ends
+  shrink    a failing schedule reduced to a small one that fails with the same anomaly kind
+  system    the system a search runs trials against: the simulator (jepsen_py.sim)
+"""

@@ -1,0 +1,144 @@
+"""Recording a run's ops as a schedule, and replaying a schedule as generators.
+
+Offsets count from the start of the main phase: the first moment any wrapped generator is asked for
+an op (a shared `PhaseClock`), so a schedule does not depend on how long setup took. The recorder
+wraps the generators a run already has; the replayers stand in for them:
+
+  - `NemesisReplay`: the recorded nemesis ops at their offsets (on Docker too: the same faults at
+    the same moments of the main phase), then nothing until the time limit;
+  - `ClientReplay`: each worker's recorded client ops at their offsets (in simulation, where the
+    same seed makes the same answers come back);
+  - `FinalReplay`: the final phase's reads, in order, taken by whichever worker is free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule
+from jepsen_py.generator import Context, Generator, Pending, Step, Template
+from jepsen_py.history import Op
+
+
+class PhaseClock:
+    """When the main phase began, as the generators saw it (test seconds)."""
+
+    def __init__(self) -> None:
+        self.t0: float | None = None
+
+    def offset(self, now: float) -> float:
+        if self.t0 is None:
+            self.t0 = now
+        return max(0.0, now - self.t0)
+
+    def at(self, offset: float) -> float:
+        assert self.t0 is not None, "the phase has not begun"
+        return self.t0 + offset
+
+
+@dataclass
+class Tape:
+    """Where a recorder writes. Not a list itself: generator copies (fresh()) copy lists, and every
+    copy of a recorder must write to the same tape."""
+
+    events: list[Event] = field(default_factory=list)
+
+
+class Recorder(Generator):
+    """Passes `gen`'s ops through and writes each, with its offset and thread, on the tape."""
+
+    def __init__(self, gen: Generator, clock: PhaseClock, tape: Tape, *, timed: bool = True) -> None:
+        self.gen = gen
+        self.clock = clock
+        self.tape = tape
+        self.timed = timed
+
+    def op(self, ctx: Context) -> Step:
+        at = self.clock.offset(ctx.time) if self.timed else 0.0
+        step = self.gen.op(ctx)
+        if isinstance(step, Template):
+            thread = ctx.thread if isinstance(ctx.thread, int) else NEMESIS_THREAD
+            self.tape.events.append(Event(at=at, thread=thread, f=step.f, key=_freeze(step.key),
+                                          value=step.value, node=step.node))
+        return step
+
+    def update(self, ctx: Context, invoke: Op, complete: Op) -> None:
+        self.gen.update(ctx, invoke, complete)
+
+
+def _freeze(key: object) -> object:
+    if isinstance(key, list):
+        return tuple(_freeze(k) for k in key)
+    return key
+
+
+def _template(e: Event) -> Template:
+    return Template(e.f, key=list(e.key) if isinstance(e.key, tuple) else e.key, value=e.value, node=e.node)
+
+
+class NemesisReplay(Generator):
+    """The schedule's nemesis ops at their offsets; exhausted at the time limit."""
+
+    def __init__(self, schedule: Schedule, clock: PhaseClock) -> None:
+        self.events = list(schedule.nemesis_events)
+        self.end = schedule.time_limit
+        self.clock = clock
+        self.next = 0
+
+    def op(self, ctx: Context) -> Step:
+        now = self.clock.offset(ctx.time)
+        if self.next < len(self.events):
+            e = self.events[self.next]
+            if now + 1e-9 < e.at:
+                return Pending(self.clock.at(e.at))
+            self.next += 1
+            return _template(e)
+        if now + 1e-9 < self.end:
+            return Pending(self.clock.at(self.end))
+        return None
+
+
+class ClientReplay(Generator):
+    """Each client worker's recorded ops at their offsets (late when the worker was still busy)."""
+
+    def __init__(self, events: Iterable[Event], clock: PhaseClock) -> None:
+        self.queues: dict[int, list[Event]] = {}
+        for e in sorted(events, key=lambda e: e.at):
+            if not e.is_nemesis:
+                self.queues.setdefault(int(e.thread), []).append(e)
+        self.pos: dict[int, int] = dict.fromkeys(self.queues, 0)
+        self.clock = clock
+
+    def _left(self) -> bool:
+        return any(self.pos[t] < len(q) for t, q in self.queues.items())
+
+    def op(self, ctx: Context) -> Step:
+        now = self.clock.offset(ctx.time)
+        if not self._left():
+            return None
+        t = ctx.thread
+        q = self.queues.get(t) if isinstance(t, int) else None
+        if not q or self.pos[t] >= len(q):  # type: ignore[index]
+            nexts = [q2[self.pos[t2]].at for t2, q2 in self.queues.items() if self.pos[t2] < len(q2)]
+            return Pending(self.clock.at(max(now, min(nexts))) if nexts else None)
+        e = q[self.pos[t]]  # type: ignore[index]
+        if now + 1e-9 < e.at:
+            return Pending(self.clock.at(e.at))
+        self.pos[t] += 1  # type: ignore[index]
+        return _template(e)
+
+
+class FinalReplay(Generator):
+    """The final phase's ops in their recorded order, each to the first worker that asks."""
+
+    def __init__(self, events: Iterable[Event]) -> None:
+        self.events = list(events)
+        self.next = 0
+
+    def op(self, ctx: Context) -> Step:
+        if self.next >= len(self.events):
+            return None
+        e = self.events[self.next]
+        self.next += 1
+        return _template(e)

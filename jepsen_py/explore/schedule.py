@@ -1,0 +1,326 @@
+"""A schedule: one run written down as data, so it can be shrunk, stored and replayed.
+
+A schedule names the test (workload, nodes, seed, read mode, bugs, time limit, clients) and lists
+every op the main phase performed, each with its offset in seconds from the start of the main phase:
+client ops by the worker thread that issued them, nemesis ops on the "nemesis" thread. Replayed in
+simulation with the same seed it reproduces the run exactly; on Docker the nemesis ops land at the
+same offsets, so the same faults hit the cluster at the same moments.
+
+The file is JSON (`save` / `load`); every problem with a file a user hands in is one BadInput line
+naming the file and what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from jepsen_py.errors import BadInput
+
+FORMAT = "jepsen-py-schedule"
+VERSION = 1
+NEMESIS_THREAD = "nemesis"
+
+# Fault families as the nemeses name their ops: family -> (ops that start it, the op that stops it,
+# the --nemesis name that handles them).
+FAMILIES: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "partition": (("start-partition",), "stop-partition", "partition"),
+    "clock": (("bump-clock", "strobe-clock"), "reset-clock", "clock"),
+    "pause": (("pause",), "resume", "pause"),
+    "kill": (("kill",), "start", "kill"),
+    "leader-clock": (("start-leader-clock",), "stop-leader-clock", "leader-clock"),
+}
+START_FAMILY: dict[str, str] = {f: fam for fam, (starts, _, _) in FAMILIES.items() for f in starts}
+STOP_FAMILY: dict[str, str] = {stop: fam for fam, (_, stop, _) in FAMILIES.items()}
+
+
+def family_of(f: str) -> str | None:
+    """The fault family a nemesis op belongs to, or None for an op no nemesis here knows."""
+    return START_FAMILY.get(f) or STOP_FAMILY.get(f)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One op of the main phase: `at` seconds after it began, on `thread` (a client worker number or
+    "nemesis"). `node` is set only when the op was sent to a named node rather than the worker's own."""
+
+    at: float
+    thread: int | str
+    f: str
+    key: Any = None
+    value: Any = None
+    node: str | None = None
+
+    @property
+    def is_nemesis(self) -> bool:
+        return self.thread == NEMESIS_THREAD
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"at": round(self.at, 6), "thread": self.thread, "f": self.f}
+        if self.key is not None:
+            d["key"] = self.key
+        if self.value is not None:
+            d["value"] = self.value
+        if self.node is not None:
+            d["node"] = self.node
+        return d
+
+
+@dataclass(frozen=True)
+class FaultWindow:
+    """A fault from the op that started it to the op that stopped it (None: still on at the end)."""
+
+    family: str
+    start: Event
+    stop: Event | None
+
+    @property
+    def end(self) -> float:
+        return math.inf if self.stop is None else self.stop.at
+
+
+def fault_windows(events: Iterable[Event]) -> list[FaultWindow]:
+    """Pairs every fault-starting nemesis op with the stop of its family that ends it. A family's
+    stop ends every window of that family still open (resume thaws every paused node)."""
+    open_: dict[str, list[Event]] = {}
+    out: list[FaultWindow] = []
+    for e in sorted((e for e in events if e.is_nemesis), key=lambda e: e.at):
+        if e.f in START_FAMILY:
+            open_.setdefault(START_FAMILY[e.f], []).append(e)
+        elif e.f in STOP_FAMILY:
+            for s in open_.pop(STOP_FAMILY[e.f], []):
+                out.append(FaultWindow(STOP_FAMILY[e.f], s, e))
+    for fam, starts in open_.items():
+        out.extend(FaultWindow(fam, s, None) for s in starts)
+    return sorted(out, key=lambda w: w.start.at)
+
+
+@dataclass
+class Schedule:
+    """A whole main phase as data, plus what a replay needs to rebuild the test around it."""
+
+    workload: str
+    nodes: list[str]
+    seed: int
+    time_limit: float
+    concurrency: int
+    events: list[Event]
+    read_mode: str = "read-index"
+    bugs: list[str] = field(default_factory=list)
+    nemesis_interval: float = 10.0
+    options: dict[str, Any] = field(default_factory=dict)
+    # The final phase's ops (reads of every key on every node, after heal), in order.
+    final: list[Event] = field(default_factory=list)
+    # The anomaly kind this schedule shows, when it is a finding (what shrinking preserved).
+    anomaly: str | None = None
+
+    def __post_init__(self) -> None:
+        self.events = sorted(self.events, key=_order)
+
+    @property
+    def nemesis_events(self) -> list[Event]:
+        return [e for e in self.events if e.is_nemesis]
+
+    @property
+    def client_events(self) -> list[Event]:
+        return [e for e in self.events if not e.is_nemesis]
+
+    @property
+    def fault_count(self) -> int:
+        """Fault events: the ops that start a fault (their stops come with them)."""
+        return sum(1 for e in self.nemesis_events if e.f in START_FAMILY)
+
+    @property
+    def keys(self) -> list[Any]:
+        seen: list[Any] = []
+        for e in self.client_events:
+            if e.key is not None and e.key not in seen:
+                seen.append(e.key)
+        return seen
+
+    def families(self) -> list[str]:
+        """The --nemesis names a replay must build to carry out every nemesis op here."""
+        out: list[str] = []
+        for e in self.nemesis_events:
+            fam = family_of(e.f)
+            if fam is not None and FAMILIES[fam][2] not in out:
+                out.append(FAMILIES[fam][2])
+        return out
+
+    def fault_targets(self) -> list[str]:
+        """The targets named by pause and kill ops (what --fault-targets must allow)."""
+        from nemeses.targets import TARGETS
+
+        out: list[str] = []
+        for e in self.nemesis_events:
+            if e.f in ("pause", "kill") and e.value in TARGETS and e.value not in out:
+                out.append(e.value)
+        return out
+
+    def size(self) -> dict[str, Any]:
+        """What a shrunk schedule is judged by."""
+        return {"faults": self.fault_count, "nemesis_ops": len(self.nemesis_events),
+                "client_ops": len(self.client_events), "clients": self.concurrency,
+                "keys": len(self.keys), "nodes": len(self.nodes), "time_limit": self.time_limit}
+
+    def with_events(self, events: Iterable[Event], **changes: Any) -> Schedule:
+        changes.setdefault("final", list(self.final))
+        changes.setdefault("nodes", list(self.nodes))
+        return replace(self, events=list(events), bugs=list(self.bugs), options=dict(self.options),
+                       **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT, "version": VERSION,
+            "workload": self.workload, "nodes": list(self.nodes), "seed": self.seed,
+            "time_limit": self.time_limit, "concurrency": self.concurrency,
+            "read_mode": self.read_mode, "bugs": list(self.bugs),
+            "nemesis_interval": self.nemesis_interval, "options": dict(self.options),
+            "anomaly": self.anomaly, "size": self.size(),
+            "events": [e.to_json() for e in self.events],
+            "final": [e.to_json() for e in self.final],
+        }
+
+
+def _order(e: Event) -> tuple[float, int, str]:
+    # nemesis ops first at equal offsets, then clients by thread number: one total order
+    return (e.at, -1 if e.is_nemesis else int(e.thread), e.f)
+
+
+def save(schedule: Schedule, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(schedule.to_json(), indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    return path
+
+
+def load(path: Path | str) -> Schedule:
+    """Reads a schedule file; anything wrong with it is one BadInput line naming the file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"--schedule: {p}: no such file") from None
+    except IsADirectoryError:
+        raise BadInput(f"--schedule: {p}: is a directory, not a schedule file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInput(f"--schedule: {p}: cannot read: {e}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise BadInput(f"--schedule: {p}: not JSON: {e}") from None
+    return from_json(data, where=str(p))
+
+
+def from_json(data: Any, *, where: str = "schedule") -> Schedule:
+    if not isinstance(data, dict):
+        raise BadInput(f"{where}: a schedule is a JSON object")
+    if data.get("format", FORMAT) != FORMAT:
+        raise BadInput(f"{where}: format {data.get('format')!r} is not a {FORMAT}")
+    if data.get("version", VERSION) != VERSION:
+        raise BadInput(f"{where}: schedule version {data.get('version')!r} (this jepsen-py reads {VERSION})")
+    workload = _get(data, "workload", str, where)
+    nodes = _get(data, "nodes", list, where)
+    if not nodes or not all(isinstance(n, str) and n for n in nodes) or len(set(nodes)) != len(nodes):
+        raise BadInput(f"{where}: nodes must be distinct non-empty names")
+    seed = _get(data, "seed", int, where)
+    if seed < 0:
+        raise BadInput(f"{where}: seed must be >= 0, got {seed}")
+    time_limit = _number(data, "time_limit", where)
+    concurrency = _get(data, "concurrency", int, where)
+    if concurrency < 1:
+        raise BadInput(f"{where}: concurrency must be >= 1, got {concurrency}")
+    read_mode = data.get("read_mode", "read-index")
+    from jepsen_py.spec import READ_MODES
+
+    if read_mode not in READ_MODES:
+        raise BadInput(f"{where}: read_mode {read_mode!r} (choose from {', '.join(READ_MODES)})")
+    bugs = data.get("bugs", [])
+    if not isinstance(bugs, list) or not all(isinstance(b, str) for b in bugs):
+        raise BadInput(f"{where}: bugs must be a list of names")
+    options = data.get("options", {})
+    if not isinstance(options, dict):
+        raise BadInput(f"{where}: options must be an object")
+    interval = _number(data, "nemesis_interval", where) if "nemesis_interval" in data else 10.0
+    anomaly = data.get("anomaly")
+    if anomaly is not None and not isinstance(anomaly, str):
+        raise BadInput(f"{where}: anomaly must be a kind name or null")
+    raw = _get(data, "events", list, where)
+    events = [_event(e, i, where, concurrency) for i, e in enumerate(raw)]
+    raw_final = data.get("final", [])
+    if not isinstance(raw_final, list):
+        raise BadInput(f"{where}: 'final' must be a list of events")
+    final = [_event(e, i, f"{where}: final", concurrency) for i, e in enumerate(raw_final)]
+    if any(e.is_nemesis for e in final):
+        raise BadInput(f"{where}: the final phase has no nemesis ops")
+    for e in events:
+        if e.at > time_limit:
+            raise BadInput(f"{where}: event {e.f!r} at {e.at} s is past the time limit {time_limit} s")
+    return Schedule(workload=workload, nodes=list(nodes), seed=seed, time_limit=time_limit,
+                    concurrency=concurrency, events=events, read_mode=read_mode, bugs=list(bugs),
+                    nemesis_interval=interval, options=dict(options), final=final,
+                    anomaly=anomaly)
+
+
+def _get(data: dict[str, Any], name: str, typ: type, where: str) -> Any:
+    if name not in data:
+        raise BadInput(f"{where}: missing {name!r}")
+    v = data[name]
+    if not isinstance(v, typ) or (typ is int and isinstance(v, bool)):
+        raise BadInput(f"{where}: {name!r} must be {'an' if typ is int else 'a'} "
+                       f"{ {int: 'integer', str: 'string', list: 'list'}.get(typ, typ.__name__)}, got {v!r}")
+    return v
+
+
+def _number(data: dict[str, Any], name: str, where: str) -> float:
+    v = data.get(name)
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+        raise BadInput(f"{where}: {name!r} must be a positive number of seconds, got {v!r}")
+    return float(v)
+
+
+def _event(raw: Any, i: int, where: str, concurrency: int) -> Event:
+    at = f"{where}: events[{i}]"
+    if not isinstance(raw, dict):
+        raise BadInput(f"{at}: an event is an object with at, thread and f")
+    unknown = sorted(set(raw) - {"at", "thread", "f", "key", "value", "node"})
+    if unknown:
+        raise BadInput(f"{at}: unknown fields {', '.join(unknown)}")
+    t = raw.get("at")
+    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
+        raise BadInput(f"{at}: 'at' must be seconds >= 0, got {t!r}")
+    thread = raw.get("thread")
+    if thread != NEMESIS_THREAD and (isinstance(thread, bool) or not isinstance(thread, int)
+                                     or not 0 <= thread < concurrency):
+        raise BadInput(f"{at}: 'thread' must be \"nemesis\" or a client 0..{concurrency - 1}, got {thread!r}")
+    f = raw.get("f")
+    if not isinstance(f, str) or not f:
+        raise BadInput(f"{at}: 'f' must be an op name, got {f!r}")
+    if thread == NEMESIS_THREAD and family_of(f) is None:
+        known = ", ".join(sorted({*START_FAMILY, *STOP_FAMILY}))
+        raise BadInput(f"{at}: no nemesis does {f!r} (known: {known})")
+    node = raw.get("node")
+    if node is not None and not isinstance(node, str):
+        raise BadInput(f"{at}: 'node' must be a node name")
+    return Event(at=float(t), thread=thread, f=f, key=_hashable(raw.get("key")), value=raw.get("value"),
+                 node=node)
+
+
+def _hashable(key: Any) -> Any:
+    """JSON gives lists where a key was a tuple; keys are compared and grouped, so make them tuples."""
+    if isinstance(key, list):
+        return tuple(_hashable(k) for k in key)
+    return key
+
+
+def renumber_threads(events: Sequence[Event]) -> tuple[list[Event], int]:
+    """Client threads renumbered 0..k-1 in order of first use (after dropping some): (events, k)."""
+    order: dict[int, int] = {}
+    for e in sorted(events, key=_order):
+        if not e.is_nemesis and e.thread not in order:
+            order[int(e.thread)] = len(order)
+    out = [e if e.is_nemesis else replace(e, thread=order[int(e.thread)]) for e in events]
+    return out, max(1, len(order))

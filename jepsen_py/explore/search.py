@@ -1,0 +1,141 @@
+"""The search: random configurations first, then mutations of the ones that reached something new.
+
+A `System` runs trials: a configuration in (it records the schedule it ran), or a schedule in (a
+replay); out comes a `Trial` with the anomaly kinds the checkers reported and the coverage features
+the run reached. The search never looks at anything else, so it knows no bug.
+
+Coverage guidance: every feature counts how many trials reached it. A trial that reached a feature no
+earlier one had joins the corpus. After the warm-up, most trials mutate a corpus entry chosen with
+weight sum(1 / times seen) over its features (configurations that reach rare states get more
+children); the rest stay random so nothing is starved.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from jepsen_py.explore.schedule import Schedule
+from jepsen_py.explore.space import Config, Space
+
+# Anomaly kinds in the order a finding is named by: what the data says first (lost or duplicated
+# writes, stale or non-linearizable reads, crashes), then liveness. Kinds not listed come after, by name.
+SEVERITY: tuple[str, ...] = (
+    "lost-commit", "duplicate-create", "split-leader", "stale-read", "nonlinearizable", "node-crash",
+    "crash", "never-available", "unavailable", "election-churn",
+)
+
+
+def primary_kind(kinds: dict[str, int] | set[str] | frozenset[str]) -> str | None:
+    """The kind a finding is named by and its shrinking keeps."""
+    if not kinds:
+        return None
+    ranked = sorted(kinds, key=lambda k: (SEVERITY.index(k) if k in SEVERITY else len(SEVERITY), k))
+    return ranked[0]
+
+
+@dataclass
+class Trial:
+    """One run and what came of it."""
+
+    schedule: Schedule
+    anomalies: dict[str, int]
+    coverage: frozenset[str]
+    sim_seconds: float
+    wall_seconds: float
+    config: Config | None = None
+    run_dir: Path | None = None
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.anomalies)
+
+
+class System(Protocol):
+    """What the search runs trials on (the simulator; in tests, any deterministic system)."""
+
+    def trial(self, config: Config) -> Trial:
+        """Runs a fresh configuration, recording the schedule it performed."""
+
+    def replay(self, schedule: Schedule, *, keep: Path | None = None) -> Trial:
+        """Runs a schedule; with `keep`, writes the run's results directory there."""
+
+
+@dataclass
+class Stats:
+    tried: int = 0
+    errors: int = 0
+    sim_seconds: float = 0.0
+    corpus: int = 0
+    features: int = 0
+    findings: int = 0
+    last: str = ""
+
+
+@dataclass
+class Search:
+    """Stepwise search over `space` on `system`; the caller owns the budget and the stopping rule."""
+
+    system: System
+    space: Space
+    seed: int
+    warmup: int = 10
+    random_share: float = 0.25
+    rng: random.Random = field(init=False)
+    seen: Counter[str] = field(init=False, default_factory=Counter)
+    corpus: list[tuple[Config, frozenset[str]]] = field(init=False, default_factory=list)
+    stats: Stats = field(init=False, default_factory=Stats)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    def next_config(self) -> Config:
+        if self.stats.tried < self.warmup or not self.corpus or self.rng.random() < self.random_share:
+            return self.space.sample(self.rng)
+        weights = [sum(1.0 / self.seen[f] for f in feats) + 1e-6 for _, feats in self.corpus]
+        parent, _ = self.rng.choices(self.corpus, weights=weights, k=1)[0]
+        return self.space.mutate(parent, self.rng)
+
+    def step(self) -> Trial:
+        cfg = self.next_config()
+        trial = self.system.trial(cfg)
+        trial.config = trial.config or cfg
+        self.stats.tried += 1
+        self.stats.sim_seconds += trial.sim_seconds
+        self.stats.last = cfg.label()
+        if trial.error:
+            self.stats.errors += 1
+            return trial
+        new = [f for f in trial.coverage if f not in self.seen]
+        self.seen.update(trial.coverage)
+        if new:
+            self.corpus.append((cfg, trial.coverage))
+        self.stats.corpus = len(self.corpus)
+        self.stats.features = len(self.seen)
+        if trial.failed:
+            self.stats.findings += 1
+        return trial
+
+
+def run_search(search: Search, *, budget_s: float, keep_going: bool = False,
+               on_trial: Callable[[Trial], None] | None = None,
+               clock: Callable[[], float] = time.monotonic) -> list[Trial]:
+    """Steps until the budget ends, or until the first failing trial unless `keep_going`.
+    Returns the failing trials."""
+    deadline = clock() + budget_s
+    found: list[Trial] = []
+    while clock() < deadline:
+        trial = search.step()
+        if on_trial is not None:
+            on_trial(trial)
+        if trial.failed:
+            found.append(trial)
+            if not keep_going:
+                break
+    return found

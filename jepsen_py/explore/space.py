@@ -1,0 +1,191 @@
+"""The search space: every configuration `jepsen-py explore` may try, with no knowledge of any bug.
+
+A configuration names a workload, which fault families it mixes (partitions of every shape, clock
+jumps and strobes, pauses, kills, the isolated leader with its clock stepped back), whom pause and
+kill may hit, the interval between fault ops, the shape of the fault timeline (random toggles, one
+fault at a time in turn, or bursts of several at once), the read mode, the node count, the length of
+the main phase and the seed. `nemesis_events` turns a configuration into the explicit list of nemesis
+ops a run performs, so every run is a schedule from the start.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from jepsen_py.explore.schedule import FAMILIES, NEMESIS_THREAD, Event
+
+SHAPES: tuple[str, ...] = ("leader", "random", "one", "ring", "bridge")
+TARGETS: tuple[str, ...] = ("leader", "one", "minority", "majority", "all")
+MODES: tuple[str, ...] = ("random", "cycle", "bursts")
+SAFE_READ_MODES: tuple[str, ...] = ("read-index", "lease")
+# Workloads of our cluster; the command narrows this to what the DB under test serves.
+DEFAULT_WORKLOADS: tuple[str, ...] = ("offsets", "topics", "describe", "metadata")
+
+
+@dataclass(frozen=True)
+class Config:
+    """One point of the space: everything a trial run needs besides the build (its bugs)."""
+
+    workload: str
+    families: tuple[str, ...]
+    shapes: tuple[str, ...]
+    targets: tuple[str, ...]
+    interval: float
+    mode: str
+    read_mode: str
+    node_count: int
+    time_limit: float
+    seed: int
+    clients_per_node: int = 2
+
+    def label(self) -> str:
+        faults = "+".join(self.families) or "none"
+        return (f"{self.workload} {faults} every {self.interval:g}s ({self.mode}) {self.read_mode} "
+                f"{self.node_count} nodes {self.time_limit:g}s seed {self.seed}")
+
+
+@dataclass(frozen=True)
+class Space:
+    """The ranges a search draws from. Every field can be narrowed from the command line."""
+
+    workloads: tuple[str, ...] = DEFAULT_WORKLOADS
+    families: tuple[str, ...] = tuple(FAMILIES)
+    shapes: tuple[str, ...] = SHAPES
+    targets: tuple[str, ...] = TARGETS
+    intervals: tuple[float, ...] = (1.0, 2.0, 3.0, 5.0, 8.0)
+    modes: tuple[str, ...] = MODES
+    read_modes: tuple[str, ...] = SAFE_READ_MODES
+    node_counts: tuple[int, ...] = (3, 5)
+    time_limits: tuple[float, ...] = (10.0, 20.0, 30.0)
+    clients_per_node: tuple[int, ...] = (1, 2)
+    max_families: int = 3
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def sample(self, rng: random.Random) -> Config:
+        k = rng.choice([n for n in (0, 1, 1, 2, 2, 3) if n <= min(self.max_families, len(self.families))])
+        families = tuple(sorted(rng.sample(list(self.families), k)))
+        node_count = rng.choice(self.node_counts)
+        return Config(
+            workload=rng.choice(self.workloads),
+            families=families,
+            shapes=self._shapes(rng, node_count),
+            targets=tuple(sorted(rng.sample(list(self.targets), rng.randint(1, len(self.targets))))),
+            interval=rng.choice(self.intervals),
+            mode=rng.choice(self.modes),
+            read_mode=rng.choice(self.read_modes),
+            node_count=node_count,
+            time_limit=rng.choice(self.time_limits),
+            seed=rng.randrange(2**31),
+            clients_per_node=rng.choice(self.clients_per_node),
+        )
+
+    def _shapes(self, rng: random.Random, node_count: int) -> tuple[str, ...]:
+        usable = [s for s in self.shapes if s != "ring" or node_count >= 4] or ["leader"]
+        return tuple(sorted(rng.sample(usable, rng.randint(1, len(usable)))))
+
+    def mutate(self, cfg: Config, rng: random.Random) -> Config:
+        """A neighbour of `cfg`: always a new seed, and one or two dimensions changed."""
+        out = replace(cfg, seed=rng.randrange(2**31))
+        for _ in range(rng.choice((0, 1, 1, 2))):
+            dim = rng.choice(("workload", "families", "targets", "interval", "mode", "read_mode",
+                              "node_count", "time_limit", "shapes", "clients"))
+            if dim == "workload":
+                out = replace(out, workload=rng.choice(self.workloads))
+            elif dim == "families" and self.families:
+                fams = set(out.families)
+                f = rng.choice(self.families)
+                if f in fams and len(fams) > 0:
+                    fams.discard(f)
+                elif len(fams) < self.max_families:
+                    fams.add(f)
+                out = replace(out, families=tuple(sorted(fams)))
+            elif dim == "targets":
+                ts = set(out.targets) ^ {rng.choice(self.targets)}
+                out = replace(out, targets=tuple(sorted(ts)) or (rng.choice(self.targets),))
+            elif dim == "interval":
+                out = replace(out, interval=rng.choice(self.intervals))
+            elif dim == "mode":
+                out = replace(out, mode=rng.choice(self.modes))
+            elif dim == "read_mode":
+                out = replace(out, read_mode=rng.choice(self.read_modes))
+            elif dim == "node_count":
+                n = rng.choice(self.node_counts)
+                out = replace(out, node_count=n, shapes=self._shapes(rng, n))
+            elif dim == "time_limit":
+                out = replace(out, time_limit=rng.choice(self.time_limits))
+            elif dim == "shapes":
+                out = replace(out, shapes=self._shapes(rng, out.node_count))
+            else:
+                out = replace(out, clients_per_node=rng.choice(self.clients_per_node))
+        return out
+
+
+def _start(family: str, cfg: Config, rng: random.Random) -> Event:
+    if family == "partition":
+        return Event(0.0, NEMESIS_THREAD, "start-partition", value=rng.choice(cfg.shapes))
+    if family == "clock":
+        return Event(0.0, NEMESIS_THREAD, rng.choice(("bump-clock", "bump-clock", "strobe-clock")))
+    if family in ("pause", "kill"):
+        return Event(0.0, NEMESIS_THREAD, family, value=rng.choice(cfg.targets))
+    return Event(0.0, NEMESIS_THREAD, FAMILIES[family][0][0])
+
+
+def _stop(family: str) -> Event:
+    return Event(0.0, NEMESIS_THREAD, FAMILIES[family][1])
+
+
+def _at(e: Event, t: float) -> Event:
+    return replace(e, at=round(t, 3))
+
+
+def nemesis_events(cfg: Config, rng: random.Random | None = None) -> list[Event]:
+    """The nemesis ops of a run of `cfg`, each with its offset in the main phase.
+
+    random: every interval (the first after one interval of calm) a random family is toggled, so
+            faults overlap in every combination;
+    cycle:  one fault at a time, the families taking turns (start A, stop A, start B, ...);
+    bursts: several faults started close together (a quarter interval apart), held for an
+            interval, all stopped, then calm for an interval.
+    """
+    rng = rng or random.Random(cfg.seed)
+    fams: Sequence[str] = cfg.families
+    if not fams:
+        return []
+    out: list[Event] = []
+    active: list[str] = []
+    t = cfg.interval
+    turn = 0
+    while t < cfg.time_limit:
+        if cfg.mode == "bursts":
+            n = rng.randint(1, len(fams) + 1)
+            for _ in range(n):
+                if t >= cfg.time_limit:
+                    break
+                fam = rng.choice(fams)
+                if fam not in active:
+                    active.append(fam)
+                    out.append(_at(_start(fam, cfg, rng), t))
+                t += cfg.interval / 4
+            t += cfg.interval
+            for fam in list(active):
+                if t < cfg.time_limit:
+                    out.append(_at(_stop(fam), t))
+                    active.remove(fam)
+            t += cfg.interval
+            continue
+        if cfg.mode == "cycle":
+            fam = active[0] if active else fams[turn % len(fams)]
+            if not active:
+                turn += 1
+        else:
+            fam = rng.choice(fams)
+        if fam in active:
+            active.remove(fam)
+            out.append(_at(_stop(fam), t))
+        else:
+            active.append(fam)
+            out.append(_at(_start(fam, cfg, rng), t))
+        t += cfg.interval
+    return out

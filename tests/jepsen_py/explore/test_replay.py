@@ -1,0 +1,88 @@
+"""Recording and replaying: the replay generators hand out a schedule's ops at their offsets, and a
+recorded run replays as the same ops at the same moments."""
+
+from __future__ import annotations
+
+import random
+
+from jepsen_py import generator as gen
+from jepsen_py.explore.replay import (
+    ClientReplay,
+    FinalReplay,
+    NemesisReplay,
+    PhaseClock,
+    Recorder,
+    Tape,
+)
+from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule
+from jepsen_py.explore.space import Config, nemesis_events
+
+
+def _schedule() -> Schedule:
+    cfg = Config(workload="offsets", families=("kill", "partition"), shapes=("leader",), targets=("one",),
+                 interval=2.0, mode="random", read_mode="read-index", node_count=3, time_limit=12.0, seed=9)
+    clients = [Event(0.5 * i, i % 3, "write" if i % 2 else "read", key=f"k{i % 2}", value=i)
+               for i in range(20)]
+    return Schedule(workload="offsets", nodes=["n1", "n2", "n3"], seed=9, time_limit=12.0, concurrency=3,
+                    events=nemesis_events(cfg) + clients,
+                    final=[Event(0.0, 0, "read", key="k0", node=n) for n in ("n1", "n2", "n3")])
+
+
+def test_replay_emits_every_op_at_its_offset_after_a_late_start() -> None:
+    s = _schedule()
+    clock = PhaseClock()
+    main = gen.time_limit(s.time_limit, gen.nemesis(NemesisReplay(s, clock), ClientReplay(s.events, clock)))
+    ops = gen.simulate([gen.sleep(5.0), main], concurrency=3, nemesis_thread=True, latency=0.01)
+    got = [(round(o.time - 5.0, 6), o.thread if isinstance(o.thread, int) else NEMESIS_THREAD, o.template.f,
+            o.template.key, o.template.value) for o in ops]
+    want = [(e.at, e.thread, e.f, e.key, e.value) for e in s.events]
+    assert sorted(got, key=str) == sorted(want, key=str)
+
+
+def test_a_busy_worker_takes_its_next_op_late_but_in_order() -> None:
+    events = [Event(0.0, 0, "write", key="a", value=1), Event(0.1, 0, "write", key="a", value=2)]
+    clock = PhaseClock()
+    ops = gen.simulate(ClientReplay(events, clock), concurrency=1, latency=1.0)
+    assert [(o.time, o.template.value) for o in ops] == [(0.0, 1), (1.0, 2)]
+
+
+def test_final_replay_hands_out_every_read_once() -> None:
+    s = _schedule()
+    ops = gen.simulate(gen.clients(FinalReplay(s.final)), concurrency=2, latency=0.1)
+    assert [(o.template.key, o.template.node) for o in ops] == [("k0", n) for n in ("n1", "n2", "n3")]
+
+
+def test_recorded_run_replays_as_the_same_ops_at_the_same_offsets() -> None:
+    rng_ops = gen.rate(20, gen.mix(
+        lambda ctx: {"f": "read", "key": f"k{ctx.rng.randrange(3)}"},
+        lambda ctx: {"f": "write", "key": f"k{ctx.rng.randrange(3)}", "value": ctx.rng.randrange(1000)},
+    ))
+    nemesis_ops = gen.cycle([gen.sleep(1.5), {"f": "kill", "value": "one"}, gen.sleep(1.5), {"f": "start"}])
+    clock, tape = PhaseClock(), Tape()
+    recorded = gen.time_limit(8.0, gen.nemesis(Recorder(nemesis_ops, clock, tape),
+                                               Recorder(rng_ops, clock, tape)))
+    first = gen.simulate([gen.sleep(2.0), recorded], concurrency=4, nemesis_thread=True, seed=1,
+                         latency=0.01)
+    s = Schedule(workload="w", nodes=["n1"], seed=1, time_limit=8.0, concurrency=4, events=tape.events)
+    clock2 = PhaseClock()
+    again = gen.simulate([gen.sleep(3.0), gen.time_limit(8.0, gen.nemesis(NemesisReplay(s, clock2),
+                                                                          ClientReplay(s.events, clock2)))],
+                         concurrency=4, nemesis_thread=True, seed=2,
+                         latency=0.01)
+
+    def view(ops: list[gen.SimOp], start: float) -> list[tuple[float, str, str, object, object]]:
+        return sorted((round(o.time - start, 6), str(o.thread), o.template.f, o.template.key,
+                       o.template.value) for o in ops)
+
+    assert len(first) > 50
+    assert view(first, 2.0) == view(again, 3.0)
+    assert any(e.is_nemesis for e in tape.events)
+
+
+def test_recorder_shares_its_tape_across_fresh_copies() -> None:
+    clock, tape = PhaseClock(), Tape()
+    rec = Recorder(gen.lift({"f": "read", "key": "k"}), clock, tape)
+    copy = rec.fresh()
+    gen.simulate(gen.clients(copy), concurrency=1)
+    assert copy.tape is tape and [e.f for e in tape.events] == ["read"]
+    assert random.Random(0)  # deterministic seeds only in this module

@@ -1,0 +1,103 @@
+"""Schedule files: written, read back identical, and every damaged file refused with one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jepsen_py.errors import BadInput
+from jepsen_py.explore import schedule as sched
+from jepsen_py.explore.schedule import Event, Schedule, fault_windows, renumber_threads
+
+
+def sample() -> Schedule:
+    return Schedule(
+        workload="offsets", nodes=["n1", "n2", "n3"], seed=7, time_limit=20.0, concurrency=2,
+        read_mode="lease", bugs=["zombie-leader"], nemesis_interval=3.0,
+        events=[Event(3.0, "nemesis", "start-partition", value="leader"),
+                Event(1.0, 0, "commit", key=("g", "t", 0), value=1),
+                Event(1.5, 1, "fetch", key=("g", "t", 0)),
+                Event(6.0, "nemesis", "stop-partition"),
+                Event(7.0, "nemesis", "kill", value="all"),
+                Event(8.0, "nemesis", "pause", value="one")],
+        final=[Event(0.0, 0, "fetch", key=("g", "t", 0), node="n2")], anomaly="stale-read")
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    s = sample()
+    path = sched.save(s, tmp_path / "schedule.json")
+    back = sched.load(path)
+    assert back == s
+    assert back.size() == {"faults": 3, "nemesis_ops": 4, "client_ops": 2, "clients": 2, "keys": 1,
+                           "nodes": 3, "time_limit": 20.0}
+    assert back.families() == ["partition", "kill", "pause"]
+    assert back.fault_targets() == ["all", "one"]
+
+
+def test_windows_pair_each_start_with_the_stop_that_ends_it() -> None:
+    ws = fault_windows(sample().events)
+    assert [(w.family, w.start.at, w.stop.at if w.stop else None) for w in ws] == [
+        ("partition", 3.0, 6.0), ("kill", 7.0, None), ("pause", 8.0, None)]
+
+
+def test_renumbering_threads_closes_gaps() -> None:
+    events = [Event(0.0, 4, "read"), Event(1.0, 2, "read"), Event(2.0, "nemesis", "kill")]
+    out, k = renumber_threads(events)
+    assert k == 2 and [e.thread for e in out] == [0, 1, "nemesis"]
+
+
+def _write(tmp_path: Path, data: object) -> Path:
+    p = tmp_path / "s.json"
+    p.write_text(data if isinstance(data, str) else json.dumps(data))
+    return p
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.pop("workload"), "missing 'workload'"),
+    (lambda d: d.update(nodes=[]), "nodes must be distinct"),
+    (lambda d: d.update(nodes=["n1", "n1"]), "nodes must be distinct"),
+    (lambda d: d.update(seed=-1), "seed must be >= 0"),
+    (lambda d: d.update(seed="7"), "'seed' must be an integer"),
+    (lambda d: d.update(time_limit=float("nan")), "'time_limit' must be a positive number"),
+    (lambda d: d.update(time_limit=0), "'time_limit' must be a positive number"),
+    (lambda d: d.update(concurrency=0), "concurrency must be >= 1"),
+    (lambda d: d.update(read_mode="eventual"), "read_mode 'eventual'"),
+    (lambda d: d.update(format="other"), "is not a jepsen-py-schedule"),
+    (lambda d: d.update(version=9), "schedule version 9"),
+    (lambda d: d["events"].append({"at": 1, "thread": "nemesis", "f": "explode"}),
+     "no nemesis does 'explode'"),
+    (lambda d: d["events"].append({"at": 1, "thread": 5, "f": "fetch"}), "a client 0..1"),
+    (lambda d: d["events"].append({"at": -1, "thread": 0, "f": "fetch"}), "'at' must be seconds >= 0"),
+    (lambda d: d["events"].append({"at": 99, "thread": 0, "f": "fetch"}), "past the time limit"),
+    (lambda d: d["events"].append({"at": 1, "thread": 0, "f": "fetch", "when": 2}), "unknown fields when"),
+    (lambda d: d["events"].append(3), "an event is an object"),
+    (lambda d: d["final"].append({"at": 0, "thread": "nemesis", "f": "kill"}), "no nemesis ops"),
+])
+def test_damaged_files_are_one_line(tmp_path: Path, mutate: object, message: str) -> None:
+    d = sample().to_json()
+    mutate(d)  # type: ignore[operator]
+    with pytest.raises(BadInput) as e:
+        sched.load(_write(tmp_path, json.dumps(d)))
+    assert message in str(e.value) and "\n" not in str(e.value)
+    assert e.value.exit_code == 254
+
+
+@pytest.mark.parametrize("content, message", [("{not json", "not JSON"), ("[1, 2]", "a JSON object"),
+                                              (b"\xff\xfe", "cannot read")])
+def test_unreadable_files(tmp_path: Path, content: str | bytes, message: str) -> None:
+    p = tmp_path / "s.json"
+    if isinstance(content, bytes):
+        p.write_bytes(content)
+    else:
+        p.write_text(content)
+    with pytest.raises(BadInput, match=message):
+        sched.load(p)
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="no such file"):
+        sched.load(tmp_path / "nope.json")
+    with pytest.raises(BadInput, match="is a directory"):
+        sched.load(tmp_path)

@@ -1,0 +1,72 @@
+"""The shrinker against the planted system: a large failing schedule must come down to the two
+overlapping faults, one client, one key, a write and a read."""
+
+from __future__ import annotations
+
+import random
+
+from jepsen_py.explore.schedule import Schedule, fault_windows
+from jepsen_py.explore.shrink import Shrinker, shrink
+from jepsen_py.explore.space import Config
+from tests.jepsen_py.explore.planted import PlantedSystem, lost_writes
+
+
+def big_failing() -> Schedule:
+    system = PlantedSystem()
+    for seed in range(1000):
+        cfg = Config(workload="offsets", families=("clock", "kill", "partition", "pause"),
+                     shapes=("bridge", "leader", "one", "random", "ring"), targets=("leader", "one", "all"),
+                     interval=1.0, mode="random", read_mode="read-index", node_count=5, time_limit=60.0,
+                     seed=seed, clients_per_node=2)
+        t = system.trial(cfg)
+        if t.failed and t.schedule.fault_count >= 15:
+            return t.schedule
+    raise AssertionError("no large failing schedule among 1000 seeds")
+
+
+def test_shrinks_to_the_two_overlapping_faults() -> None:
+    s = big_failing()
+    assert s.fault_count >= 15 and s.concurrency == 10 and len(s.keys) == 5
+    result = shrink(s, lambda c: bool(lost_writes(c)), max_attempts=2000, budget_s=60)
+    out = result.schedule
+    assert lost_writes(out), "the shrunk schedule must still fail"
+    assert not result.exhausted
+    windows = fault_windows(out.events)
+    assert sorted(w.family for w in windows) == ["partition", "pause"]
+    assert [w.start.value for w in windows if w.family == "partition"] == ["bridge"]
+    assert out.fault_count == 2
+    assert out.concurrency == 1
+    assert len(out.keys) == 1
+    assert sorted(e.f for e in out.client_events) == ["read", "write"]
+    assert len(out.nodes) == 1
+    assert out.time_limit < s.time_limit
+
+
+def test_a_schedule_that_fails_without_faults_loses_them_all() -> None:
+    s = big_failing()
+    # a predicate that holds whatever the faults: the shrunk schedule has none
+    result = shrink(s, lambda c: any(e.f == "write" for e in c.client_events), max_attempts=500)
+    assert result.schedule.fault_count == 0
+    assert len(result.schedule.client_events) == 1
+
+
+def test_budget_ends_shrinking_with_what_it_reached() -> None:
+    s = big_failing()
+    calls = []
+
+    def fails(c: Schedule) -> bool:
+        calls.append(c)
+        return bool(lost_writes(c))
+
+    result = Shrinker(fails, max_attempts=5).shrink(s)
+    assert result.exhausted and result.attempts == 5 == len(calls)
+    assert lost_writes(result.schedule)
+    assert result.schedule.fault_count <= s.fault_count
+
+
+def test_only_failing_candidates_are_kept() -> None:
+    s = big_failing()
+    rng = random.Random(3)
+    # a flaky predicate: failing candidates are kept only when they fail, so the result always fails
+    result = shrink(s, lambda c: bool(lost_writes(c)) and rng.random() < 0.7, max_attempts=400)
+    assert lost_writes(result.schedule)
