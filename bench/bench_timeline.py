@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from checkers.perf import render_perf
-from checkers.runview import load_run
-from checkers.timeline import render_timeline
+from checkers.pictures.perf import render_perf
+from checkers.pictures.runview import load_run
+from checkers.pictures.timeline import render_timeline
 from tests.browser import chromium, chromium_available, wait_rendered
 from tests.checkers.runfixture import make_run
 

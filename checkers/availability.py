@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from checkers.runview import fault_windows
 from checkers.samples import leader_claims, samples
 from jepsen_py.history import NEMESIS, OBSERVER, OK, Op, pairs
 from jepsen_py.protocols import Test
+from nemeses.faults import windows_of_pairs
 
 S = 1_000_000_000
 
@@ -220,14 +220,13 @@ def quiet_stretches(history: Sequence[Op], end: int) -> list[tuple[int, int]]:
     (or the start, when there is no nemesis at all) to the next fault's invocation (or the end).
 
     Faults overlap: a restart ends the kill, not the partition that began while the node was down,
-    so each undo closes only the fault it undoes (runview's pairing), and a stretch is quiet only
+    so each undo closes only the fault it undoes (the fault vocabulary's pairing), and a stretch is quiet only
     when no fault at all is open.
     """
     nem = [p for p in pairs(history) if p.invoke.process == NEMESIS]
     if not nem:
         return [(min((op.time for op in history), default=0), end)]
-    busy = sorted((round(w.start * S), round((w.end if w.end is not None else end / S) * S))
-                  for w in fault_windows(nem, end / S))
+    busy = sorted((w.start, w.end if w.end is not None else end) for w in windows_of_pairs(nem))
     # nemesis ops still being carried out count as busy too (an undo is in force once it completes)
     busy += [(p.invoke.time, p.complete.time if p.complete is not None else end) for p in nem]
     busy.sort()

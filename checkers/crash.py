@@ -23,51 +23,20 @@ from typing import Any
 from checkers.samples import Sample, samples
 from jepsen_py.history import INVOKE, NEMESIS, Op
 from jepsen_py.protocols import Test
+from nemeses.faults import fault_windows
 
 S = 1_000_000_000
-# Nemesis op names that take a node process down on purpose (kill nemesis, pause nemesis; the
-# leader-clock fault freezes its node while it cuts it off).
-PROCESS_FAULT_F = re.compile(
-    r"kill|pause|crash|stop-node|stop-process|sigstop|freeze|suspend|start-leader-clock", re.I)
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)|Fatal Python error|^\s*panic:")
 MAX_LOG_BYTES = 64 * 1024 * 1024  # a log larger than this is scanned in its first 64 MiB only
 
 
-def _named_nodes(value: Any, nodes: set[str]) -> set[str] | None:
-    """The node names a nemesis op's value mentions; None when it names none (it may hit anyone).
-
-    A value that says outright whom it hit ("nodes", or "node") is taken at its word: it may also
-    mention bystanders (leader-clock's grudge names every node it cut its node off from)."""
-    if isinstance(value, dict):
-        said = value.get("nodes", value.get("node"))
-        explicit = [said] if isinstance(said, str) else said
-        if isinstance(explicit, list) and explicit and all(n in nodes for n in explicit):
-            return set(explicit)
-    found: set[str] = set()
-
-    def walk(v: Any) -> None:
-        if isinstance(v, str):
-            if v in nodes:
-                found.add(v)
-        elif isinstance(v, dict):
-            for k, x in v.items():
-                walk(k)
-                walk(x)
-        elif isinstance(v, list | tuple | set | frozenset):
-            for x in v:
-                walk(x)
-
-    walk(value)
-    return found or None
-
-
 @dataclass(frozen=True, slots=True)
 class ProcessFault:
-    """A kill or pause: from its invocation to its completion, aimed at `nodes` (None: unknown)."""
+    """A kill or pause op: from its invocation to its completion, aimed at `nodes` (None: unknown)."""
 
     start: int
     end: int
-    nodes: set[str] | None
+    nodes: frozenset[str] | None
 
 
 class CrashChecker:
@@ -142,24 +111,10 @@ class CrashChecker:
 
     @staticmethod
     def _process_faults(history: Sequence[Op], nodes: set[str]) -> list[ProcessFault]:
-        """Kill / pause nemesis ops, each with whom its completion says it hit."""
-        out: list[ProcessFault] = []
-        open_: Op | None = None
-        for op in history:
-            if op.process != NEMESIS or not PROCESS_FAULT_F.search(op.f or ""):
-                continue
-            if op.type == INVOKE:
-                open_ = op
-                continue
-            begin = open_.time if open_ is not None and open_.f == op.f else op.time
-            named = _named_nodes(op.value, nodes)
-            if named is None and open_ is not None:
-                named = _named_nodes(open_.value, nodes)
-            out.append(ProcessFault(begin, op.time, named))
-            open_ = None
-        if open_ is not None:  # still in flight at the end: it may have hit anyone
-            out.append(ProcessFault(open_.time, open_.time, _named_nodes(open_.value, nodes)))
-        return out
+        """The ops that took node processes down on purpose (the fault vocabulary's silencing
+        faults: kill, pause, leader-clock's freeze), each with whom it says it hit."""
+        return [ProcessFault(w.start, w.started, w.targets)
+                for w in fault_windows(history, nodes=nodes) if w.silences]
 
     def _explained(self, faults: list[ProcessFault], node: str, lo: int, first_fail: int) -> bool:
         """Was a kill or pause aimed at `node` (or at no one in particular) between its last answer

@@ -138,7 +138,7 @@ def write_results(run_dir: Path, results: dict[str, Any]) -> None:
 
 def render_pictures(run_dir: Path) -> None:
     """timeline.html, perf.html and (for a non-linearizable history) linearizability.html."""
-    from checkers.render import render_run
+    from checkers.pictures.render import render_run
 
     render_run(run_dir)
 

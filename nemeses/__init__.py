@@ -61,11 +61,10 @@ def parse(names: list[str] | str) -> tuple[list[str], list[str]]:
 
 def build(names: list[str] | str, spec: TestSpec) -> tuple[Nemesis, Generator]:
     """The nemesis for `names` and its schedule (for the nemesis thread only)."""
+    from nemeses import faults
     from nemeses.clock import ClockNemesis
     from nemeses.compose import ComposedNemesis, Family, FaultSchedule, NoopNemesis
     from nemeses.kill import KillNemesis
-    from nemeses.leader_clock import START as LEADER_CLOCK_START
-    from nemeses.leader_clock import STOP as LEADER_CLOCK_STOP
     from nemeses.leader_clock import LeaderClockNemesis
     from nemeses.partition import PartitionNemesis
     from nemeses.pause import PauseNemesis
@@ -84,30 +83,31 @@ def build(names: list[str] | str, spec: TestSpec) -> tuple[Nemesis, Generator]:
     if shapes:
         members.append(PartitionNemesis(shapes))
         fams.append(Family("partition",
-                           lambda rng: Template("start-partition", value=rng.choice(shapes)),
-                           lambda rng: Template("stop-partition")))
+                           lambda rng: Template(faults.START_PARTITION, value=rng.choice(shapes)),
+                           lambda rng: Template(faults.STOP_PARTITION)))
     if "clock" in families:
         members.append(ClockNemesis(strobe_duration=min(5.0, spec.nemesis_interval)))
+        clock_starts = (faults.BUMP_CLOCK, faults.BUMP_CLOCK, faults.STROBE_CLOCK)  # bumps twice as often
         fams.append(Family("clock",
-                           lambda rng: Template(rng.choice(("bump-clock", "bump-clock", "strobe-clock"))),
-                           lambda rng: Template("reset-clock")))
+                           lambda rng: Template(rng.choice(clock_starts)),
+                           lambda rng: Template(faults.RESET_CLOCK)))
     chosen = tuple(spec.fault_targets) or None
     targets = chosen or PROCESS_TARGETS
     if "pause" in families:
         members.append(PauseNemesis(chosen))
         fams.append(Family("pause",
-                           lambda rng: Template("pause", value=rng.choice(targets)),
-                           lambda rng: Template("resume")))
+                           lambda rng: Template(faults.PAUSE_F, value=rng.choice(targets)),
+                           lambda rng: Template(faults.RESUME)))
     if "kill" in families:
         members.append(KillNemesis(chosen))
         fams.append(Family("kill",
-                           lambda rng: Template("kill", value=rng.choice(targets)),
-                           lambda rng: Template("start")))
+                           lambda rng: Template(faults.KILL, value=rng.choice(targets)),
+                           lambda rng: Template(faults.RESTART)))
     if "leader-clock" in families:
         members.append(LeaderClockNemesis(spec.nemesis_interval))
         fams.append(Family("leader-clock",
-                           lambda rng: Template(LEADER_CLOCK_START),
-                           lambda rng: Template(LEADER_CLOCK_STOP)))
+                           lambda rng: Template(faults.START_LEADER_CLOCK),
+                           lambda rng: Template(faults.STOP_LEADER_CLOCK)))
     nemesis: Nemesis = members[0] if len(members) == 1 else ComposedNemesis(members)
     schedule = on_threads(is_nemesis_thread, FaultSchedule(fams, spec.nemesis_interval,
                                                                    spec.nemesis_schedule))

@@ -25,6 +25,7 @@ from typing import Any
 
 from jepsen_py.history import INFO, Op
 from jepsen_py.protocols import Remote, Test
+from nemeses.faults import BUMP_CLOCK, RESET_CLOCK, STROBE_CLOCK
 from nemeses.targets import pick
 
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -94,7 +95,7 @@ class ClockNemesis:
         self.offsets: dict[str, float] = {}
 
     def fs(self) -> frozenset[str]:
-        return frozenset({"bump-clock", "strobe-clock", "reset-clock"})
+        return frozenset({BUMP_CLOCK, STROBE_CLOCK, RESET_CLOCK})
 
     def needs(self) -> dict[str, str]:
         return {"clock": "--nemesis clock"}
@@ -113,7 +114,7 @@ class ClockNemesis:
     def invoke(self, test: Test, op: Op) -> Op:
         rng = test.rng
         value: dict[str, Any]
-        if op.f == "bump-clock":
+        if op.f == BUMP_CLOCK:
             spec = op.value if isinstance(op.value, dict) else None
             if spec:  # an explicit {node: delta_ms} from the schedule
                 deltas = {n: int(d) for n, d in spec.items()}
@@ -122,7 +123,7 @@ class ClockNemesis:
                 deltas = {n: random_delta_ms(rng) for n in nodes}
             self.set_offsets(test, {n: self.offsets.get(n, 0.0) + d / 1000.0 for n, d in deltas.items()})
             value = {"bumped-ms": deltas, "offsets-ms": self._offsets_ms(deltas)}
-        elif op.f == "strobe-clock":
+        elif op.f == STROBE_CLOCK:
             nodes = pick(rng.choice(self.targets), test, rng)
             delta_ms = abs(random_delta_ms(rng))
             period_ms = int(2 ** rng.uniform(1, 8))  # 2 ms .. 256 ms
@@ -137,7 +138,7 @@ class ClockNemesis:
                 list(pool.map(strobe, nodes))
             value = {"nodes": nodes, "delta-ms": delta_ms, "period-ms": period_ms,
                      "duration-s": self.strobe_duration}
-        elif op.f == "reset-clock":
+        elif op.f == RESET_CLOCK:
             value = {"reset": sorted(self.reset(test))}
         else:
             raise ValueError(f"clock nemesis cannot do {op.f!r}")

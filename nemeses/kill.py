@@ -7,13 +7,14 @@ recovers from the node's own data directory (WAL and snapshots), as after a powe
 from __future__ import annotations
 
 from jepsen_py.protocols import Test
+from nemeses import faults
 from nemeses.process import ProcessNemesis
 
 
 class KillNemesis(ProcessNemesis):
     """SIGKILL the node's process; restart it from its own data directory at start and heal."""
 
-    start_f, stop_f, state_key = "kill", "start", "killed"
+    start_f, stop_f, state_key = faults.KILL, faults.RESTART, "killed"
     capability, nemesis_name = "process", "kill"
 
     def fault(self, test: Test, node: str) -> None:

@@ -25,10 +25,10 @@ from jepsen_py.history import INFO, Op
 from jepsen_py.protocols import Test
 from nemeses import net
 from nemeses.clock import ClockNemesis
+from nemeses.faults import START_LEADER_CLOCK as START
+from nemeses.faults import STOP_LEADER_CLOCK as STOP
 from nemeses.partition import PartitionNemesis, isolate
 from nemeses.targets import pick
-
-START, STOP = "start-leader-clock", "stop-leader-clock"
 
 
 def step_back_s(rng: random.Random, interval: float) -> float:

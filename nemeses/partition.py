@@ -22,6 +22,7 @@ from dataclasses import replace
 from jepsen_py.history import INFO, Op
 from jepsen_py.protocols import Remote, Test
 from nemeses import net
+from nemeses.faults import START_PARTITION, STOP_PARTITION
 from nemeses.targets import majority, primaries
 
 SHAPES = ("leader", "random", "one", "ring", "bridge")
@@ -93,7 +94,7 @@ class PartitionNemesis:
         self.active: Grudge = {}
 
     def fs(self) -> frozenset[str]:
-        return frozenset({"start-partition", "stop-partition"})
+        return frozenset({START_PARTITION, STOP_PARTITION})
 
     def needs(self) -> dict[str, str]:
         """Only the leader shape alone needs leaders: mixed with others, a leaderless DB's "leader"
@@ -131,7 +132,7 @@ class PartitionNemesis:
         raise ValueError(f"unknown partition shape {shape!r}")
 
     def invoke(self, test: Test, op: Op) -> Op:
-        if op.f == "start-partition":
+        if op.f == START_PARTITION:
             shape = op.value if op.value in self.shapes else test.rng.choice(self.shapes)
             if shape == "ring" and len(test.nodes) < 4:
                 shape = "one"
@@ -140,7 +141,7 @@ class PartitionNemesis:
                 self._heal_all(test)
             self.install(test, grudge)
             return replace(op, type=INFO, value={"shape": shape, "grudge": grudge, **detail})
-        if op.f == "stop-partition":
+        if op.f == STOP_PARTITION:
             healed = self._heal_all(test)
             return replace(op, type=INFO, value={"healed": healed})
         raise ValueError(f"partition nemesis cannot do {op.f!r}")

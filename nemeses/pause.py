@@ -6,13 +6,14 @@ Ops: {"f": "pause", "value": target} / {"f": "resume"}; done through DB.pause / 
 from __future__ import annotations
 
 from jepsen_py.protocols import Test
+from nemeses import faults
 from nemeses.process import ProcessNemesis
 
 
 class PauseNemesis(ProcessNemesis):
     """SIGSTOP the node's process; SIGCONT at resume and heal."""
 
-    start_f, stop_f, state_key = "pause", "resume", "paused"
+    start_f, stop_f, state_key = faults.PAUSE_F, faults.RESUME, "paused"
     capability, nemesis_name = "pause", "pause"
 
     def fault(self, test: Test, node: str) -> None:

@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from checkers.plotpage import page, verdict_badge
-from checkers.runview import NS, RunView, load_run
+from checkers.pictures.plotpage import page, verdict_badge
+from checkers.pictures.runview import NS, RunView, load_run
 from jepsen_py.history import Op, Pair
 
 MAX_FAILURES = 20  # per page; the checker caps its own list at 100

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checkers.plotpage import page, verdict_badge
-from checkers.runview import NS, RunView, load_run, pair_type
+from checkers.pictures.plotpage import page, verdict_badge
+from checkers.pictures.runview import NS, RunView, load_run, pair_type
 
 SCATTER_OK_LIMIT = 20_000  # ok points per op type kept in the scatter before decimating
 QUANTILES = (0.5, 0.95, 0.99)

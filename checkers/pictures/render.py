@@ -11,15 +11,15 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from checkers.runview import RunView, load_run
+from checkers.pictures.runview import RunView, load_run
 
 log = logging.getLogger(__name__)
 
 
 def _renderers() -> list[tuple[str, Callable[[RunView], Path | None]]]:
     from checkers.linearizable.visualization import render_failures
-    from checkers.perf import render_perf
-    from checkers.timeline import render_timeline
+    from checkers.pictures.perf import render_perf
+    from checkers.pictures.timeline import render_timeline
 
     return [("timeline", render_timeline), ("perf", render_perf), ("linearizability", render_failures)]
 

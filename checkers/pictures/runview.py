@@ -14,12 +14,9 @@ from typing import Any
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import INFO, NEMESIS, OBSERVER, OK, Op, Pair, pairs, read_history
+from nemeses import faults
 
 NS = 1_000_000_000
-
-# Nemesis verbs that undo a fault. "heal" undoes every open fault at once.
-_UNDO_PREFIXES = ("stop", "heal", "resume", "reset", "restart", "recover", "cont", "unpause", "repair")
-
 
 @dataclass(slots=True)
 class FaultWindow:
@@ -30,6 +27,7 @@ class FaultWindow:
     f: str
     label: str  # e.g. "start-partition: n1 | n2 n3"
     detail: str  # everything the nemesis said, for hover
+    kind: str = ""  # the fault vocabulary's kind (partition, kill, ...); "" for a foreign name
 
 
 @dataclass(slots=True)
@@ -108,32 +106,6 @@ def load_run(run_dir: Path | str) -> RunView:
     return view
 
 
-def _verb(f: str) -> str:
-    return f.replace("_", "-").split("-", 1)[0].lower()
-
-
-def _family(f: str) -> str:
-    """start-partition and stop-partition share the family "partition"; bare verbs have none."""
-    parts = f.replace("_", "-").lower().split("-", 1)
-    return parts[1] if len(parts) == 2 else ""
-
-
-# Undo ops of our nemeses (nemeses/) and Jepsen's, and the faults each one ends.
-_UNDOES: dict[str, tuple[str, ...]] = {
-    "stop-partition": ("start-partition",),
-    "resume": ("pause",),
-    "start": ("kill",),  # Jepsen's kill nemesis: :start restarts what :kill killed
-    "reset-clock": ("bump-clock", "strobe-clock"),
-}
-# A fault that replaces the open fault of the same f (a new partition heals the old one first).
-_REPLACES = frozenset({"start-partition"})
-
-
-def is_undo(f: str) -> bool:
-    """Whether a nemesis op f ends a fault (stop-*, heal, resume, reset-*, start after kill, ...)."""
-    return f in _UNDOES or _verb(f).startswith(_UNDO_PREFIXES)
-
-
 def _nodes(v: Any) -> str:
     if isinstance(v, list):
         if v and all(isinstance(g, list) for g in v):
@@ -173,56 +145,16 @@ def _describe(value: Any) -> str:
 
 
 def fault_windows(nemesis_pairs: list[Pair], end_time: float) -> list[FaultWindow]:
-    """Pairs each fault-causing nemesis op with the op that undid it.
-
-    An undo closes the newest open window it undoes (stop-partition ends start-partition, resume
-    ends pause, start ends kill, reset-clock ends bump-clock; otherwise by shared family name, else
-    the oldest open one); "heal" closes all; a new partition replaces the open one. A strobe with a
-    duration ends when its duration is up. A fault never undone stays open to the end of the
-    history. A failed nemesis op caused nothing and opens nothing.
-    """
-    out: list[FaultWindow] = []
-    open_: list[FaultWindow] = []
-    for p in nemesis_pairs:
-        if p.complete is not None and p.complete.type == "fail":
-            continue
-        f = p.invoke.f
-        t = p.invoke.time / NS
-        t_done = (p.complete.time if p.complete is not None else p.invoke.time) / NS
-        said = p.complete.value if p.complete is not None else p.invoke.value
-        if is_undo(f):
-            if _verb(f) == "heal":
-                closing, open_ = open_, []
-            else:
-                undoes = _UNDOES.get(f)
-                fam = _family(f)
-                if undoes is not None:
-                    same = [w for w in open_ if w.f in undoes]
-                else:
-                    same = [w for w in open_ if fam and _family(w.f) == fam]
-                target = same[-1] if same else (open_[0] if open_ and undoes is None else None)
-                closing = [target] if target is not None else []
-                open_ = [w for w in open_ if w is not target]
-            for w in closing:
-                w.end = t_done
-            continue
-        if f in _REPLACES:
-            for w in [w for w in open_ if w.f == f]:
-                w.end = t
-                open_.remove(w)
-        desc = _describe(said)
-        label = f"{f}: {desc}" if desc else f
-        detail = json.dumps(said, default=str)[:300] if said is not None else ""
-        w = FaultWindow(start=t, end=None, f=f, label=label[:90], detail=detail)
-        out.append(w)
-        duration = said.get("duration-s") if isinstance(said, dict) else None
-        if isinstance(duration, int | float) and not isinstance(duration, bool):
-            w.end = max(t_done, t + float(duration))
-        else:
-            open_.append(w)
-    for w in out:
-        if w.end is None:
-            w.end = end_time
+    """The fault vocabulary's windows (nemeses.faults), in seconds and labelled for a picture; a
+    fault never undone stays open to `end_time`."""
+    out = []
+    for w in faults.windows_of_pairs(nemesis_pairs):
+        desc = _describe(w.value)
+        label = f"{w.f}: {desc}" if desc else w.f
+        out.append(FaultWindow(
+            start=w.start / NS, end=w.end / NS if w.end is not None else end_time, f=w.f,
+            label=label[:90], detail=json.dumps(w.value, default=str)[:300] if w.value is not None else "",
+            kind=w.kind.name if w.kind is not None else ""))
     return out
 
 

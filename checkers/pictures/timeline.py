@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from checkers.linearizable.visualization import failures_in
-from checkers.plotpage import page, verdict_badge
-from checkers.runview import NS, RunView, load_run, pair_type
+from checkers.pictures.plotpage import page, verdict_badge
+from checkers.pictures.runview import NS, RunView, load_run, pair_type
 from jepsen_py.history import NEMESIS
 
 _TYPE_CODE = {"ok": 0, "fail": 1, "info": 2}

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from checkers.perf import Sample, bucket_width, decimate, perf_figure, quantile, render, samples
-from checkers.runview import load_run
+from checkers.pictures.perf import Sample, bucket_width, decimate, perf_figure, quantile, render, samples
+from checkers.pictures.runview import load_run
 from tests.browser import chromium, chromium_available, screenshot, severe_console_errors, wait_rendered
 from tests.checkers.runfixture import make_run
 from tests.conftest import require

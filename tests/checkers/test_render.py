@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from checkers.render import render_run
+from checkers.pictures.render import render_run
 from tests.checkers.runfixture import make_run
 
 

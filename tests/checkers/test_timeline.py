@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from checkers.plotpage import plotly_js
-from checkers.render import render_run
-from checkers.runview import fault_windows, load_run
-from checkers.timeline import render, timeline_data
+from checkers.pictures.plotpage import plotly_js
+from checkers.pictures.render import render_run
+from checkers.pictures.runview import fault_windows, load_run
+from checkers.pictures.timeline import render, timeline_data
 from jepsen_py.errors import BadInput
 from jepsen_py.history import HistoryWriter, Op, Pair, read_history
 from tests.browser import chromium, chromium_available, screenshot, severe_console_errors, wait_rendered

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from checkers.render import render_run
+from checkers.pictures.render import render_run
 from jepsen_py.web import list_runs, make_server, server_url
 from tests.browser import chromium, chromium_available, screenshot, severe_console_errors, wait_rendered
 from tests.checkers.runfixture import make_run

@@ -10,8 +10,8 @@ import pytest
 
 from checkers.linearizable import check, get_model
 from checkers.linearizable.visualization import failure_view, failures_in, render
-from checkers.runview import load_run
-from checkers.timeline import render as render_timeline
+from checkers.pictures.runview import load_run
+from checkers.pictures.timeline import render as render_timeline
 from jepsen_py.history import HistoryWriter, Op, read_history
 from tests.browser import chromium, chromium_available, screenshot, severe_console_errors, wait_rendered
 from tests.conftest import require

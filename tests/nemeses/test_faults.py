@@ -1,0 +1,77 @@
+"""The fault vocabulary: the nemeses' ops are all in it, and a history reads back as fault windows
+with whom each fault hit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import nemeses
+from jepsen_py.history import INFO, INVOKE, NEMESIS, Op
+from nemeses import faults
+from tests.jepsen_py.fakes import make_spec
+
+
+def nem(ops: list[tuple[str, int, int, object]]) -> list[Op]:
+    out: list[Op] = []
+    for f, t0, t1, value in ops:
+        out.append(Op(len(out), t0 * 1_000_000, INVOKE, NEMESIS, f))
+        out.append(Op(len(out), t1 * 1_000_000, INFO, NEMESIS, f, value=value))
+    return out
+
+
+def test_every_op_a_nemesis_performs_is_in_the_vocabulary(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, nodes=["n1", "n2", "n3", "n4", "n5"], nemesis_interval=1.0)
+    nemesis, _ = nemeses.build("all,leader-clock", spec)
+    for f in nemesis.fs():
+        kind = faults.kind_of(f)
+        assert kind is not None, f
+        assert f in kind.starts or f in kind.stops
+    assert {k.name for k in faults.FAULTS} == {"partition", "kill", "pause", "clock", "leader-clock"}
+
+
+@pytest.mark.parametrize(("f", "stop", "silences"), [
+    ("kill", False, True), ("start", True, False), ("pause", False, True), ("resume", True, False),
+    ("start-partition", False, False), ("stop-partition", True, False),
+    ("bump-clock", False, False), ("reset-clock", True, False),
+    ("start-leader-clock", False, True), ("stop-leader-clock", True, False), ("heal", True, False),
+    # names only imported histories use
+    ("stop-node", False, True), ("crash", False, True), ("unpause", True, False), ("repair-net", True, False),
+])
+def test_what_an_op_means(f: str, stop: bool, silences: bool) -> None:
+    assert faults.is_stop(f) is stop
+    assert faults.silences(f) is silences
+
+
+def test_windows_pair_each_fault_with_its_undo_and_say_whom_it_hit() -> None:
+    h = nem([
+        ("kill", 1_000, 1_050, {"target": "leader", "nodes": ["n2"], "results": {"n2": "ok"}}),
+        ("start-partition", 2_000, 2_010, {"shape": "one", "sides": [["n3"], ["n1", "n2"]]}),
+        ("start", 3_000, 3_400, {"nodes": ["n2"]}),  # ends the kill, not the partition
+        ("start-partition", 4_000, 4_010, {"shape": "one", "sides": [["n1"], ["n2", "n3"]]}),
+        ("heal", 5_000, 5_100, "healed"),
+    ])
+    ws = faults.fault_windows(h, nodes=["n1", "n2", "n3"])
+    assert [(w.f, w.start // 1_000_000, w.started // 1_000_000, w.end and w.end // 1_000_000)
+            for w in ws] == [("kill", 1_000, 1_050, 3_400), ("start-partition", 2_000, 2_010, 4_000),
+                             ("start-partition", 4_000, 4_010, 5_100)]
+    assert ws[0].targets == {"n2"} and ws[0].silences and ws[0].kind is not None
+    assert ws[0].kind.effects == {faults.PROCESS}
+    assert not ws[1].silences and ws[1].targets == {"n1", "n2", "n3"}
+
+
+def test_a_leader_clock_window_names_its_node_not_the_bystanders() -> None:
+    h = nem([("start-leader-clock", 1_000, 9_000,
+              {"node": "n2", "clock-back-ms": 31_000, "grudge": {"n1": ["n2"], "n2": ["n1", "n3"]}})])
+    (w,) = faults.fault_windows(h, nodes=["n1", "n2", "n3"])
+    assert w.targets == {"n2"} and w.silences and w.end is None
+
+
+def test_verdict_checkers_do_not_import_the_pictures() -> None:
+    code = ("import sys, checkers.availability, checkers.crash; "
+            "print(sorted(m for m in sys.modules if m.startswith('checkers.pictures') or m == 'plotly'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
