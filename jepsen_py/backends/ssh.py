@@ -107,6 +107,9 @@ class SSHRemote(Remote):
         self.host, self.port = opts.address(node)
         self._client: Any = None
         self._lock = threading.Lock()
+        # "-n" (sudo must not ask) or "-S" (sudo asks, and reads the password from stdin); decided
+        # once per node by asking sudo whether it needs a password at all.
+        self._sudo_mode: str | None = None
 
     # ---- connection -----------------------------------------------------------------------------
 
@@ -171,12 +174,30 @@ class SSHRemote(Remote):
 
     # ---- commands -------------------------------------------------------------------------------
 
+    def sudo_mode(self) -> str:
+        """"-n" when sudo needs no password here (or none was given), else "-S".
+
+        The password goes to stdin only when sudo will read it: written to a sudo that does not ask,
+        it would be the command's input instead."""
+        if self._sudo_mode is None:
+            if not self.opts.password:
+                self._sudo_mode = "-n"
+            else:
+                probe = self._run_line(shlex.join(["sudo", "-n", "true"]), None, send_password=False)
+                self._sudo_mode = "-n" if probe.exit_code == 0 else "-S"
+        return self._sudo_mode
+
     def command(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
         """The one string SSH carries: every argument quoted, sudo and env as argv prefixes."""
         cmd: list[str] = []
         if self.opts.use_sudo:
-            # With a password, sudo reads it from stdin (-S, no prompt); without one it must not ask.
-            cmd += ["sudo", "-S", "-p", ""] if self.opts.password else ["sudo", "-n"]
+            mode = self._sudo_mode or ("-S" if self.opts.password else "-n")
+            if mode == "-S":
+                # -k: ignore cached credentials, so sudo always asks and always reads the password
+                # from stdin (-S, no prompt text) rather than leaving it for the command.
+                cmd += ["sudo", "-S", "-k", "-p", ""]
+            else:
+                cmd += ["sudo", "-n"]
             cmd += ["--"]
         if env:
             cmd += ["env", *(f"{k}={v}" for k, v in env.items())]
@@ -190,12 +211,21 @@ class SSHRemote(Remote):
         check: bool = True,
         env: Mapping[str, str] | None = None,
     ) -> ExecResult:
-        import paramiko
-
         full = list(argv)
         if timeout is not None:
             full = ["timeout", "-s", "KILL", f"{max(timeout, 0.1):.3f}", *full]
+        send = bool(self.opts.use_sudo and self.opts.password and self.sudo_mode() == "-S")
         line = self.command(full, env)
+        res = self._run_line(line, timeout, send_password=send)
+        if check and res.exit_code != 0:
+            raise RemoteCommandFailed(self.node, argv, res.exit_code, res.stderr or res.stdout)
+        return res
+
+    def _run_line(self, line: str, timeout: float | None, *, send_password: bool) -> ExecResult:
+        """Runs one command line over a fresh channel; the password is written first when sudo
+        will ask for it."""
+        import paramiko
+
         for attempt in range(3):
             client = self.connect()
             try:
@@ -213,15 +243,12 @@ class SSHRemote(Remote):
             if timeout is not None:
                 chan.settimeout(timeout + 30)
             chan.exec_command(line)
-            if self.opts.use_sudo and self.opts.password:
+            if send_password and self.opts.password:
                 chan.sendall((self.opts.password + "\n").encode())
             chan.shutdown_write()
             out, err = self._collect(chan)
             code = chan.recv_exit_status()
-        res = ExecResult(code, out.decode(errors="replace"), err.decode(errors="replace"))
-        if check and code != 0:
-            raise RemoteCommandFailed(self.node, argv, code, res.stderr or res.stdout)
-        return res
+        return ExecResult(code, out.decode(errors="replace"), err.decode(errors="replace"))
 
     @staticmethod
     def _collect(chan: Any) -> tuple[bytes, bytes]:

@@ -32,7 +32,8 @@ def test_options_from_spec(tmp_path):
 def test_command_quotes_every_argument():
     r = SSHRemote("n1", SSHOptions(user="admin", password="pw"))
     line = r.command(["printf", "%s", "a b; rm -rf /", "$(id)"], env={"X": "1 2"})
-    assert line == "sudo -S -p '' -- env 'X=1 2' printf %s 'a b; rm -rf /' '$(id)'"
+    assert line == "sudo -S -k -p '' -- env 'X=1 2' printf %s 'a b; rm -rf /' '$(id)'"
+    assert SSHRemote("n1", SSHOptions(user="admin")).command(["id"]) == "sudo -n -- id"
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +59,9 @@ def sshd(node_image, tmp_path_factory):
             r.exec(["useradd", "-m", "-s", "/bin/sh", "jepsen"])
             r.exec(["sh", "-c", "echo jepsen:s3cret | chpasswd"])
             r.exec(["sh", "-c", "echo 'jepsen ALL=(ALL) ALL' > /etc/sudoers.d/jepsen"])
+            r.exec(["useradd", "-m", "-s", "/bin/sh", "nopw"])
+            r.exec(["sh", "-c", "echo nopw:s3cret | chpasswd"])
+            r.exec(["sh", "-c", "echo 'nopw ALL=(ALL) NOPASSWD: ALL' > /etc/sudoers.d/nopw"])
             r.exec(["mkdir", "-p", "/run/sshd"])
             r.exec(["/usr/sbin/sshd"])
             host, port = backend.client_endpoint(n, 22)
@@ -158,6 +162,27 @@ def test_password_login_and_sudo(sshd):
         "ssh_known_hosts": sshd["known"]})
     with pytest.raises(EnvironmentProblem, match="authentication failed"):
         SSHBackend(bad).setup(None)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("user", ["jepsen", "nopw"])
+def test_the_sudo_password_never_reaches_the_command(sshd, user):
+    """sudo gets the password on stdin only when it asks for one (-S -k); with NOPASSWD it runs
+    with -n and the command's stdin stays empty."""
+    spec = make_spec(NODES, sshd["tmp"], backend="ssh", options={
+        "ssh_host": sshd["hosts"], "ssh_user": user, "ssh_password": "s3cret",
+        "ssh_known_hosts": sshd["known"]})
+    backend = SSHBackend(spec)
+    remotes = backend.setup(None)
+    try:
+        r = remotes["n1"]
+        for _ in range(2):  # the second time sudo may hold cached credentials
+            res = r.exec(["cat"])
+            assert "s3cret" not in res.stdout and res.stdout == ""
+            assert r.exec(["id", "-u"]).stdout.strip() == "0"
+        assert r.sudo_mode() == ("-n" if user == "nopw" else "-S")
+    finally:
+        backend.teardown(None)
 
 
 @pytest.mark.docker
