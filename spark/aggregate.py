@@ -329,7 +329,7 @@ def run_aggregate(
     if spark is None:
         say(f"starting Spark ({master or 'local[*]'})")
         t = time.monotonic()
-        spark = get_session(master)
+        spark = get_session(master, app_name="jepsen-py aggregate")
         seconds["start"] = time.monotonic() - t
     say(f"aggregating {len(dirs)} run(s)")
     t = time.monotonic()

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 LOG_ENV = "JEPSEN_PY_SPARK_LOG"
+# The optional part of the install that brings PySpark (pyproject.toml's extras).
+SPARK_EXTRA = "jepsen-py[spark]"
 DEFAULT_MASTER = "local[*]"
 
 _LOG4J2 = """\
@@ -89,7 +91,8 @@ def get_session(
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        raise EnvironmentProblem("PySpark is not installed (pip install pyspark)") from None
+        raise EnvironmentProblem(f"{app_name} needs PySpark, which is not installed: "
+                                 f"pip install '{SPARK_EXTRA}'") from None
     level = (log_level or os.environ.get(LOG_ENV) or "ERROR").upper()
     log4j = _log4j_file(level)
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j} -Dlog4j.configurationFile=file:{log4j}"

@@ -138,4 +138,4 @@ def test_aggregate_on_a_standalone_cluster(standalone: Standalone, tmp_path: Pat
     assert p.returncode == 0, p.stderr[-3000:] + standalone.log_tail()
     assert "1 runs" in p.stdout
     assert (results / "aggregate" / "summary.parquet").is_file()
-    assert "jepsen-py" in _apps(standalone)
+    assert "jepsen-py aggregate" in _apps(standalone)
