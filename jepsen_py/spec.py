@@ -165,8 +165,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c.add_argument("--node-count", type=integer(1, 100_000), default=None, metavar="N",
                    help=f"number of nodes named n1..nN (default: {DEFAULT_NODE_COUNT})")
     c.add_argument("--backend", default=None,
-                   help="where nodes run: docker, ssh, local or none (default: docker when a "
-                        "Docker engine answers, else local)")
+                   help="where nodes run: docker, ssh, local, none, or sim (simulated in this process, "
+                        "in virtual time) (default: docker when a Docker engine answers, else local)")
     c.add_argument("--db", default=DEFAULT_DB, metavar="MODULE:CLASS",
                    help=f"the system under test, constructed as CLASS(spec) (default: {DEFAULT_DB})")
     c.add_argument("--read-mode", default="read-index", choices=READ_MODES,

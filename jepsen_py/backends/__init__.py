@@ -1,4 +1,4 @@
-"""Backends: where a test's nodes come from (docker | ssh | local | none), chosen with --backend.
+"""Backends: where a test's nodes come from (docker | ssh | local | none | sim), chosen with --backend.
 
 Implementations load lazily so `jepsen-py --help` and tests of other parts never import the docker
 SDK or paramiko. Backend-specific command-line options land in `TestSpec.options` (keyed by their
@@ -22,6 +22,7 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "ssh": ("jepsen_py.backends.ssh", "SSHBackend"),
     "local": ("jepsen_py.backends.local", "LocalBackend"),
     "none": ("jepsen_py.backends.none", "NoneBackend"),
+    "sim": ("jepsen_py.sim.backend", "SimBackend"),
 }
 
 _OPTION_DESTS = "_backend_option_dests"

@@ -103,6 +103,10 @@ def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
     from jepsen_py.plugins import build_nemesis, build_workload, load_db
     from jepsen_py.runner import run_test
 
+    if spec.backend == "sim":  # the simulator drives its own cluster in virtual time
+        from jepsen_py.sim.run import run_sim
+
+        return run_sim(spec, post_run=CLI_POST_RUN)
     workload = build_workload(spec, workload_registry())
     db = load_db(spec.db, spec)
     nemesis, nemesis_gen = build_nemesis(list(spec.nemesis), spec)

@@ -105,14 +105,20 @@ class SimClient:
         self.node: str | None = None
         self._conns: dict[str, AsyncClusterClient] = {}
 
-    @classmethod
-    def like(cls, template: object, net: Network) -> SimClient:
-        """The simulator's client for a workload's client template; BadInput for a client that
-        does not speak our cluster's API (the simulator runs nothing else)."""
+    @staticmethod
+    def check(template: object) -> MetadataClient:
+        """BadInput (exit 254) for a client that does not speak our cluster's API: the simulator
+        runs nothing else."""
         if not isinstance(template, MetadataClient):
             raise BadInput(f"--backend sim: the simulator has no client like {type(template).__name__} "
-                           "(it runs our cluster's metadata workloads only)")
-        return cls(net, port=template.port, timeout=template.timeout, fs=template.fs)
+                           "(it runs this project's cluster workloads only)")
+        return template
+
+    @classmethod
+    def like(cls, template: object, net: Network) -> SimClient:
+        """The simulator's client for a workload's client template (see `check`)."""
+        t = cls.check(template)
+        return cls(net, port=t.port, timeout=t.timeout, fs=t.fs)
 
     def open(self, test: Test, node: str) -> SimClient:
         c = SimClient(self.net, port=self.port, timeout=self.timeout, fs=self.fs)
