@@ -70,12 +70,27 @@ def _join(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def _files(run_dir: Path) -> list[str]:
+def _inside(path: Path, root: Path) -> bool:
+    """Does `path`, symlinks followed, stay inside `root` (itself resolved)?"""
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte
+        return False
+    return target == root or root in target.parents
+
+
+def _files(run_dir: Path, root: Path | None = None) -> list[str]:
+    """The run's files, paths relative to it; symlinks that lead out of the results directory
+    are left out (the server would refuse them anyway: the index does not advertise them)."""
+    root = (root or run_dir.parent.parent).resolve()
     out = []
-    for root, dirs, files in os.walk(run_dir):
-        dirs.sort()
+    for base, dirs, files in os.walk(run_dir):
+        dirs[:] = sorted(d for d in dirs if _inside(Path(base) / d, root))
         for f in sorted(files):
-            out.append(str((Path(root) / f).relative_to(run_dir)))
+            p = Path(base) / f
+            if p.is_symlink() and not _inside(p, root):
+                continue
+            out.append(str(p.relative_to(run_dir)))
     first = [f for f in PRIMARY if f in out]
     return first + [f for f in out if f not in first]
 
@@ -99,7 +114,7 @@ def list_runs(results_dir: Path) -> list[RunEntry]:
                 test=test_dir.name, stamp=run_dir.name, name=str(t.get("name") or test_dir.name),
                 time=_stamp_time(run_dir.name), valid=r.get("valid") if r else None,
                 workload=_join(t.get("workload")), nemesis=_join(t.get("nemesis")) or "none",
-                bugs=_join(t.get("bugs")) or "none", files=_files(run_dir)))
+                bugs=_join(t.get("bugs")) or "none", files=_files(run_dir, results_dir)))
     runs.sort(key=lambda e: (e.stamp, e.test), reverse=True)
     return runs
 
@@ -154,9 +169,9 @@ def index_html(results_dir: Path) -> str:
     )
 
 
-def _dir_html(rel: str, d: Path) -> str:
+def _dir_html(rel: str, d: Path, root: Path) -> str:
     e = html.escape
-    items = sorted(d.iterdir(), key=lambda p: (not p.is_dir(), p.name))
+    items = sorted((p for p in d.iterdir() if _inside(p, root)), key=lambda p: (not p.is_dir(), p.name))
     links = "".join(
         f'<li><a href="{urllib.parse.quote(p.name)}{"/" if p.is_dir() else ""}">{e(p.name)}'
         f'{"/" if p.is_dir() else ""}</a></li>' for p in items)
@@ -165,9 +180,24 @@ def _dir_html(rel: str, d: Path) -> str:
             f'<a href="../">up</a></p><ul>{links}</ul></body></html>\n')
 
 
+# An idle connection (no request, or a request that never finishes) is closed after this long.
+IDLE_TIMEOUT_S = 20.0
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+
+
+def _host_name(header: str) -> str:
+    """The host of a Host header, without port or IPv6 brackets, lower case."""
+    h = header.strip().lower()
+    if h.startswith("["):
+        return h[1:h.find("]")] if "]" in h else h
+    return h.rsplit(":", 1)[0] if h.count(":") == 1 else h
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "jepsen-py"
     results_dir: Path  # set on the subclass make_server builds
+    allowed_hosts: frozenset[str]  # likewise: the names this server answers to
+    timeout = IDLE_TIMEOUT_S  # socket timeout per connection (StreamRequestHandler applies it)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # a browser's requests would drown the one line that says where we serve
@@ -177,6 +207,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
@@ -188,6 +219,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_GET(self) -> None:
+        """Answers, or refuses with a status: a bad request never escapes as a traceback."""
+        host = self.headers.get("Host")
+        if host is None or _host_name(host) not in self.allowed_hosts:
+            # A page on another site that rebinds its DNS name to this address arrives with its own
+            # name here: answering it would hand results to that site.
+            self._send(HTTPStatus.MISDIRECTED_REQUEST, b"unknown host\n", "text/plain; charset=utf-8")
+            return
+        try:
+            self._get()
+        except (ValueError, OSError, UnicodeError, RuntimeError):
+            self._send(HTTPStatus.BAD_REQUEST, b"bad request\n", "text/plain; charset=utf-8")
+
+    def _get(self) -> None:
         url = urllib.parse.urlsplit(self.path)
         path = urllib.parse.unquote(url.path)
         if path == "/favicon.ico":
@@ -200,6 +244,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._not_found()
             return
         rel = path[len("/files/"):]
+        if "\x00" in rel or any(ord(c) < 32 for c in rel):
+            self._send(HTTPStatus.BAD_REQUEST, b"bad path\n", "text/plain; charset=utf-8")
+            return
         root = self.results_dir.resolve()
         target = (root / rel).resolve()
         if target != root and root not in target.parents:
@@ -212,7 +259,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            self._send(HTTPStatus.OK, _dir_html(rel, target).encode(), "text/html; charset=utf-8")
+            self._send(HTTPStatus.OK, _dir_html(rel, target, root).encode(), "text/html; charset=utf-8")
             return
         if not target.is_file():
             self._not_found()
@@ -228,12 +275,20 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.OK, body, ctype)
 
 
-def make_server(results_dir: Path | str, host: str = "127.0.0.1", port: int = 8080) -> ThreadingHTTPServer:
-    """An HTTP server over results_dir, bound but not yet serving (call serve_forever)."""
+def make_server(results_dir: Path | str, host: str = "127.0.0.1", port: int = 8080, *,
+                allow_hosts: tuple[str, ...] = (), idle_timeout: float = IDLE_TIMEOUT_S
+                ) -> ThreadingHTTPServer:
+    """An HTTP server over results_dir, bound but not yet serving (call serve_forever).
+
+    It answers only requests whose Host header names it: the loopback names, `host` itself and
+    `allow_hosts` (the names a browser elsewhere uses to reach a server bound to the network)."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise BadInput(f"{results_dir}: no such results directory")
-    handler = type("Handler", (_Handler,), {"results_dir": results_dir})
+    allowed = frozenset(_host_name(h) if not h.startswith("[") else h[1:-1]
+                        for h in (*LOOPBACK_NAMES, host, *allow_hosts) if h)
+    handler = type("Handler", (_Handler,), {"results_dir": results_dir, "allowed_hosts": allowed,
+                                            "timeout": idle_timeout})
     try:
         server = ThreadingHTTPServer((host, port), handler)
     except OSError as e:

@@ -17,6 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to bind (default 127.0.0.1: only this machine can connect)")
     parser.add_argument("--results-dir", default="results", help="the results directory (default results/)")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="also answer requests for this host name (repeatable); by default only "
+                             "127.0.0.1, localhost and --host are answered, which stops other web "
+                             "sites from reading results through DNS rebinding")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         raise BadInput(f"--port {args.port}: not a TCP port (0-65535)")
-    server = make_server(args.results_dir, args.host, args.port)
+    server = make_server(args.results_dir, args.host, args.port, allow_hosts=tuple(args.allow_host))
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"jepsen-py: warning: serving {args.results_dir} to the network on {args.host}",
               file=sys.stderr)

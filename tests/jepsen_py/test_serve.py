@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -161,4 +164,93 @@ def test_cli_errors_are_one_line(results: Path, tmp_path: Path) -> None:
     finally:
         srv.server_close()
     r = run("--port", "70000", "--results-dir", str(results))
-    assert r.returncode == 254 and "not a TCP port" in r.stderr
+    assert r.returncode == 254 and "--port" in r.stderr and "Traceback" not in r.stderr
+
+
+def _raw(url: str, request: bytes, timeout: float = 10) -> bytes:
+    """Sends `request` as is on a fresh connection; returns everything the server answers."""
+    host, port = urllib.parse.urlsplit(url).hostname, urllib.parse.urlsplit(url).port
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(request)
+        chunks = []
+        while True:
+            got = sock.recv(65536)
+            if not got:
+                return b"".join(chunks)
+            chunks.append(got)
+
+
+def _status(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else 0
+
+
+def test_bad_paths_are_400_or_404_and_the_server_lives_on(server: str) -> None:
+    for path in ("/files/offsets-partition-leader/%00", "/files/%00/x", "/files/a%0ab",
+                 "/files/offsets-partition-leader/20261122T031500.000/%ff%fe", "/files/" + "a/" * 3000):
+        answer = _raw(server, f"GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        assert _status(answer) in (400, 404), (path, answer[:80])
+        assert b"Traceback" not in answer
+    assert _get(server)[0] == 200
+
+
+def test_only_the_bound_host_names_are_answered(server: str) -> None:
+    port = urllib.parse.urlsplit(server).port
+    for host, want in ((f"127.0.0.1:{port}", 200), (f"localhost:{port}", 200), ("localhost", 200),
+                       ("evil.example", 421), (f"evil.example:{port}", 421), ("127.0.0.1.evil.example", 421)):
+        answer = _raw(server, f"GET / HTTP/1.0\r\nHost: {host}\r\n\r\n".encode())
+        assert _status(answer) == want, host
+        assert (b"offsets-partition-leader" in answer) == (want == 200)
+    assert _status(_raw(server, b"GET / HTTP/1.0\r\n\r\n")) == 421  # no Host at all
+
+
+def test_allow_host_adds_a_name(results: Path) -> None:
+    srv = make_server(results, "127.0.0.1", 0, allow_hosts=("ci-box.internal",))
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    try:
+        answer = _raw(server_url(srv), b"GET / HTTP/1.0\r\nHost: ci-box.internal:8080\r\n\r\n")
+        assert _status(answer) == 200
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_an_idle_connection_is_closed(results: Path) -> None:
+    srv = make_server(results, "127.0.0.1", 0, idle_timeout=1.0)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    try:
+        t0 = time.monotonic()
+        assert _raw(server_url(srv), b"", timeout=30) == b""  # nothing sent: the server hangs up
+        assert time.monotonic() - t0 < 10
+        t0 = time.monotonic()
+        _raw(server_url(srv), b"GET / HTTP/1.1\r\nHost: localhost\r\n", timeout=30)  # never finished
+        assert time.monotonic() - t0 < 10
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_the_index_leaves_out_symlinks_that_lead_outside(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    run = make_run(root, 20, name="t1", stamp="20261122T050000.000")
+    outside = tmp_path / "private"
+    outside.mkdir()
+    (outside / "key.txt").write_text("secret")
+    (run.run_dir / "leak.txt").symlink_to(outside / "key.txt")
+    (run.run_dir / "leakdir").symlink_to(outside)
+    (run.run_dir / "inner.json").symlink_to(run.run_dir / "test.json")
+    [entry] = list_runs(root)
+    assert "leak.txt" not in entry.files and not any(f.startswith("leakdir") for f in entry.files)
+    assert "inner.json" in entry.files
+    srv = make_server(root, "127.0.0.1", 0)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    try:
+        status, _, body = _get(server_url(srv) + "files/t1/20261122T050000.000/")
+        assert status == 200 and b"leak" not in body and b"inner.json" in body
+        status, _, body = _get(server_url(srv))
+        assert b"leak" not in body
+    finally:
+        srv.shutdown()
+        srv.server_close()
