@@ -23,6 +23,7 @@ import os
 import secrets
 import shutil
 import signal as signals
+import stat
 import subprocess
 import tempfile
 import time
@@ -36,10 +37,48 @@ from jepsen_py.protocols import ExecResult, Remote, Test, TestSpec
 
 log = logging.getLogger(__name__)
 
-STATE_ROOT = Path(os.environ.get("JEPSEN_PY_LOCAL_ROOT")
-                  or str(Path(tempfile.gettempdir()) / "jepsen-py-local"))
+# Marks a directory as one run's state, made by this backend: `cleanup` deletes only what has it.
+RUN_MARKER = ".jepsen-py-local-run"
 NS_PREFIX = "jepsen-py-"
 SUBNET_POOL = ipaddress.ip_network("10.251.0.0/16")
+
+
+def state_root() -> Path:
+    """Where run directories go: JEPSEN_PY_LOCAL_ROOT, else the user's runtime directory
+    ($XDG_RUNTIME_DIR), else /tmp/jepsen-py-local-<uid>: per user, since node code runs from it."""
+    env = os.environ.get("JEPSEN_PY_LOCAL_ROOT")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and os.path.isabs(xdg) and os.path.isdir(xdg):
+        return Path(xdg) / "jepsen-py-local"
+    return Path(tempfile.gettempdir()) / f"jepsen-py-local-{os.geteuid()}"
+
+
+def ensure_state_root(root: Path | None = None) -> Path:
+    """The state root, created 0700 if absent. One that someone else owns, that others may write
+    to, or that is a symlink is refused: whoever controls it controls the code the nodes run (as
+    root)."""
+    root = state_root() if root is None else Path(root)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(root, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise EnvironmentProblem(f"local backend: cannot create its state directory {root}: "
+                                 f"{e.strerror or e}") from None
+    st = os.lstat(root)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise EnvironmentProblem(f"local backend: {root} is not a plain directory; refusing to use it "
+                                 "(set JEPSEN_PY_LOCAL_ROOT to a directory of your own)")
+    if st.st_uid != os.geteuid():
+        raise EnvironmentProblem(f"local backend: {root} belongs to uid {st.st_uid}, not to us "
+                                 f"(uid {os.geteuid()}); refusing to run node code from it")
+    if st.st_mode & 0o022:
+        raise EnvironmentProblem(f"local backend: {root} is writable by others "
+                                 f"(mode {stat.S_IMODE(st.st_mode):o}); refusing to run node code from it")
+    return root
 
 
 def _run(argv: Sequence[str], *, check: bool = True,
@@ -163,7 +202,7 @@ class LocalBackend:
         self.spec = spec
         self.token = secrets.token_hex(3)
         self.run_id = safe_name(f"{spec.name}-{self.token}")
-        self.root = STATE_ROOT / self.run_id
+        self.root = state_root() / self.run_id
         self.bridge = f"jp{self.token}br"
         self.remotes: dict[str, LocalRemote] = {}
         self._addresses: dict[str, str] = {}
@@ -196,7 +235,9 @@ class LocalBackend:
         net = self._subnet()
         hosts = list(net.hosts())
         gateway = f"{hosts[0]}/{net.prefixlen}"
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.root = ensure_state_root() / self.run_id
+        self.root.mkdir(mode=0o700)
+        (self.root / RUN_MARKER).write_text(f"{self.run_id}\n")
         (self.root / "run.json").write_text(f'{{"bridge": "{self.bridge}", "subnet": "{net}"}}\n')
         try:
             _run(["ip", "link", "add", self.bridge, "type", "bridge"])
@@ -273,10 +314,26 @@ def _remove_namespace(ns: str) -> list[int]:
     return pids
 
 
+def cleanup_state(root: Path | None = None) -> list[str]:
+    """Deletes the run directories under the state root that carry our marker; nothing else (not
+    the root, not a directory someone else put there)."""
+    root = state_root() if root is None else Path(root)
+    removed: list[str] = []
+    if not root.is_dir() or root.is_symlink():
+        return removed
+    for d in sorted(root.iterdir()):
+        marker = d / RUN_MARKER
+        if d.is_dir() and not d.is_symlink() and marker.is_file() and not marker.is_symlink():
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(str(d))
+    return removed
+
+
 def cleanup_local() -> dict[str, list[str]]:
     """What `jepsen-py cleanup` removes for the local backend: every namespace named jepsen-py-*
-    (and the processes in it), every link aliased jepsen-py, every run directory."""
-    out: dict[str, list[str]] = {"processes": [], "namespaces": [], "links": []}
+    (and the processes in it), every link aliased jepsen-py, every run directory with our marker."""
+    out: dict[str, list[str]] = {"processes": [], "namespaces": [], "links": [],
+                                 "run directories": cleanup_state()}
     if os.geteuid() != 0 or shutil.which("ip") is None:
         return out
     for ns in _namespaces():
@@ -289,6 +346,4 @@ def cleanup_local() -> dict[str, list[str]]:
         name = line.split(":")[1].strip().split("@")[0]
         if _run(["ip", "link", "delete", name], check=False).returncode == 0:
             out["links"].append(name)
-    if STATE_ROOT.is_dir():
-        shutil.rmtree(STATE_ROOT, ignore_errors=True)
     return out

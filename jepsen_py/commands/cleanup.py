@@ -22,7 +22,8 @@ HELP = "remove every container, network, iptables rule and process jepsen-py mad
 log = logging.getLogger(__name__)
 SINGULAR = {"containers": "container", "networks": "network", "images": "image",
             "iptables": "iptables rule", "namespaces": "network namespace", "links": "link",
-            "processes": "process", "ssh hosts": "iptables rules on"}
+            "processes": "process", "ssh hosts": "iptables rules on",
+            "run directories": "local run directory"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
