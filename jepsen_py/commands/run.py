@@ -20,6 +20,7 @@ from typing import Any
 
 from jepsen_py import spec as specmod
 from jepsen_py.backends import BACKENDS, add_backend_arguments, backend_options, get_backend
+from jepsen_py.dbversion import db_version
 from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, BadInput
 from jepsen_py.protocols import TestSpec
 from jepsen_py.verdict import exit_code, merge
@@ -36,6 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments or input, 255 framework failure."
     )
     specmod.add_arguments(parser)
+    parser.add_argument("--db-version", default=None, metavar="VERSION",
+                        help="the version of the system under test, recorded so runs of different "
+                             "builds are aggregated apart (default: for our cluster the git describe "
+                             "of the uploaded code, else unversioned)")
     add_backend_arguments(parser)
     for module, hook, _ in _OPTION_HOOKS:
         fn = _hook(module, hook)
@@ -148,6 +153,7 @@ def _run(args: argparse.Namespace) -> int:
     from jepsen_py.progress import print_summary
 
     spec = specmod.from_args(args, collect_options(args))
+    spec.options["db_version"] = db_version(spec.db, args.db_version)
     check_names(spec)
     outcomes = []
     for i in range(spec.test_count):

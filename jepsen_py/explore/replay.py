@@ -13,8 +13,9 @@ wraps the generators a run already has; the replayers stand in for them:
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule
 from jepsen_py.generator import Context, Generator, Pending, Step, Template
@@ -46,17 +47,26 @@ class Tape:
 
 
 class Recorder(Generator):
-    """Passes `gen`'s ops through and writes each, with its offset and thread, on the tape."""
+    """Passes `gen`'s ops through and writes each, with its offset and thread, on the tape.
 
-    def __init__(self, gen: Generator, clock: PhaseClock, tape: Tape, *, timed: bool = True) -> None:
+    With `rng`, the wrapped generator draws from that instead of the run's shared source. A replay
+    does not draw at all, so a recorded run whose generators kept off the shared source leaves it
+    in the same state as its replay does: everything else the seed decides comes out the same."""
+
+    def __init__(self, gen: Generator, clock: PhaseClock, tape: Tape, *, timed: bool = True,
+                 rng: random.Random | None = None) -> None:
         self.gen = gen
         self.clock = clock
         self.tape = tape
         self.timed = timed
+        self.rng = rng
+
+    def _ctx(self, ctx: Context) -> Context:
+        return ctx if self.rng is None else replace(ctx, rng=self.rng)
 
     def op(self, ctx: Context) -> Step:
         at = self.clock.offset(ctx.time) if self.timed else 0.0
-        step = self.gen.op(ctx)
+        step = self.gen.op(self._ctx(ctx))
         if isinstance(step, Template):
             thread = ctx.thread if isinstance(ctx.thread, int) else NEMESIS_THREAD
             self.tape.events.append(Event(at=at, thread=thread, f=step.f, key=_freeze(step.key),
@@ -64,7 +74,7 @@ class Recorder(Generator):
         return step
 
     def update(self, ctx: Context, invoke: Op, complete: Op) -> None:
-        self.gen.update(ctx, invoke, complete)
+        self.gen.update(self._ctx(ctx), invoke, complete)
 
 
 def _freeze(key: object) -> object:

@@ -20,19 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.errors import BadInput
+from nemeses.faults import FAULTS
 
 FORMAT = "jepsen-py-schedule"
 VERSION = 1
 NEMESIS_THREAD = "nemesis"
 
-# Fault families as the nemeses name their ops: family -> (ops that start it, the op that stops it,
-# the --nemesis name that handles them).
+# Fault families as the nemeses name their ops (nemeses.faults, the one vocabulary): family ->
+# (ops that start it, the op that stops it, the --nemesis name that handles them).
 FAMILIES: dict[str, tuple[tuple[str, ...], str, str]] = {
-    "partition": (("start-partition",), "stop-partition", "partition"),
-    "clock": (("bump-clock", "strobe-clock"), "reset-clock", "clock"),
-    "pause": (("pause",), "resume", "pause"),
-    "kill": (("kill",), "start", "kill"),
-    "leader-clock": (("start-leader-clock",), "stop-leader-clock", "leader-clock"),
+    k.name: (tuple(sorted(k.starts)), sorted(k.stops)[0], k.name) for k in FAULTS
 }
 START_FAMILY: dict[str, str] = {f: fam for fam, (starts, _, _) in FAMILIES.items() for f in starts}
 STOP_FAMILY: dict[str, str] = {stop: fam for fam, (_, stop, _) in FAMILIES.items()}

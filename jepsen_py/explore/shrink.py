@@ -91,6 +91,13 @@ class Shrinker:
                 n = min(len(items), n * 2)
         return items, best
 
+    def reproduces(self, s: Schedule) -> bool:
+        """Whether `s` itself fails (counted as an attempt); False when the budget is already spent."""
+        try:
+            return self._try(s)
+        except _Budget:
+            return False
+
     # ---- passes --------------------------------------------------------------------------------
 
     def drop_faults(self, s: Schedule) -> Schedule:

@@ -1,0 +1,297 @@
+"""`jepsen-py explore`: search workloads x fault schedules x seeds in the simulator for a failing run,
+with no hint of where the bug is, then shrink what fails to a small schedule that still fails.
+
+Exit codes: 1 at the first finding (or, with --keep-going, when the budget ends with any), 0 when the
+budget ends with none, 254 bad arguments, 255 when no trial could run at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_INVALID, EXIT_VALID, BadInput
+from jepsen_py.explore import schedule as sched
+from jepsen_py.explore.search import Search, Trial, primary_kind
+from jepsen_py.explore.shrink import Shrinker
+from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, Space
+from jepsen_py.numbers import MAX_SECONDS, integer, number
+
+NAME = "explore"
+HELP = "search fault schedules in simulation for a failing run, with no hint where; shrink what fails"
+
+FAMILY_NAMES = ("partition", "clock", "pause", "kill", "leader-clock")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = (
+        "example: jepsen-py explore --bug zombie-leader --budget 60. Exit codes: 1 a finding, "
+        "0 none within the budget, 254 bad arguments, 255 no trial could run."
+    )
+    g = parser.add_argument_group("search")
+    g.add_argument("--budget", type=number(0, MAX_SECONDS, lo_open=True), default=60.0, metavar="S",
+                   help="wall seconds to search (default: 60); shrinking a finding comes on top")
+    g.add_argument("--shrink-budget", type=number(0, MAX_SECONDS), default=120.0, metavar="S",
+                   help="wall seconds to shrink each finding, 0 = do not shrink (default: 120)")
+    g.add_argument("--keep-going", action="store_true",
+                   help="do not stop at the first finding: search the whole budget")
+    g.add_argument("--seed", type=integer(0, 2**63 - 1), default=None,
+                   help="seed of the search itself (default: random, printed)")
+    g.add_argument("--backend", default="sim",
+                   help="where trials run: sim, the only backend fast enough to search (default: sim)")
+    s = parser.add_argument_group("space (each narrows what the search may try)")
+    s.add_argument("--bug", action="append", metavar="NAMES",
+                   help="start the cluster with a known bug, comma separated or repeated")
+    s.add_argument("--workload", action="append", metavar="NAMES",
+                   help=f"workloads to try (default: {', '.join(DEFAULT_WORKLOADS)})")
+    s.add_argument("--nemesis", action="append", metavar="NAMES",
+                   help=f"fault families to mix (default: {', '.join(FAMILY_NAMES)}; none for no faults)")
+    s.add_argument("--read-mode", action="append", metavar="MODES",
+                   help="read modes to try (default: read-index,lease; local is stale by design)")
+    s.add_argument("--node-count", action="append", type=integer(1, 9), metavar="N",
+                   help="node counts to try, repeatable (default: 3 and 5)")
+    s.add_argument("--time-limit", action="append", type=number(1, 3600), metavar="S",
+                   help="main-phase lengths to try, repeatable (default: 10, 20, 30)")
+    o = parser.add_argument_group("output")
+    o.add_argument("--results-dir", default="results", metavar="DIR",
+                   help="where the search's directory goes (default: ./results)")
+    o.add_argument("--no-progress", action="store_true", help="no live progress display")
+
+
+def _names(values: list[str] | None) -> list[str]:
+    from jepsen_py.spec import parse_list
+
+    return parse_list(values)
+
+
+def build_space(args: argparse.Namespace) -> Space:
+    from jepsen_py.commands.run import workload_registry
+
+    registry = workload_registry()
+    workloads = _names(args.workload) or [w for w in DEFAULT_WORKLOADS if w in registry]
+    for w in workloads:
+        if w not in DEFAULT_WORKLOADS:
+            raise BadInput(f"--workload: {w!r} cannot be explored "
+                           f"(choose from {', '.join(DEFAULT_WORKLOADS)})")
+    families = _names(args.nemesis)
+    if families == ["none"]:
+        families = []
+    elif not families:
+        families = list(FAMILY_NAMES)
+    for f in families:
+        if f not in FAMILY_NAMES:
+            raise BadInput(f"--nemesis: {f!r} is not a fault family (choose from {', '.join(FAMILY_NAMES)}, "
+                           "or none)")
+    from jepsen_py.spec import READ_MODES
+
+    read_modes = _names(args.read_mode) or list(SAFE_READ_MODES)
+    for m in read_modes:
+        if m not in READ_MODES:
+            raise BadInput(f"--read-mode: unknown read mode {m!r} (choose from {', '.join(READ_MODES)})")
+    space = Space(workloads=tuple(workloads), families=tuple(families), read_modes=tuple(read_modes))
+    if args.node_count:
+        space = _replace(space, node_counts=tuple(sorted(set(args.node_count))))
+    if args.time_limit:
+        space = _replace(space, time_limits=tuple(sorted(set(args.time_limit))))
+    return space
+
+
+def _replace(space: Space, **kw: Any) -> Space:
+    from dataclasses import replace
+
+    return replace(space, **kw)
+
+
+def check_bugs(bugs: list[str]) -> None:
+    from jepsen_py.sim.run import known_bugs
+
+    known = known_bugs()
+    for b in bugs:
+        if b not in known:
+            raise BadInput(f"--bug {b}: unknown bug (choose from {', '.join(known)})")
+
+
+@dataclass
+class FindingReport:
+    kind: str
+    kinds: dict[str, int]
+    found_after_s: float
+    schedules_tried: int
+    config: str
+    original: dict[str, Any]
+    shrunk: dict[str, Any] | None = None
+    shrink_attempts: int = 0
+    shrink_s: float = 0.0
+    reproduced: bool = True
+    schedule_file: str | None = None
+    run_dir: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class _View:
+    """The live line: schedules tried, simulated time, findings."""
+
+    def __init__(self, search: Search, budget: float, started: float) -> None:
+        self.search = search
+        self.budget = budget
+        self.started = started
+        self.status = "searching"
+
+    def __rich__(self) -> Text:
+        st = self.search.stats
+        el = time.monotonic() - self.started
+        t = Text()
+        t.append("explore ", style="bold")
+        t.append(f"[{self.status}] ", style="cyan")
+        t.append(f"{el:6.1f}/{self.budget:g}s  schedules {st.tried}  simulated {st.sim_seconds:,.0f}s  "
+                 f"features {st.features}  corpus {st.corpus}  ")
+        t.append(f"findings {st.findings}", style="red" if st.findings else "green")
+        if st.errors:
+            t.append(f"  errors {st.errors}", style="yellow")
+        t.append(f"\n  last: {st.last}", style="dim")
+        return t
+
+
+def run(args: argparse.Namespace) -> int:
+    import secrets
+
+    from jepsen_py.explore.system import SimSystem
+
+    if args.backend != "sim":
+        raise BadInput(f"--backend {args.backend}: explore runs trials in simulation only (--backend sim); "
+                       "replay a schedule elsewhere with jepsen-py run --schedule FILE --backend "
+                       f"{args.backend}")
+    bugs = _names(args.bug)
+    check_bugs(bugs)
+    space = build_space(args)
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    from jepsen_py.store import timestamp
+
+    out_dir = Path(args.results_dir) / "explore" / timestamp()
+    try:
+        out_dir.mkdir(parents=True, exist_ok=False)
+    except OSError as e:
+        raise BadInput(f"--results-dir: cannot create {out_dir}: {e.strerror or e}") from None
+    system = SimSystem(work_dir=out_dir / "trials", bugs=bugs)
+    search = Search(system, space, seed=seed)
+    console = Console(stderr=True)
+    live_ok = not args.no_progress and console.is_terminal
+    print(f"explore: seed {seed}, budget {args.budget:g} s, bugs {', '.join(bugs) or 'none'}; "
+          f"in {out_dir}", file=sys.stderr)
+
+    started = time.monotonic()
+    view = _View(search, args.budget, started)
+    findings: list[FindingReport] = []
+    trials_with_finding: list[Trial] = []
+    live = Live(view, console=console, refresh_per_second=4, transient=True) if live_ok else None
+    last_line = started
+    if live is not None:
+        live.__enter__()
+    try:
+        deadline = started + args.budget
+        while time.monotonic() < deadline:
+            trial = search.step()
+            if not live_ok and not args.no_progress and time.monotonic() - last_line >= 10:
+                last_line = time.monotonic()
+                st = search.stats
+                print(f"[{last_line - started:6.1f}s] schedules {st.tried}, "
+                      f"simulated {st.sim_seconds:,.0f} s, findings {st.findings}, errors {st.errors}",
+                      file=sys.stderr, flush=True)
+            if trial.error and search.stats.errors == 1:
+                print(f"explore: a trial failed to run: {trial.error}", file=sys.stderr)
+            if not trial.failed:
+                continue
+            trials_with_finding.append(trial)
+            view.status = "shrinking"
+            findings.append(_handle_finding(trial, system, search, out_dir, len(findings) + 1,
+                                            time.monotonic() - started, args.shrink_budget))
+            view.status = "searching"
+            if not args.keep_going:
+                break
+    finally:
+        if live is not None:
+            live.__exit__(None, None, None)
+
+    st = search.stats
+    summary = {
+        "seed": seed, "budget_s": args.budget, "bugs": bugs, "space": asdict(space),
+        "schedules_tried": st.tried, "simulated_s": round(st.sim_seconds, 3), "errors": st.errors,
+        "wall_s": round(time.monotonic() - started, 3), "coverage_features": st.features,
+        "corpus": st.corpus, "findings": [asdict(f) for f in findings],
+    }
+    (out_dir / "explore.json").write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
+    print(f"explore: {st.tried} schedules, {st.sim_seconds:,.0f} simulated s in "
+          f"{time.monotonic() - started:.1f} wall s, {len(findings)} finding(s), {st.errors} error(s); "
+          f"{out_dir / 'explore.json'}")
+    for f in findings:
+        size = f.shrunk or f.original
+        print(f"finding: {f.kind} after {f.found_after_s:.1f} s ({f.schedules_tried} schedules): {f.config}; "
+              f"shrunk to {size['faults']} fault(s), {size['client_ops']} client op(s), "
+              f"{size['clients']} client(s), {size['keys']} key(s), {size['nodes']} node(s), "
+              f"{size['time_limit']:g} s; schedule {f.schedule_file}")
+        for n in f.notes:
+            print(f"  note: {n}")
+    if findings:
+        return EXIT_INVALID
+    if st.tried and st.errors == st.tried:
+        return EXIT_FRAMEWORK
+    return EXIT_VALID
+
+
+def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n: int, found_after: float,
+                    shrink_budget: float) -> FindingReport:
+    kind = primary_kind(trial.anomalies) or "anomaly"
+    original = trial.schedule.with_events(trial.schedule.events)
+    original.anomaly = kind
+    fdir = out_dir / f"finding-{n}"
+    fdir.mkdir(parents=True, exist_ok=True)
+    sched.save(original, fdir / "schedule-found.json")
+    report = FindingReport(kind=kind, kinds=dict(trial.anomalies), found_after_s=round(found_after, 3),
+                           schedules_tried=search.stats.tried,
+                           config=trial.config.label() if trial.config else "", original=original.size())
+    if trial.run_dir is not None:
+        report.notes.append(f"the run that found it: {trial.run_dir}")
+
+    def fails(c: sched.Schedule) -> bool:
+        t = system.replay(c)
+        return kind in t.anomalies
+
+    t0 = time.monotonic()
+    best = original
+    if shrink_budget > 0:
+        shrinker = Shrinker(fails, budget_s=shrink_budget, max_attempts=400)
+        reproduced = shrinker.reproduces(original)
+        report.reproduced = reproduced
+        if reproduced:
+            result = shrinker.shrink(original)
+            best = result.schedule
+            report.shrink_attempts = result.attempts
+            if result.exhausted:
+                report.notes.append("the shrink budget ended before shrinking finished")
+        else:
+            report.notes.append("the recorded schedule did not show the anomaly on replay: not shrunk")
+    report.shrink_s = round(time.monotonic() - t0, 3)
+    best = best.with_events(best.events)
+    best.anomaly = kind
+    from jepsen_py.analysis import CLI_POST_RUN
+
+    final = system.replay(best, keep=fdir, post_run=CLI_POST_RUN, name="shrunk")
+    if final.run_dir is not None:
+        report.run_dir = str(final.run_dir)
+        path = sched.save(best, Path(final.run_dir) / "schedule.json")
+    else:
+        path = sched.save(best, fdir / "schedule.json")
+    report.schedule_file = str(path)
+    report.shrunk = best.size()
+    if kind not in final.anomalies:
+        report.notes.append(f"the final replay of the shrunk schedule did not show {kind}")
+    return report

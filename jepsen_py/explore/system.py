@@ -1,0 +1,208 @@
+"""Trials on a real backend: a configuration or a schedule becomes a TestSpec, a workload whose
+generators are recorded (or replayed), a nemesis that carries the schedule's fault ops out, and one
+run; the run's results.json gives the anomaly kinds, its history and node logs the coverage.
+
+The search runs trials in simulation (`run_sim`), where thousands fit in a budget; `jepsen-py run
+--schedule` replays one schedule on any backend through `replay_run`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from jepsen_py.explore.coverage import features
+from jepsen_py.explore.replay import ClientReplay, FinalReplay, NemesisReplay, PhaseClock, Recorder, Tape
+from jepsen_py.explore.schedule import Schedule
+from jepsen_py.explore.search import Trial
+from jepsen_py.explore.space import Config, nemesis_events
+from jepsen_py.generator import Generator, rate
+from jepsen_py.protocols import TestSpec
+from jepsen_py.spec import DEFAULT_DB, DEFAULT_RATE
+from jepsen_py.workload import Workload
+
+
+class Outcome(Protocol):
+    run_dir: Path
+    results: dict[str, Any]
+    exit_code: int
+    error: str | None
+
+
+# (spec, workload, nemesis generator, post-run steps) -> the run's outcome
+RunFn = Callable[[TestSpec, Workload, Generator, Sequence[Any]], Outcome]
+
+
+def run_sim(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
+            post_run: Sequence[Any]) -> Outcome:
+    """One run in the simulator, with our workload and nemesis schedule."""
+    from jepsen_py.sim.run import run_sim as sim
+
+    return sim(spec, workload=workload, nemesis_generator=nemesis_generator, post_run=post_run)  # type: ignore[no-any-return]
+
+
+def run_real(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
+             post_run: Sequence[Any]) -> Outcome:
+    """One run on a real backend (docker, ssh, local) through the ordinary runner."""
+    from jepsen_py.backends import get_backend
+    from jepsen_py.plugins import build_nemesis, load_db
+    from jepsen_py.runner import run_test
+
+    db = load_db(spec.db, spec)
+    nemesis, _ = build_nemesis(list(spec.nemesis), spec)
+    return run_test(spec, db=db, workload=workload, nemesis=nemesis,  # type: ignore[no-any-return]
+                    nemesis_generator=nemesis_generator if spec.nemesis else None,
+                    backend=get_backend(spec.backend, spec), show_progress=False, post_run=post_run)
+
+
+def anomaly_kinds(results: dict[str, Any]) -> dict[str, int]:
+    from jepsen_py.matrix import anomaly_kinds as kinds
+
+    return kinds(results)
+
+
+def spec_for(s: Schedule, *, backend: str, results_dir: Path, name: str, db: str = DEFAULT_DB,
+             base: dict[str, Any] | None = None) -> TestSpec:
+    """The TestSpec a schedule runs under: its nodes, seed, clients, read mode, bugs and faults."""
+    extra = dict(base or {})
+    options = dict(s.options)
+    options.pop("rate", None)
+    return TestSpec(
+        name=name, workload=s.workload, nemesis=s.families(), nodes=list(s.nodes),
+        time_limit=s.time_limit, concurrency=s.concurrency, rate=0.0,
+        nemesis_interval=s.nemesis_interval, seed=s.seed, backend=backend, read_mode=s.read_mode,
+        bugs=list(s.bugs), db=db, results_dir=results_dir, options={**options, **extra},
+        fault_targets=s.fault_targets(), nemesis_schedule="random",
+    )
+
+
+def _build_workload(spec: TestSpec) -> Workload:
+    from jepsen_py.commands.run import workload_registry
+    from jepsen_py.plugins import build_workload
+
+    return build_workload(spec, workload_registry())
+
+
+def replay_run(s: Schedule, spec: TestSpec, run: RunFn, post_run: Sequence[Any] = (), *,
+               clients: bool = True) -> Outcome:
+    """Runs `spec` with the schedule's nemesis ops at their offsets and, with `clients`, its client ops
+    and final reads too (without, the workload's own generators drive the clients: on Docker the
+    answers differ from the recorded ones anyway)."""
+    workload = _build_workload(spec)
+    clock = PhaseClock()
+    if clients:
+        workload.generator = ClientReplay(s.events, clock)
+        workload.final_generator = FinalReplay(s.final) if s.final else None
+    elif "rate" in s.options:
+        workload.generator = rate(float(s.options["rate"]), workload.generator)
+    return run(spec, workload, NemesisReplay(s, clock), post_run)
+
+
+def read_history(run_dir: Path) -> Iterator[dict[str, Any]]:
+    try:
+        with open(run_dir / "history.jsonl", encoding="utf-8") as f:
+            for line in f:
+                try:
+                    yield json.loads(line)
+                except ValueError:
+                    continue
+    except OSError:
+        return
+
+
+def read_logs(run_dir: Path) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    nodes = run_dir / "nodes"
+    if nodes.is_dir():
+        for d in sorted(nodes.iterdir()):
+            lines: list[str] = []
+            for f in sorted(d.glob("*.log")):
+                try:
+                    lines += f.read_text(encoding="utf-8", errors="replace").splitlines()
+                except OSError:
+                    continue
+            out[d.name] = lines
+    return out
+
+
+def sim_seconds(results: dict[str, Any], fallback: float) -> float:
+    stats = results.get("stats") or {}
+    for k in ("sim_seconds", "simulated_s", "virtual_s"):
+        v = stats.get(k)
+        if isinstance(v, int | float):
+            return float(v)
+    return fallback
+
+
+@dataclass
+class SimSystem:
+    """The search's System on the simulator (or any RunFn): trials in `work_dir`, clean ones removed."""
+
+    work_dir: Path
+    bugs: list[str] = field(default_factory=list)
+    run: RunFn = run_sim
+    db: str = DEFAULT_DB
+    rate: float = DEFAULT_RATE
+    options: dict[str, Any] = field(default_factory=dict)
+    keep_clean: bool = False
+    count: int = 0
+
+    def _name(self) -> str:
+        self.count += 1
+        return f"trial-{self.count:05d}"
+
+    def trial(self, config: Config) -> Trial:
+        nodes = [f"n{i + 1}" for i in range(config.node_count)]
+        skeleton = Schedule(workload=config.workload, nodes=nodes, seed=config.seed,
+                            time_limit=config.time_limit,
+                            concurrency=config.node_count * config.clients_per_node,
+                            events=nemesis_events(config), read_mode=config.read_mode, bugs=list(self.bugs),
+                            nemesis_interval=config.interval, options={**self.options, "rate": self.rate})
+        spec = spec_for(skeleton, backend="sim", results_dir=self.work_dir, name=self._name(), db=self.db)
+        if config.families:  # every family of the configuration, even one its timeline never started
+            spec.nemesis = sorted({*spec.nemesis, *config.families})
+            spec.fault_targets = list(config.targets)
+        workload = _build_workload(spec)
+        clock, tape, final = PhaseClock(), Tape(), Tape()
+        private = random.Random(config.seed ^ 0x5EED)
+        workload.generator = Recorder(rate(self.rate, workload.generator), clock, tape, rng=private)
+        if workload.final_generator is not None:
+            workload.final_generator = Recorder(workload.final_generator, PhaseClock(), final, timed=False,
+                                                rng=private)
+        started = time.monotonic()
+        outcome = self.run(spec, workload, NemesisReplay(skeleton, clock), ())
+        wall = time.monotonic() - started
+        recorded = skeleton.with_events([*skeleton.nemesis_events, *tape.events], final=list(final.events))
+        return self._trial(recorded, outcome, wall, config)
+
+    def replay(self, schedule: Schedule, *, keep: Path | None = None,
+               post_run: Sequence[Any] = (), name: str | None = None) -> Trial:
+        spec = spec_for(schedule, backend="sim", results_dir=keep or self.work_dir,
+                        name=name or self._name(), db=self.db)
+        started = time.monotonic()
+        outcome = replay_run(schedule, spec, self.run, post_run)
+        return self._trial(schedule, outcome, time.monotonic() - started, None, keep=keep is not None)
+
+    def _trial(self, s: Schedule, outcome: Outcome, wall: float, config: Config | None, *,
+               keep: bool = False) -> Trial:
+        run_dir = Path(outcome.run_dir)
+        results = outcome.results or {}
+        kinds = anomaly_kinds(results) if outcome.exit_code == 1 else {}
+        error = (outcome.error or f"exit {outcome.exit_code}") if outcome.exit_code >= 254 else None
+        cov = features(s.events, read_history(run_dir), read_logs(run_dir), read_mode=s.read_mode,
+                       workload=s.workload)
+        trial = Trial(schedule=s, anomalies=kinds, coverage=cov,
+                      sim_seconds=sim_seconds(results, s.time_limit), wall_seconds=wall, config=config,
+                      run_dir=run_dir, error=error)
+        if not kinds and not keep and not self.keep_clean and not error:
+            # the run's own directory and the per-trial one around it (trials/trial-NNNNN/<stamp>)
+            shutil.rmtree(run_dir.parent if run_dir.parent.name.startswith("trial-") else run_dir,
+                          ignore_errors=True)
+            trial.run_dir = None
+        return trial
