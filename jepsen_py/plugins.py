@@ -200,43 +200,52 @@ def build_workload(spec: TestSpec, known: dict[str, Any] | None = None) -> Workl
 
 def load_nemesis(ref: str, spec: TestSpec) -> tuple[Nemesis, Generator]:
     """An outside nemesis and its schedule, for the nemesis thread only."""
+    nem = _construct(ref, "--nemesis", "a nemesis", spec)
+    return nem, nemesis_schedule(nem, ref, spec)
+
+
+def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
+    """The schedule of a nemesis object: its own `generator(spec)` when it has one, else its
+    start*/stop* pair toggled every nemesis interval."""
     from jepsen_py.generator import Template, is_nemesis_thread, lift, on_threads
 
-    nem = _construct(ref, "--nemesis", "a nemesis", spec)
     missing = [m for m in ("fs", "setup", "invoke", "heal", "teardown")
                if not callable(getattr(nem, m, None))]
     if missing:
-        raise BadInput(f"--nemesis: {ref} lacks the Nemesis methods {', '.join(missing)}")
+        raise BadInput(f"--nemesis: {label} lacks the Nemesis methods {', '.join(missing)}")
     own = getattr(nem, "generator", None)
     if callable(own):
-        return nem, on_threads(is_nemesis_thread, lift(own(spec)))
+        return on_threads(is_nemesis_thread, lift(own(spec)))
     from nemeses.compose import Family, FaultSchedule
 
     fs = sorted(nem.fs())
     starts = [f for f in fs if f.startswith("start")]
     stops = [f for f in fs if f.startswith("stop")]
     if len(starts) != 1 or len(stops) != 1:
-        raise BadInput(f"--nemesis: {ref} handles {', '.join(fs) or 'nothing'}; without a "
+        raise BadInput(f"--nemesis: {label} handles {', '.join(fs) or 'nothing'}; without a "
                        f"generator(spec) method it needs exactly one start* and one stop* op")
     start, stop = starts[0], stops[0]
-    family = Family(ref, lambda rng: Template(start), lambda rng: Template(stop))
+    family = Family(label, lambda rng: Template(start), lambda rng: Template(stop))
     if spec.nemesis_interval <= 0:
         raise BadInput(f"--nemesis-interval must be > 0 seconds, got {spec.nemesis_interval}")
-    return nem, on_threads(is_nemesis_thread,
-                           FaultSchedule([family], spec.nemesis_interval, spec.nemesis_schedule))
+    return on_threads(is_nemesis_thread,
+                      FaultSchedule([family], spec.nemesis_interval, spec.nemesis_schedule))
 
 
-def build_nemesis(names: list[str], spec: TestSpec) -> tuple[Nemesis | None, Generator | None]:
+def build_nemesis(names: list[Any], spec: TestSpec) -> tuple[Nemesis | None, Generator | None]:
     """Built-in and outside nemeses as one: the built-ins as `nemeses.build` combines them, each
-    outside one beside them on its own schedule (whichever is due acts first)."""
+    outside one beside them on its own schedule (whichever is due acts first). Items are names,
+    references, or (from the Python API) nemesis objects."""
     from jepsen_py.generator import any_of
 
     if not names:
         return None, None
-    check_nemesis_names(names)
+    refs = [n for n in names if isinstance(n, str)]
+    objects = [n for n in names if not isinstance(n, str)]
+    check_nemesis_names(refs)
     known = set(builtin_nemeses())
-    builtin = [n for n in names if n in known]
-    outside = [n for n in names if n not in known]
+    builtin = [n for n in refs if n in known]
+    outside = [n for n in refs if n not in known]
     members: list[Nemesis] = []
     schedules: list[Generator] = []
     if builtin:
@@ -248,6 +257,9 @@ def build_nemesis(names: list[str], spec: TestSpec) -> tuple[Nemesis | None, Gen
         nem, sched = load_nemesis(ref, spec)
         members.append(nem)
         schedules.append(sched)
+    for obj in objects:
+        members.append(obj)
+        schedules.append(nemesis_schedule(obj, type(obj).__name__, spec))
     if len(members) == 1:
         return members[0], schedules[0]
     from nemeses.compose import ComposedNemesis
