@@ -39,6 +39,15 @@ class RaftMetadataDB:
     DIR = "/opt/jepsen-py"
     ports: list[int] = [CLIENT_PORT]
 
+    @staticmethod
+    def known_bugs() -> tuple[str, ...]:
+        """The --bug names the node accepts; `run` checks them before it provisions anything."""
+        try:
+            from cluster.bugs import NAMES
+        except ImportError:
+            from cluster.node import KNOWN_BUGS as NAMES
+        return tuple(NAMES)
+
     def __init__(self, spec: TestSpec, *, leader_timeout: float = 30.0) -> None:
         if spec.read_mode not in READ_MODES:
             raise BadInput(f"--read-mode: unknown mode {spec.read_mode!r} "

@@ -148,9 +148,15 @@ class HistoryWriter:
         return op
 
     def close(self) -> None:
+        """Closes the file, fsync'd: a history that ended is on disk whatever `fsync` said."""
         with self._lock:
             if not self._closed:
                 self._closed = True
+                try:
+                    self._file.flush()
+                    os.fsync(self._file.fileno())
+                except OSError:
+                    pass
                 self._file.close()
 
     def __enter__(self) -> HistoryWriter:

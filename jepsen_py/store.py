@@ -110,16 +110,22 @@ def fsync_dir(directory: Path | str) -> None:
         os.close(fd)
 
 
-def remove_stale_temps(directory: Path | str) -> list[Path]:
+# A temp file younger than this may be another process's write in progress (two runs can share a
+# results directory): only older ones are an interrupted write's leftovers.
+STALE_TEMP_S = 120.0
+
+
+def remove_stale_temps(directory: Path | str, *, older_than_s: float = STALE_TEMP_S) -> list[Path]:
     """Removes the temp files interrupted atomic writes left in `directory`, its test directories
     and their runs (up to two levels down); returns them."""
     removed: list[Path] = []
     d = Path(directory)
     if not d.is_dir():
         return removed
+    now = time.time()
     for pattern in (f".*{TMP_SUFFIX}", f"*/.*{TMP_SUFFIX}", f"*/*/.*{TMP_SUFFIX}"):
         for p in d.glob(pattern):
-            if _is_our_temp(p):
+            if _is_our_temp(p) and now - p.lstat().st_mtime >= older_than_s:
                 with contextlib.suppress(OSError):
                     p.unlink()
                     removed.append(p)

@@ -11,6 +11,7 @@ import contextlib
 import importlib
 import importlib.util
 import logging
+import os
 import signal
 import sys
 import threading
@@ -100,6 +101,40 @@ def check_names(spec: TestSpec) -> None:
     check_nemesis_names(list(spec.nemesis))
     if spec.backend not in BACKENDS:
         raise BadInput(f"--backend: unknown backend {spec.backend!r} (choose from {', '.join(BACKENDS)})")
+    check_bugs(spec)
+
+
+def check_bugs(spec: TestSpec) -> None:
+    """--bug names the DB does not know: refused before anything is provisioned. A DB declares its
+    bugs with a `known_bugs()` static method; one that declares none takes no --bug at all."""
+    if not spec.bugs:
+        return
+    from jepsen_py.plugins import load_object
+
+    cls = load_object(spec.db, option="--db")
+    declared = getattr(cls, "known_bugs", None)
+    known = tuple(declared()) if callable(declared) else ()
+    unknown = [b for b in spec.bugs if b not in known]
+    if unknown:
+        raise BadInput(f"--bug: unknown bug {', '.join(map(repr, unknown))} for {spec.db} "
+                       f"(known: {', '.join(known) or 'none'})")
+
+
+def check_outputs(args: argparse.Namespace, spec: TestSpec) -> None:
+    """Where the run writes must be usable before anything is provisioned: --results-dir a
+    directory (or absent), --junit-xml a file in an existing directory."""
+    results = Path(spec.results_dir)
+    if results.exists() and not results.is_dir():
+        raise BadInput(f"--results-dir: {results} is not a directory")
+    if args.junit_xml:
+        junit = Path(args.junit_xml)
+        if junit.is_dir():
+            raise BadInput(f"--junit-xml: {junit} is a directory; give a file name")
+        parent = junit.parent if str(junit.parent) else Path(".")
+        if not parent.is_dir():
+            raise BadInput(f"--junit-xml: directory {parent} does not exist")
+        if not os.access(parent, os.W_OK):
+            raise BadInput(f"--junit-xml: directory {parent} is not writable")
 
 
 def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
@@ -117,7 +152,8 @@ def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
     nemesis, nemesis_gen = build_nemesis(list(spec.nemesis), spec)
     backend = get_backend(spec.backend, spec)
     return run_test(spec, db=db, workload=workload, nemesis=nemesis, nemesis_generator=nemesis_gen,
-                    backend=backend, show_progress=show_progress, post_run=CLI_POST_RUN)
+                    backend=backend, show_progress=show_progress, post_run=CLI_POST_RUN,
+                    fsync_history=bool(spec.options.get("fsync_history", False)))
 
 
 def write_junit(outcomes: list[Any], path: Path) -> None:
@@ -155,6 +191,10 @@ def _run(args: argparse.Namespace) -> int:
     spec = specmod.from_args(args, collect_options(args))
     spec.options["db_version"] = db_version(spec.db, args.db_version)
     check_names(spec)
+    check_outputs(args, spec)
+    from jepsen_py import store
+
+    store.remove_stale_temps(spec.results_dir)
     outcomes = []
     for i in range(spec.test_count):
         s = specmod.with_seed(spec, spec.seed + i) if i else spec
