@@ -1,9 +1,11 @@
 """The observer: polls every node's own view (role, term, leader) about ten times a second into the
 history, so checkers and plots see leadership as the nodes saw it, fault by fault.
 
-Each node gets its own polling thread: a paused or partitioned node that answers slowly must not
-thin out the samples of the others. Samples are standalone records (process "observer", f
-"status"): ok with the node's status as value when it answered, fail when it did not.
+The runner starts it only for a DB with the optional Status capability (db.status); for any other
+DB the checkers judge by what the clients saw. Each node gets its own polling thread: a paused or
+partitioned node that answers slowly must not thin out the samples of the others. Samples are
+standalone records (process "observer", f "status"): ok with the node's status as value when it
+answered, fail when it did not.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jepsen_py.history import FAIL, OBSERVER, OK, Op
-from jepsen_py.protocols import DB, Test
+from jepsen_py.protocols import Status, Test
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +30,7 @@ class Observer:
     def __init__(
         self,
         test: Test,
-        db: DB,
+        db: Status,
         record: Callable[[Op], Any],
         clock_ns: Callable[[], int],
         *,

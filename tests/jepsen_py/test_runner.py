@@ -331,3 +331,34 @@ def test_a_slow_node_does_not_thin_out_the_others_samples(tmp_path: Path) -> Non
     assert count["n1"] >= 8 and count["n2"] >= 8
     assert 1 <= count["n3"] <= 4
     assert all(o.meta["sent"] <= o.time for o in samples)
+
+
+def test_the_clock_and_the_scheduler_are_injected(tmp_path: Path) -> None:
+    """A simulator supplies its own time and tasks: history times come from the given clock, and
+    every worker, the nemesis and the watchdog are started through the given scheduler."""
+    from jepsen_py.interpreter import Clock, MonotonicClock, Scheduler, Task, ThreadScheduler
+
+    class LateClock(MonotonicClock):
+        def ns(self) -> int:
+            return super().ns() + 3600 * 10**9
+
+    class CountingScheduler(ThreadScheduler):
+        def __init__(self) -> None:
+            self.names: list[str] = []
+
+        def spawn(self, name: str, target: Any) -> Task:
+            self.names.append(name)
+            return super().spawn(name, target)
+
+    clock: Clock = LateClock()
+    sched = CountingScheduler()
+    scheduler: Scheduler = sched
+    calls = Calls()
+    spec = make_spec(tmp_path, time_limit=0.5, rate=100.0, recovery_timeout=0, concurrency=3)
+    out = run_test(spec, db=FakeDB(spec, calls=calls), workload=register_workload(final=False),
+                   nemesis=FakeNemesis(calls), nemesis_generator=gen.cycle(NEMESIS_SCHEDULE),
+                   backend=NoneBackend(spec), clock=clock, scheduler=scheduler)
+    assert out.exit_code == 0, out.results
+    history = read_history(out.run_dir / "history.jsonl")
+    assert history and all(op.time >= 3600 * 10**9 for op in history)
+    assert sorted(sched.names) == ["nemesis", "op-timeouts", "worker-0", "worker-1", "worker-2"]
