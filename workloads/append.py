@@ -12,7 +12,7 @@ Keys rotate (`active_keys` at once, `ops_per_key` each); after heal every key is
 node. Checked by checkers.append: reads of a key are prefixes of one another, no acknowledged append
 is lost, nothing is duplicated or invented, and (unless `linearizable` is false) no read misses a
 completed append and the order respects real time. Options: active_keys, ops_per_key,
-read_fraction, linearizable.
+read_fraction, final_delay (seconds before the final reads, default 1), linearizable.
 """
 
 from __future__ import annotations
@@ -20,10 +20,14 @@ from __future__ import annotations
 from typing import Any
 
 from checkers.append import AppendChecker
-from jepsen_py.generator import Context, defer, fn
+from jepsen_py.generator import Context, defer, fn, seq, sleep
 from jepsen_py.protocols import TestSpec
 from jepsen_py.workload import Workload
 from workloads.common import KeyRotation, run_checkers
+
+# Final reads wait this long after heal, so a system that converges (rather than loses) is judged
+# converged: Jepsen's quiet period before its final reads. Option final_delay.
+FINAL_DELAY_S = 1.0
 
 
 class AppendGen:
@@ -53,7 +57,8 @@ def append_workload(spec: TestSpec) -> Workload:
     return Workload(
         name="append",
         generator=fn(lambda ctx: state.op(ctx)),
-        final_generator=defer(lambda ctx: state.final(ctx)),
+        final_generator=seq(sleep(float(o.get("final_delay", FINAL_DELAY_S))),
+                            defer(lambda ctx: state.final(ctx))),
         checkers=[AppendChecker(linearizable=bool(o.get("linearizable", True))), *run_checkers(spec)],
         meta={"model": "list-append", "active_keys": state.keys.active,
               "ops_per_key": state.keys.ops_per_key},

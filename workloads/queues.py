@@ -10,7 +10,8 @@ Any op may end fail (certainly not done) or info (unknown). The system needs no 
 
 After heal the queue is drained: dequeues until one finds it empty (at most twice the number of
 enqueues tried, plus a margin). Checked by checkers.queues: every acknowledged enqueue is dequeued
-exactly once and nothing is dequeued that was never enqueued. Options: dequeue_fraction.
+exactly once and nothing is dequeued that was never enqueued. Options: dequeue_fraction,
+final_delay (seconds before the drain, default 1).
 """
 
 from __future__ import annotations
@@ -18,13 +19,17 @@ from __future__ import annotations
 from typing import Any
 
 from checkers.queues import QueueChecker
-from jepsen_py.generator import Context, Generator, Step, Template, defer, fn
+from jepsen_py.generator import Context, Generator, Step, Template, defer, fn, seq, sleep
 from jepsen_py.history import OK, Op
 from jepsen_py.protocols import TestSpec
 from jepsen_py.workload import Workload
 from workloads.common import run_checkers
 
 KEY = "q"
+
+# Final reads wait this long after heal, so a system that converges (rather than loses) is judged
+# converged: Jepsen's quiet period before its final reads. Option final_delay.
+FINAL_DELAY_S = 1.0
 
 
 class QueueGen:
@@ -65,7 +70,8 @@ def queue_workload(spec: TestSpec) -> Workload:
     return Workload(
         name="queue",
         generator=fn(lambda ctx: state.op(ctx)),
-        final_generator=defer(lambda ctx: Drain(state)),
+        final_generator=seq(sleep(float(o.get("final_delay", FINAL_DELAY_S))),
+                            defer(lambda ctx: Drain(state))),
         checkers=[QueueChecker(), *run_checkers(spec)],
         meta={"model": "total-queue"},
     )

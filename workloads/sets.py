@@ -11,7 +11,8 @@ Any op may end fail (certainly not done) or info (unknown). The system needs no 
 Keys rotate as in the register workload (`active_keys` at once, `ops_per_key` each); after heal
 every key is read on every node, so an acknowledged add that no node kept shows up as lost.
 Checked by checkers.sets (lost, stale reads, unexpected elements). Options: active_keys,
-ops_per_key, read_fraction, linearizable (false: stale reads are reported but do not fail).
+ops_per_key, read_fraction, final_delay (seconds before the final reads, default 1), linearizable
+(false: stale reads are reported but do not fail).
 """
 
 from __future__ import annotations
@@ -19,10 +20,14 @@ from __future__ import annotations
 from typing import Any
 
 from checkers.sets import SetChecker
-from jepsen_py.generator import Context, defer, fn
+from jepsen_py.generator import Context, defer, fn, seq, sleep
 from jepsen_py.protocols import TestSpec
 from jepsen_py.workload import Workload
 from workloads.common import KeyRotation, run_checkers
+
+# Final reads wait this long after heal, so a system that converges (rather than loses) is judged
+# converged: Jepsen's quiet period before its final reads. Option final_delay.
+FINAL_DELAY_S = 1.0
 
 
 class SetGen:
@@ -51,7 +56,8 @@ def set_workload(spec: TestSpec) -> Workload:
     return Workload(
         name="set",
         generator=fn(lambda ctx: state.op(ctx)),
-        final_generator=defer(lambda ctx: state.final(ctx)),
+        final_generator=seq(sleep(float(o.get("final_delay", FINAL_DELAY_S))),
+                            defer(lambda ctx: state.final(ctx))),
         checkers=[SetChecker(linearizable=bool(o.get("linearizable", True))), *run_checkers(spec)],
         meta={"model": "set", "active_keys": state.keys.active, "ops_per_key": state.keys.ops_per_key},
     )

@@ -85,7 +85,8 @@ class StoreClient:
 
 
 class StoreDB:
-    """The DB around a Store: nothing to install; one copy, so no leader to report."""
+    """The DB around a Store: nothing to install, and leaderless: no primaries, no status, no
+    process faults (the generic workloads must not need them)."""
 
     def __init__(self, spec: TestSpec | None = None, store: Store | None = None) -> None:
         opts = (spec.options if spec is not None else {}) or {}
@@ -94,16 +95,6 @@ class StoreDB:
 
     def setup(self, test: Test, node: str) -> None: ...
     def teardown(self, test: Test, node: str) -> None: ...
-    def start(self, test: Test, node: str) -> None: ...
-    def kill(self, test: Test, node: str) -> None: ...
-    def pause(self, test: Test, node: str) -> None: ...
-    def resume(self, test: Test, node: str) -> None: ...
-
-    def primaries(self, test: Test) -> list[str]:
-        return list(test.nodes[:1])
-
-    def status(self, test: Test, node: str) -> dict[str, Any] | None:
-        return None
 
     def log_files(self, test: Test, node: str) -> list[str]:
         return []
