@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments or input, 255 framework failure."
     )
     specmod.add_arguments(parser)
+    parser.add_argument("--schedule", default=None, metavar="FILE",
+                        help="replay a schedule file (from jepsen-py explore): in simulation exactly, "
+                             "elsewhere its faults at the same offsets; says whether its anomaly reproduced")
     parser.add_argument("--db-version", default=None, metavar="VERSION",
                         help="the version of the system under test, recorded so runs of different "
                              "builds are aggregated apart (default: for our cluster the git describe "
@@ -187,6 +190,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from jepsen_py.progress import print_summary
+
+    if args.schedule is not None:
+        from jepsen_py.explore.rerun import run_schedule
+
+        return run_schedule(args)
 
     spec = specmod.from_args(args, collect_options(args))
     spec.options["db_version"] = db_version(spec.db, args.db_version)
