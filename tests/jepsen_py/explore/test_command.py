@@ -1,0 +1,81 @@
+"""`jepsen-py explore` and `jepsen-py run --schedule`: what a user can get wrong is one line, exit 254,
+before anything runs or is created."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jepsen_py.cli import main
+from jepsen_py.explore import schedule as sched
+from jepsen_py.explore.schedule import Event, Schedule
+
+
+def _code(argv: list[str]) -> int:
+    """The exit code, whether the command returned it or argparse raised it."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--backend", "docker"], "explore runs trials in simulation only"),
+    (["--bug", "no-such-bug"], "--bug no-such-bug: unknown bug"),
+    (["--workload", "register"], "'register' cannot be explored"),
+    (["--nemesis", "flood"], "'flood' is not a fault family"),
+    (["--read-mode", "eventual"], "unknown read mode 'eventual'"),
+    (["--budget", "0"], "--budget"),
+    (["--budget", "nan"], "--budget"),
+    (["--node-count", "0"], "--node-count"),
+    (["--time-limit", "-3"], "--time-limit"),
+    (["--budgt", "3"], "unrecognized arguments"),
+])
+def test_explore_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+                           message: str) -> None:
+    code = _code(["explore", *argv, "--results-dir", str(tmp_path / "r"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 254
+    assert message in err
+    assert not (tmp_path / "r").exists(), "nothing is created for a refused command"
+
+
+def _schedule_file(tmp_path: Path) -> Path:
+    s = Schedule(workload="offsets", nodes=["n1", "n2", "n3"], seed=1, time_limit=5.0, concurrency=3,
+                 events=[Event(1.0, "nemesis", "start-partition", value="leader"),
+                         Event(3.0, "nemesis", "stop-partition")], anomaly="stale-read")
+    return sched.save(s, tmp_path / "s.json")
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--seed", "4"], "--seed: the schedule file decides this"),
+    (["--nemesis", "kill"], "--nemesis: the schedule file decides this"),
+    (["--bug", "zombie-leader"], "--bug: the schedule file decides this"),
+    (["--node-count", "3"], "--node-count: the schedule file decides this"),
+    (["--test-count", "2"], "a schedule is one run"),
+    (["--backend", "floppy"], "unknown backend 'floppy'"),
+])
+def test_run_schedule_refuses_flags_the_schedule_decides(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          extra: list[str], message: str) -> None:
+    code = _code(["run", "--schedule", str(_schedule_file(tmp_path)), *extra, "--results-dir",
+                 str(tmp_path / "r"), "--no-progress"])
+    assert code == 254
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "no such file"),
+    ("{", "not JSON"),
+    (json.dumps({"workload": "offsets"}), "missing 'nodes'"),
+])
+def test_run_schedule_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None,
+                               message: str) -> None:
+    path = tmp_path / "s.json"
+    if content is not None:
+        path.write_text(content)
+    code = main(["run", "--schedule", str(path), "--results-dir", str(tmp_path / "r"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 254 and message in err and err.count("\n") == 1
