@@ -69,10 +69,12 @@ def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:
               "(the writer stopped mid-write)", file=sys.stderr)
     validate(ops, locate=lambda op: f"{history_path}:{lines.get(id(op), '?')}")
     workloads = workload_registry()
-    if spec.workload not in workloads:
+    from jepsen_py.plugins import build_workload, is_reference
+
+    if spec.workload not in workloads and not is_reference(spec.workload, "--workload"):
         raise BadInput(f"{run_dir / store.TEST_JSON}: workload {spec.workload!r} is not registered here "
                        f"(known: {', '.join(sorted(workloads)) or 'none'})")
-    workload = workloads[spec.workload](spec)
+    workload = build_workload(spec, workloads)  # outside workloads and --checker ones too
     test = Test(spec=spec, store_dir=run_dir, log=logging.getLogger("jepsen_py.test"),
                 rng=random.Random(spec.seed))
     old: dict[str, Any] = {}

@@ -190,6 +190,12 @@ def test_references_from_the_current_directory(tmp_path: Path, console_script: P
     assert any(o["type"] == "fail" and o["error"] == "frozen" for o in ops)
     assert any(o["f"] == "get" and o["type"] == "ok" for o in ops)
     assert (run / "timeline.html").exists()  # pictures by default
+    # A stored run of an outside workload is re-checked with the same outside checkers.
+    (run / "results.json").unlink()
+    again = subprocess.run([str(JEPSEN_PY), "analyze", "--no-render", str(run)], cwd=plugin,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert json.loads((run / "results.json").read_text())["checkers"]["monotonic"]["valid"] is True
 
 
 def test_installed_entry_points_and_a_failing_verdict(tmp_path: Path, console_script: Path) -> None:
