@@ -23,10 +23,18 @@ from jepsen_py.history import Op
 
 
 class PhaseClock:
-    """When the main phase began, as the generators saw it (test seconds)."""
+    """When the main phase began, as the generators saw it (test seconds). `recorded_t0`: when the
+    recorded phase began; a replay that begins at that very moment uses the events' exact times."""
 
-    def __init__(self) -> None:
+    def __init__(self, recorded_t0: float | None = None) -> None:
         self.t0: float | None = None
+        self.recorded_t0 = recorded_t0
+
+    def when(self, e: Event) -> float:
+        """The test time `e` is due."""
+        if e.t is not None and self.recorded_t0 is not None and self.t0 == self.recorded_t0:
+            return e.t
+        return self.at(e.at)
 
     def offset(self, now: float) -> float:
         if self.t0 is None:
@@ -70,7 +78,8 @@ class Recorder(Generator):
         if isinstance(step, Template):
             thread = ctx.thread if isinstance(ctx.thread, int) else NEMESIS_THREAD
             self.tape.events.append(Event(at=at, thread=thread, f=step.f, key=_freeze(step.key),
-                                          value=step.value, node=step.node))
+                                          value=step.value, node=step.node,
+                                          t=ctx.time if self.timed else None))
         return step
 
     def update(self, ctx: Context, invoke: Op, complete: Op) -> None:
@@ -133,8 +142,9 @@ class ClientReplay(Generator):
             nexts = [q2[self.pos[t2]].at for t2, q2 in self.queues.items() if self.pos[t2] < len(q2)]
             return Pending(self.clock.at(max(now, min(nexts))) if nexts else None)
         e = q[self.pos[t]]  # type: ignore[index]
-        if now + 1e-9 < e.at:
-            return Pending(self.clock.at(e.at))
+        due = self.clock.when(e)
+        if ctx.time < due:
+            return Pending(due)
         self.pos[t] += 1  # type: ignore[index]
         return _template(e)
 

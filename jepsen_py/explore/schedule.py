@@ -51,6 +51,10 @@ class Event:
     key: Any = None
     value: Any = None
     node: str | None = None
+    # The exact test time the op was asked for, when recorded in simulation: a replay whose main
+    # phase starts at the same moment (same seed, same setup) hands the op out at exactly that time,
+    # which start + offset, in floating point, need not be.
+    t: float | None = field(default=None, compare=False)
 
     @property
     def is_nemesis(self) -> bool:
@@ -64,6 +68,8 @@ class Event:
             d["value"] = self.value
         if self.node is not None:
             d["node"] = self.node
+        if self.t is not None:
+            d["t"] = self.t
         return d
 
 
@@ -114,6 +120,8 @@ class Schedule:
     final: list[Event] = field(default_factory=list)
     # The anomaly kind this schedule shows, when it is a finding (what shrinking preserved).
     anomaly: str | None = None
+    # When the recorded main phase began (test seconds, simulation only): see Event.t.
+    t0: float | None = None
 
     def __post_init__(self) -> None:
         self.events = sorted(self.events, key=_order)
@@ -177,7 +185,7 @@ class Schedule:
             "time_limit": self.time_limit, "concurrency": self.concurrency,
             "read_mode": self.read_mode, "bugs": list(self.bugs),
             "nemesis_interval": self.nemesis_interval, "options": dict(self.options),
-            "anomaly": self.anomaly, "size": self.size(),
+            "anomaly": self.anomaly, "size": self.size(), "t0": self.t0,
             "events": [e.to_json() for e in self.events],
             "final": [e.to_json() for e in self.final],
         }
@@ -242,6 +250,9 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
     if not isinstance(options, dict):
         raise BadInput(f"{where}: options must be an object")
     interval = _number(data, "nemesis_interval", where) if "nemesis_interval" in data else 10.0
+    t0 = data.get("t0")
+    if t0 is not None and (isinstance(t0, bool) or not isinstance(t0, int | float) or not math.isfinite(t0)):
+        raise BadInput(f"{where}: 't0' must be seconds or null, got {t0!r}")
     anomaly = data.get("anomaly")
     if anomaly is not None and not isinstance(anomaly, str):
         raise BadInput(f"{where}: anomaly must be a kind name or null")
@@ -259,7 +270,7 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
     return Schedule(workload=workload, nodes=list(nodes), seed=seed, time_limit=time_limit,
                     concurrency=concurrency, events=events, read_mode=read_mode, bugs=list(bugs),
                     nemesis_interval=interval, options=dict(options), final=final,
-                    anomaly=anomaly)
+                    anomaly=anomaly, t0=None if t0 is None else float(t0))
 
 
 def _get(data: dict[str, Any], name: str, typ: type, where: str) -> Any:
@@ -283,7 +294,7 @@ def _event(raw: Any, i: int, where: str, concurrency: int) -> Event:
     at = f"{where}: events[{i}]"
     if not isinstance(raw, dict):
         raise BadInput(f"{at}: an event is an object with at, thread and f")
-    unknown = sorted(set(raw) - {"at", "thread", "f", "key", "value", "node"})
+    unknown = sorted(set(raw) - {"at", "thread", "f", "key", "value", "node", "t"})
     if unknown:
         raise BadInput(f"{at}: unknown fields {', '.join(unknown)}")
     t = raw.get("at")
@@ -302,8 +313,12 @@ def _event(raw: Any, i: int, where: str, concurrency: int) -> Event:
     node = raw.get("node")
     if node is not None and not isinstance(node, str):
         raise BadInput(f"{at}: 'node' must be a node name")
+    exact = raw.get("t")
+    if exact is not None and (isinstance(exact, bool) or not isinstance(exact, int | float)
+                              or not math.isfinite(exact) or exact < 0):
+        raise BadInput(f"{at}: 't' must be seconds >= 0, got {exact!r}")
     return Event(at=float(t), thread=thread, f=f, key=_hashable(raw.get("key")), value=raw.get("value"),
-                 node=node)
+                 node=node, t=None if exact is None else float(exact))
 
 
 def _hashable(key: Any) -> Any:

@@ -95,7 +95,7 @@ def replay_run(s: Schedule, spec: TestSpec, run: RunFn, post_run: Sequence[Any] 
     and final reads too (without, the workload's own generators drive the clients: on Docker the
     answers differ from the recorded ones anyway)."""
     workload = _build_workload(spec)
-    clock = PhaseClock()
+    clock = PhaseClock(recorded_t0=s.t0 if clients else None)
     if clients:
         workload.generator = ClientReplay(s.events, clock)
         workload.final_generator = FinalReplay(s.final) if s.final else None
@@ -178,7 +178,8 @@ class SimSystem:
         started = time.monotonic()
         outcome = self.run(spec, workload, NemesisReplay(skeleton, clock), ())
         wall = time.monotonic() - started
-        recorded = skeleton.with_events([*skeleton.nemesis_events, *tape.events], final=list(final.events))
+        recorded = skeleton.with_events([*skeleton.nemesis_events, *tape.events], final=list(final.events),
+                                        t0=clock.t0)
         return self._trial(recorded, outcome, wall, config)
 
     def replay(self, schedule: Schedule, *, keep: Path | None = None,

@@ -86,3 +86,12 @@ def test_recorder_shares_its_tape_across_fresh_copies() -> None:
     gen.simulate(gen.clients(copy), concurrency=1)
     assert copy.tape is tape and [e.f for e in tape.events] == ["read"]
     assert random.Random(0)  # deterministic seeds only in this module
+
+
+def test_a_replay_starting_when_the_recording_did_uses_the_exact_times() -> None:
+    # 0.1 + 0.7 is not 0.8 in floating point: start + offset would miss the recorded moment
+    events = [Event(0.7, 0, "read", key="k", t=0.1 + 0.7)]
+    exact = gen.simulate([gen.sleep(0.1), ClientReplay(events, PhaseClock(recorded_t0=0.1))], concurrency=1)
+    assert [o.time for o in exact] == [0.1 + 0.7]
+    moved = gen.simulate([gen.sleep(0.2), ClientReplay(events, PhaseClock(recorded_t0=0.1))], concurrency=1)
+    assert [round(o.time, 9) for o in moved] == [0.9]
