@@ -1,4 +1,5 @@
-"""The aggregate job: any number of runs -> one row per workload x nemesis x bug x version.
+"""The aggregate job: any number of runs -> one row per group of runs that should get the same verdict:
+workload x nemesis x bug x read mode x fault targets x nemesis schedule x version (GROUP_COLUMNS).
 
 Per group it computes (definitions are the contract the tests check against plain Python):
 
@@ -51,8 +52,9 @@ RUNS_FILE = "runs.parquet"
 # The exported columns the job reads, given up front so Spark need not open every file's footer.
 OPS_DDL = "run_id string, index bigint, time bigint, type string, is_client boolean, latency_ns bigint"
 RUN_DDL = (
-    "run_id string, test_name string, workload string, nemesis string, bug string, version string, "
-    "read_mode string, start_time timestamp, start_day date, valid string, anomalies map<string,bigint>"
+    "run_id string, test_name string, workload string, nemesis string, bug string, read_mode string, "
+    "fault_targets string, nemesis_schedule string, version string, start_time timestamp, "
+    "start_day date, valid string, anomalies map<string,bigint>"
 )
 DASHBOARD = "dashboard.html"
 
@@ -238,7 +240,7 @@ def compute(spark: SparkSession, parquet_dirs: list[Path]) -> tuple[DataFrame, D
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     runs = spark.read.schema(RUN_DDL).parquet(*[str(d / RUN_FILE) for d in parquet_dirs]).select(
-        "run_id", "test_name", *GROUP_COLUMNS, "read_mode", "start_time", "start_day", "valid", "anomalies"
+        "run_id", "test_name", *GROUP_COLUMNS, "start_time", "start_day", "valid", "anomalies"
     ).cache()
     keys = list(GROUP_COLUMNS)
     day_keys = [*keys, "start_day"]
@@ -265,7 +267,7 @@ def compute(spark: SparkSession, parquet_dirs: list[Path]) -> tuple[DataFrame, D
         .orderBy(*day_keys)
     )
     per_run_out = per_run.select(
-        "run_id", "test_name", *keys, "read_mode", "start_time", "start_day", "valid", "anomalies",
+        "run_id", "test_name", *keys, "start_time", "start_day", "valid", "anomalies",
         "invokes", "ok_ops", "fail_ops",
         (F.col("ok_ops") / F.col("invokes")).alias("availability"),
         (F.col("ok_ops") / (F.col("duration_ns") / 1e9)).alias("throughput"),
@@ -370,7 +372,8 @@ def render_table(summary: list[dict[str, Any]], title: str = "jepsen-py aggregat
 
     t = Table(title=title, show_lines=False)
     for name, justify in (
-        ("workload", "left"), ("nemesis", "left"), ("bug", "left"), ("version", "left"),
+        ("workload", "left"), ("nemesis", "left"), ("bug", "left"), ("reads", "left"),
+        ("targets", "left"), ("schedule", "left"), ("version", "left"),
         ("runs", "right"), ("ok/bad/?", "right"), ("detect", "right"), ("anomalies", "left"),
         ("p50 ms", "right"), ("p95 ms", "right"), ("p99 ms", "right"), ("ok/s", "right"),
         ("avail", "right"), ("max gap s", "right"),
@@ -379,7 +382,8 @@ def render_table(summary: list[dict[str, Any]], title: str = "jepsen-py aggregat
     for r in summary:
         anomalies = r.get("anomalies") or {}
         t.add_row(
-            r["workload"], r["nemesis"], r["bug"], r["version"], str(r["runs"]),
+            r["workload"], r["nemesis"], r["bug"], r["read_mode"], r["fault_targets"],
+            r["nemesis_schedule"], r["version"], str(r["runs"]),
             f"{r['valid_runs']}/{r['invalid_runs']}/{r['unknown_runs'] + r['unchecked_runs']}",
             _fmt(r["detection_rate"], ".0%"),
             " ".join(f"{k}:{v}" for k, v in sorted(anomalies.items())) or "-",

@@ -14,14 +14,11 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from spark.schema import NO_BUG
+from spark.schema import NO_BUG, group_label
 
 
 def _label(r: dict[str, Any]) -> str:
-    parts = [r["workload"], r["nemesis"], r["bug"]]
-    if r.get("version"):
-        parts.append(r["version"])
-    return " / ".join(parts)
+    return group_label(r)
 
 
 def _fig_html(fig: go.Figure) -> str:
@@ -38,7 +35,7 @@ def detection_figure(summary: list[dict[str, Any]]) -> go.Figure:
     for nemesis, rows in sorted(by_nemesis.items()):
         fig.add_bar(
             name=nemesis,
-            x=[f"{r['bug']} ({r['workload']}, {r['version']})" for r in rows],
+            x=[f"{r['bug']} ({r['workload']}, {r['read_mode']}, {r['version']})" for r in rows],
             y=[r["detection_rate"] for r in rows],
             text=[f"{r['invalid_runs']}/{r['runs']}" for r in rows],
         )
@@ -113,6 +110,9 @@ def table_figure(summary: list[dict[str, Any]]) -> go.Figure:
         "workload": [r["workload"] for r in summary],
         "nemesis": [r["nemesis"] for r in summary],
         "bug": [r["bug"] for r in summary],
+        "reads": [r["read_mode"] for r in summary],
+        "targets": [r["fault_targets"] for r in summary],
+        "schedule": [r["nemesis_schedule"] for r in summary],
         "version": [r["version"] for r in summary],
         "runs": [r["runs"] for r in summary],
         "valid/invalid/unknown": [
@@ -147,7 +147,7 @@ def write_dashboard(
     parts.append(table.to_html(full_html=False, include_plotlyjs=False))
     n_ops = sum(r.get("invokes") or 0 for r in runs)
     head = (f"{len(runs)} runs, {n_ops:,} client ops, {len(summary)} groups "
-            "(workload x nemesis x bug x version)")
+            "(workload x nemesis x bug x read mode x fault targets x schedule x version)")
     page = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>jepsen-py aggregate</title>"
         f"<script type='text/javascript'>{get_plotlyjs()}</script>"

@@ -21,6 +21,8 @@ import pyarrow.parquet as pq
 from jepsen_py.errors import BadInput
 from jepsen_py.history import INFO, INVOKE, OK, SAMPLE_PROCESSES, Op, iter_history
 from spark.schema import (
+    DEFAULT_SCHEDULE,
+    DEFAULT_TARGETS,
     NO_BUG,
     NO_NEMESIS,
     OPS_FILE,
@@ -50,6 +52,8 @@ class RunLabels:
     bug: str
     bugs: tuple[str, ...]
     read_mode: str
+    fault_targets: str
+    nemesis_schedule: str
     version: str
     start_time: dt.datetime
 
@@ -96,7 +100,8 @@ def labels_from_spec(run_dir: Path, spec: dict[str, Any]) -> RunLabels:
     options = spec.get("options") or {}
     nemeses = _names(spec.get("nemesis"))
     bugs = sorted(_names(spec.get("bugs")))
-    version = spec.get("version") or options.get("version") or UNVERSIONED
+    version = spec.get("version") or options.get("db_version") or options.get("version") or UNVERSIONED
+    targets = sorted(_names(spec.get("fault_targets")))
     return RunLabels(
         run_id=f"{run_dir.parent.name}/{run_dir.name}",
         test_name=str(spec.get("name") or run_dir.parent.name),
@@ -105,6 +110,8 @@ def labels_from_spec(run_dir: Path, spec: dict[str, Any]) -> RunLabels:
         bug=",".join(bugs) if bugs else NO_BUG,
         bugs=tuple(bugs),
         read_mode=str(spec.get("read_mode") or "default"),
+        fault_targets=",".join(targets) if targets else DEFAULT_TARGETS,
+        nemesis_schedule=str(spec.get("nemesis_schedule") or DEFAULT_SCHEDULE),
         version=str(version),
         start_time=_run_start(run_dir, spec),
     )
@@ -188,6 +195,8 @@ def ops_table(labels: RunLabels, ops: Iterable[Op]) -> tuple[pa.Table, OpCounts]
         ("nemesis", labels.nemesis),
         ("bug", labels.bug),
         ("read_mode", labels.read_mode),
+        ("fault_targets", labels.fault_targets),
+        ("nemesis_schedule", labels.nemesis_schedule),
         ("version", labels.version),
     ):
         cols[name] = [value] * n
@@ -229,6 +238,8 @@ def run_table(
         "bug": labels.bug,
         "bugs": list(labels.bugs),
         "read_mode": labels.read_mode,
+        "fault_targets": labels.fault_targets,
+        "nemesis_schedule": labels.nemesis_schedule,
         "version": labels.version,
         "db": spec.get("db"),
         "backend": spec.get("backend"),
@@ -312,11 +323,16 @@ def find_run_dirs(root: Path) -> Iterator[Path]:
 
 
 def needs_export(run_dir: Path) -> bool:
-    """True when the Parquet is missing or older than the history or results."""
+    """True when the Parquet is missing, older than the history or results, or written by an older
+    exporter (a column the schema has now is missing)."""
     out = run_dir / PARQUET_DIR
     try:
         stamp = min((out / OPS_FILE).stat().st_mtime, (out / RUN_FILE).stat().st_mtime)
+        if not set(RUN_SCHEMA.names) <= set(pq.read_schema(out / RUN_FILE).names):
+            return True
     except FileNotFoundError:
+        return True
+    except (OSError, pa.ArrowInvalid):  # unreadable: write it again
         return True
     sources = [run_dir / HISTORY, run_dir / TEST_JSON, run_dir / RESULTS_JSON]
     return any(p.exists() and p.stat().st_mtime > stamp for p in sources)

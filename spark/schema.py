@@ -7,9 +7,12 @@ ops.parquet: one row per history record.
     workload      the workload name (test.json "workload")
     nemesis       the nemesis names joined with "," in the order given; "none" when empty
     bug           the --bug names joined with "," (sorted); "none" when the cluster ran correct
-    read_mode     the read mode (readindex | lease | local | ...)
-    version       version of the system under test (test.json "version" or options["version"]), else
-                  "unversioned"
+    read_mode     the read mode (read-index | lease | local | ...)
+    fault_targets the --fault-targets kinds joined with "," (sorted); "default" when none were given
+    nemesis_schedule  how fault families took turns (random | cycle)
+    version       version of the system under test: --db-version, else for our cluster the git
+                  describe of the uploaded code (test.json options["db_version"]; "version" in older
+                  runs), else "unversioned"
     index, time   the op's history index and nanoseconds since the test started
     type          invoke | ok | fail | info
     process       the process as text ("3", "nemesis", "observer")
@@ -24,7 +27,8 @@ ops.parquet: one row per history record.
     latency_ns    on a completion: its time minus its invocation's time
 
 run.parquet: one row per run.
-    run_id, test_name, workload, nemesis, bug, read_mode, version   as above
+    run_id, test_name, workload, nemesis, bug, read_mode, fault_targets, nemesis_schedule, version
+                  as above
     bugs          the --bug names as a list
     db, backend   the DB implementation and backend the run used
     start_time    when the run started (UTC; from the run directory's timestamp)
@@ -43,13 +47,20 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-# Every column that identifies what a run was: the dimensions the aggregate groups by.
-GROUP_COLUMNS: tuple[str, ...] = ("workload", "nemesis", "bug", "version")
+# Every run parameter that changes the verdict a run should get: the dimensions the aggregate groups
+# by. A deliberately weak read mode, a bug, where faults land and how they take turns each make runs
+# that must not be counted with the others (a weak --read-mode local run is not the correct build
+# failing), and so does the system's version.
+GROUP_COLUMNS: tuple[str, ...] = (
+    "workload", "nemesis", "bug", "read_mode", "fault_targets", "nemesis_schedule", "version",
+)
 
 NO_BUG = "none"
 NO_NEMESIS = "none"
+DEFAULT_TARGETS = "default"
+DEFAULT_SCHEDULE = "random"
 UNVERSIONED = "unversioned"
 
 OPS_SCHEMA = pa.schema(
@@ -59,6 +70,8 @@ OPS_SCHEMA = pa.schema(
         pa.field("nemesis", pa.string(), nullable=False),
         pa.field("bug", pa.string(), nullable=False),
         pa.field("read_mode", pa.string(), nullable=False),
+        pa.field("fault_targets", pa.string(), nullable=False),
+        pa.field("nemesis_schedule", pa.string(), nullable=False),
         pa.field("version", pa.string(), nullable=False),
         pa.field("index", pa.int64(), nullable=False),
         pa.field("time", pa.int64(), nullable=False),
@@ -87,6 +100,8 @@ RUN_SCHEMA = pa.schema(
         pa.field("bug", pa.string(), nullable=False),
         pa.field("bugs", pa.list_(pa.string()), nullable=False),
         pa.field("read_mode", pa.string(), nullable=False),
+        pa.field("fault_targets", pa.string(), nullable=False),
+        pa.field("nemesis_schedule", pa.string(), nullable=False),
         pa.field("version", pa.string(), nullable=False),
         pa.field("db", pa.string()),
         pa.field("backend", pa.string()),
@@ -124,3 +139,15 @@ def verdict_text(v: object) -> str:
     if v == "unknown":
         return "unknown"
     return "unknown" if v is None else str(v).lower()
+
+
+def group_label(r: dict[str, object]) -> str:
+    """A group's name for charts: workload / nemesis / bug / read mode, then what is not the default."""
+    parts = [str(r.get(k)) for k in ("workload", "nemesis", "bug", "read_mode")]
+    if r.get("fault_targets") not in (None, DEFAULT_TARGETS):
+        parts.append(f"targets {r['fault_targets']}")
+    if r.get("nemesis_schedule") not in (None, DEFAULT_SCHEDULE):
+        parts.append(f"{r['nemesis_schedule']} schedule")
+    if r.get("version"):
+        parts.append(str(r["version"]))
+    return " / ".join(parts)

@@ -41,7 +41,9 @@ class SyntheticRun:
     workload: str = "offsets"
     nemesis: list[str] = field(default_factory=lambda: ["partition-leader"])
     bugs: list[str] = field(default_factory=list)
-    read_mode: str = "readindex"
+    read_mode: str = "read-index"
+    fault_targets: list[str] = field(default_factory=list)
+    nemesis_schedule: str = "random"
     version: str = "0.1.0"
     start: dt.datetime = field(default_factory=lambda: dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC))
     pairs: int = 500  # client invocations
@@ -70,7 +72,9 @@ class SyntheticRun:
             "results_dir": "results",
             "leave_db_running": False,
             "test_count": 1,
-            "options": {"version": self.version},
+            "fault_targets": list(self.fault_targets),
+            "nemesis_schedule": self.nemesis_schedule,
+            "options": {"db_version": self.version},
         }
 
 
@@ -354,7 +358,9 @@ def fast_tables(
         "latency_ns": pa.array(comp_latency, mask=~row_is_comp),
     }
     for name, v in (("run_id", labels.run_id), ("workload", labels.workload), ("nemesis", labels.nemesis),
-                    ("bug", labels.bug), ("read_mode", labels.read_mode), ("version", labels.version)):
+                    ("bug", labels.bug), ("read_mode", labels.read_mode),
+                    ("fault_targets", labels.fault_targets), ("nemesis_schedule", labels.nemesis_schedule),
+                    ("version", labels.version)):
         cols[name] = _dict_column(np.zeros(total, dtype=np.int32), [v])
     ops = pa.Table.from_pydict({f.name: cols[f.name] for f in OPS_SCHEMA}, schema=OPS_SCHEMA)
 

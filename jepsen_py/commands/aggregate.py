@@ -15,7 +15,8 @@ from jepsen_py.errors import EXIT_VALID, BadInput
 
 NAME = "aggregate"
 HELP = ("aggregate many runs with PySpark: verdicts, detection rate, anomalies, latency, availability "
-        "per workload x nemesis x bug x version, with a plotly dashboard")
+        "per workload x nemesis x bug x read mode x fault targets x schedule x version, with a plotly "
+        "dashboard")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         os.environ[LOG_ENV] = level
     res = run_aggregate(args.results_dir, out_dir=args.out, master=args.master,
                         dashboard=not args.no_dashboard, progress=Progress(enabled=not args.quiet))
-    console = Console(width=max(shutil.get_terminal_size((160, 40)).columns, 160))
+    console = Console(width=max(shutil.get_terminal_size((200, 40)).columns, 200))
     console.print(render_table(res.summary, title=f"{res.run_count} runs, {res.op_count:,} client ops"))
     console.print(f"written: {res.out_dir}" + (f"  dashboard: {res.dashboard}" if res.dashboard else ""))
     return EXIT_VALID

@@ -116,6 +116,10 @@ def test_check_analyze_and_test_all_from_the_wheel_without_pyspark(installed: In
     assert (run / "parquet" / "run.parquet").is_file()
     p = installed.run("jepsen-py", "test-all", "--help", env=env)
     assert p.returncode == 0 and "--quick" in p.stdout
+    # installed from a wheel, our cluster's code is no git checkout: no version to tell
+    p = installed.run("python", "-c", "from jepsen_py.dbversion import db_version; "
+                      "print(db_version('cluster.db:RaftMetadataDB'))", env=env)
+    assert p.returncode == 0 and p.stdout.strip() == "unversioned", p.stderr
 
 
 def test_spark_commands_name_the_extra_without_pyspark(installed: Installed, tmp_path: Path) -> None:

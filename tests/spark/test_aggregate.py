@@ -15,6 +15,7 @@ import pytest
 from jepsen_py.cli import main
 from jepsen_py.history import read_history
 from spark.aggregate import AggregateResult, run_aggregate
+from spark.schema import GROUP_COLUMNS
 from spark.synthetic import SyntheticRun, write_run
 from tests.spark.test_export import framework_run
 
@@ -34,6 +35,13 @@ def make_store(root: Path) -> list[Path]:
                         stale_reads=1 if bugs and k != 1 else 0, verdict_unknown=not bugs and k == 1,
                         start=dt.datetime(2026, 11, 18 + k, 8 + i % 5, i, tzinfo=dt.UTC))))
     (dirs[5] / "results.json").unlink()  # a run whose checkers never ran
+    for read_mode, targets, schedule in (("local", [], "random"), ("read-index", ["majority"], "random"),
+                                         ("read-index", [], "cycle")):
+        i += 1  # runs of a correct build whose parameters change what they should get
+        dirs.append(write_run(root, SyntheticRun(
+            test_name=f"params-{i}", read_mode=read_mode, fault_targets=targets, nemesis_schedule=schedule,
+            seed=i, pairs=120, stale_reads=1 if read_mode == "local" else 0,
+            start=dt.datetime(2026, 11, 19, 9, i, tzinfo=dt.UTC))))
     dirs.append(framework_run(root))
     return dirs
 
@@ -102,8 +110,11 @@ def reference(dirs: list[Path]) -> tuple[dict[tuple, dict[str, Any]], dict[tuple
             day = None
         runs.append({
             "group": (spec["workload"], ",".join(spec["nemesis"]) or "none",
-                      ",".join(sorted(spec["bugs"])) or "none",
-                      spec.get("options", {}).get("version", "unversioned")),
+                      ",".join(sorted(spec["bugs"])) or "none", spec.get("read_mode") or "default",
+                      ",".join(sorted(spec.get("fault_targets") or [])) or "default",
+                      spec.get("nemesis_schedule") or "random",
+                      spec.get("options", {}).get("db_version")
+                      or spec.get("options", {}).get("version", "unversioned")),
             "day": day, "valid": valid, "kinds": kinds, "lat": lat,
             "invokes": sum(op.type == "invoke" for op in ops), "ok": len(oks),
             "gap": longest_stretch(ops), "duration": last - first,
@@ -169,7 +180,7 @@ def _same(got: dict[str, Any], want: dict[str, Any]) -> None:
 
 def test_summary_equals_plain_python(aggregated: AggregateResult, store: tuple[Path, list[Path]]) -> None:
     want, _ = reference(store[1])
-    got = {(r["workload"], r["nemesis"], r["bug"], r["version"]): r for r in aggregated.summary}
+    got = {tuple(r[c] for c in GROUP_COLUMNS): r for r in aggregated.summary}
     assert set(got) == set(want)
     for g in want:
         _same(got[g], want[g])
@@ -184,7 +195,7 @@ def test_summary_equals_plain_python(aggregated: AggregateResult, store: tuple[P
 def test_trends_per_day_equal_plain_python(aggregated: AggregateResult,
                                            store: tuple[Path, list[Path]]) -> None:
     _, want = reference(store[1])
-    got = {(r["workload"], r["nemesis"], r["bug"], r["version"], r["start_day"]): r
+    got = {(*(r[c] for c in GROUP_COLUMNS), r["start_day"]): r
            for r in aggregated.trends}
     # the framework run's directory name is today's timestamp; compare the synthetic days exactly
     for g in want:
@@ -261,3 +272,19 @@ def test_unavailable_stretches_skip_idle_time_and_span_failures(spark_session: A
     assert row["longest_unavailable_s"] == pytest.approx(0.6)
     assert row["availability"] == pytest.approx(5 / 8)
     assert row["valid"] == "missing"
+
+
+def test_a_weak_read_mode_is_its_own_row_not_the_correct_build_failing(spark_session: Any,
+                                                                      tmp_path: Path) -> None:
+    """A deliberately weak --read-mode local run (invalid, as it should be) and a correct read-index
+    run of the same workload, nemesis, bug (none) and version land in different rows."""
+    root = tmp_path / "results"
+    write_run(root, SyntheticRun(test_name="weak", read_mode="local", stale_reads=2, seed=1, pairs=150))
+    write_run(root, SyntheticRun(test_name="correct", read_mode="read-index", seed=2, pairs=150))
+    res = run_aggregate(root, out_dir=tmp_path / "agg", spark=spark_session, dashboard=False,
+                        progress=lambda s: None)
+    rows = {r["read_mode"]: r for r in res.summary}
+    assert set(rows) == {"local", "read-index"}
+    assert (rows["local"]["runs"], rows["local"]["invalid_runs"]) == (1, 1)
+    assert (rows["read-index"]["runs"], rows["read-index"]["valid_runs"]) == (1, 1)
+    assert {r["bug"] for r in res.summary} == {"none"}

@@ -119,3 +119,16 @@ def test_find_runs_skips_latest_links_and_reexports_only_what_changed(tmp_path: 
     st = (a / "parquet" / OPS_FILE).stat()
     os.utime(a / "results.json", (st.st_mtime + 5, st.st_mtime + 5))
     assert needs_export(a)
+
+
+def test_parquet_of_an_older_exporter_is_written_again(tmp_path: Path) -> None:
+    """Runs exported before the grouping columns existed are re-exported, not read with nulls."""
+    run_dir = write_run(tmp_path, SyntheticRun(test_name="old", pairs=20, fault_targets=["all"]))
+    out = export_run(run_dir)
+    assert not needs_export(run_dir)
+    old = pq.read_table(out / RUN_FILE).drop_columns(["fault_targets", "nemesis_schedule"])
+    pq.write_table(old, out / RUN_FILE)
+    assert needs_export(run_dir)
+    export_run(run_dir)
+    (row,) = pq.read_table(out / RUN_FILE).to_pylist()
+    assert (row["fault_targets"], row["nemesis_schedule"]) == ("all", "random")
