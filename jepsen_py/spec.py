@@ -86,6 +86,41 @@ def parse_nodes(nodes: str | None, node_count: int | None) -> list[str]:
     return [f"n{i}" for i in range(1, count + 1)]
 
 
+def read_nodes_file(path: str) -> list[str]:
+    """Jepsen's --nodes-file: one node name per line; blank lines and # comments are skipped."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        raise BadInput(f"--nodes-file: {path}: no such file") from None
+    except IsADirectoryError:
+        raise BadInput(f"--nodes-file: {path}: is a directory") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInput(f"--nodes-file: {path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    names = []
+    for i, line in enumerate(lines, 1):
+        name = line.split("#", 1)[0].strip()
+        if not name:
+            continue
+        if not _NODE_NAME.match(name):
+            raise BadInput(f"{path}:{i}: {name!r} is not a usable node name (letters, digits, . _ -)")
+        names.append(name)
+    if not names:
+        raise BadInput(f"--nodes-file: {path} names no nodes")
+    return names
+
+
+def node_names(args: argparse.Namespace) -> str | None:
+    """--nodes-file, --nodes and every -n/--node together, as one --nodes list (None: none given)."""
+    parts: list[str] = []
+    if getattr(args, "nodes_file", None):
+        parts.extend(read_nodes_file(args.nodes_file))
+    if args.nodes is not None:
+        parts.append(args.nodes)
+    parts.extend(getattr(args, "node", None) or [])
+    return ",".join(parts) if parts else None
+
+
 def default_test_name(workload: str, nemesis: list[str], bugs: list[str]) -> str:
     """`<workload>-<nemesis>[-<bug>...]`, e.g. offsets-partition-leader-zombie-leader."""
     parts = [workload, "+".join(nemesis) if nemesis else "none", *bugs]
@@ -162,6 +197,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c = parser.add_argument_group("cluster")
     c.add_argument("--nodes", default=None, metavar="N1,N2,...",
                    help="node names (default: n1..n5)")
+    c.add_argument("-n", "--node", action="append", default=None, metavar="NAME",
+                   help="a node name; repeat for more (Jepsen's -n); adds to --nodes")
+    c.add_argument("--nodes-file", default=None, metavar="FILE",
+                   help="node names, one per line (# comments and blank lines skipped); adds to --nodes")
     c.add_argument("--node-count", type=integer(1, 100_000), default=None, metavar="N",
                    help=f"number of nodes named n1..nN (default: {DEFAULT_NODE_COUNT})")
     c.add_argument("--backend", default=None,
@@ -193,7 +232,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -> TestSpec:
     """Builds and checks the spec from parsed `run` arguments."""
-    nodes = parse_nodes(args.nodes, args.node_count)
+    nodes = parse_nodes(node_names(args), args.node_count)
     nemesis = [n for n in parse_list(args.nemesis) if n != "none"]
     bugs = parse_list(args.bug)
     if args.test_count < 1 or args.test_count > 100_000:
