@@ -93,11 +93,15 @@ class SimAppendFile:
         return self._inode
 
     def write(self, data: bytes) -> None:
-        self._live().data += data
+        ino = self._live()
+        self._disk._check_io()
+        ino.data += data
         self._disk.bytes_written += len(data)
 
     def sync(self) -> None:
-        self._live().sync()
+        ino = self._live()
+        self._disk._check_io()
+        ino.sync()
         self._disk._charge_sync()
 
     def close(self) -> None:
@@ -120,6 +124,8 @@ class SimDisk:
         self._logs: dict[str, list[str]] = {}
         #: bumped by every crash: file handles of the dead process stop working
         self.epoch = 0
+        #: a disk fault: every write and sync fails with EIO while set
+        self.io_error = False
         self.syncs = 0
         self.bytes_written = 0
         self.crashes = 0
@@ -143,6 +149,10 @@ class SimDisk:
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
         return ino
+
+    def _check_io(self) -> None:
+        if self.io_error:
+            raise OSError(errno.EIO, "Input/output error (simulated disk fault)")
 
     def _charge_sync(self) -> None:
         self.syncs += 1
@@ -181,6 +191,7 @@ class SimDisk:
         self._parent_exists(p)
         if p in self._dirs:
             raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+        self._check_io()
         ino = self._names.get(p)
         if ino is None:
             ino = self._names[p] = Inode()
