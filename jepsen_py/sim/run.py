@@ -52,8 +52,6 @@ from jepsen_py.workload import Workload
 log = logging.getLogger(__name__)
 
 SIM_DB = "cluster.db:RaftMetadataDB"
-CLIENT_PORT = 9092
-PEER_PORT = 9093
 #: how long setup waits for every node to know a leader (the DB's own leader_timeout on Docker)
 LEADER_TIMEOUT_S = 30.0
 POLL_S = 0.1
@@ -65,11 +63,17 @@ class SimOutcome(RunOutcome):
 
     simulated_s: float = 0.0
     wall_s: float = 0.0
+    cpu_s: float = 0.0
 
     @property
     def speed(self) -> float:
         """Simulated seconds per wall second."""
         return self.simulated_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def cpu_speed(self) -> float:
+        """Simulated seconds per CPU second of this process (what a loaded machine cannot skew)."""
+        return self.simulated_s / self.cpu_s if self.cpu_s > 0 else 0.0
 
 
 def check_spec(spec: TestSpec) -> None:
@@ -97,20 +101,27 @@ def known_bugs() -> tuple[str, ...]:
     return tuple(NAMES)
 
 
+def node_bugs(names: Sequence[str]) -> Any:
+    """The node's bug setting for `names` (the Bugs record; older builds took the names)."""
+    try:
+        from cluster.bugs import Bugs
+    except ImportError:
+        return tuple(names)
+    return Bugs.parse(names)
+
+
 def make_cluster(spec: TestSpec) -> Any:
     """The simulated cluster for `spec`: its nodes configured as RaftMetadataDB starts them on Docker
-    (ports, read mode, bugs, per-node seeds)."""
-    from cluster.node import NodeConfig
-    from jepsen_py.sim.cluster import SimCluster
+    (ports, per-node seeds; the read mode and bugs asked for)."""
+    from jepsen_py.sim.cluster import SimCluster, sim_node_config
 
-    peers = {n: (n, PEER_PORT) for n in spec.nodes}
+    nodes = list(spec.nodes)
+    bugs = node_bugs(spec.bugs)
 
-    def config(node: str) -> NodeConfig:
-        return NodeConfig(id=node, peers=dict(peers), data_dir=f"/{node}/data", client_port=CLIENT_PORT,
-                          client_host="0.0.0.0", read_mode=spec.read_mode, bugs=tuple(spec.bugs),
-                          log_file=f"/{node}/node.log", seed=spec.seed * 1000 + spec.nodes.index(node))
+    def config(node: str) -> Any:
+        return sim_node_config(node, nodes, spec.seed, read_mode=spec.read_mode, bugs=bugs)
 
-    return SimCluster(spec.seed, list(spec.nodes), config)
+    return SimCluster(spec.seed, nodes, config)
 
 
 class SimRun:
@@ -339,7 +350,7 @@ def run_sim(spec: TestSpec, *, workload: Workload | None = None,
     schedule (the nemesis itself is still built from spec.nemesis); `post_run` steps run after
     results.json (the CLI passes pictures and Parquet; leave them out for speed). KeyboardInterrupt
     is re-raised after heal and results.json; any other failure is in the outcome."""
-    wall0 = time.monotonic()
+    wall0, cpu0 = time.monotonic(), time.process_time()
     check_spec(spec)
     from cluster.db import RaftMetadataDB
     from jepsen_py.plugins import build_nemesis
@@ -397,16 +408,21 @@ def run_sim(spec: TestSpec, *, workload: Workload | None = None,
         results = verdict.results
         if run.notes:
             results["notes"] = run.notes
-        wall = time.monotonic() - wall0
+        wall, cpu = time.monotonic() - wall0, time.process_time() - cpu0
         results["stats"] = {"invokes": verdict.invokes, "ok": verdict.oks, **run.stats(),
                             "simulated_s": round(simulated, 3), "wall_s": round(wall, 3),
+                            "cpu_s": round(cpu, 3),
                             "speed": round(simulated / wall, 2) if wall > 0 else None}
         write_results(run_dir, results)
-        log.info("simulated %.1f s in %.1f wall s (%.1fx)", simulated, wall, simulated / max(wall, 1e-9))
+        log.info("simulated %.1f s in %.1f wall s, %.1f CPU s (%.1fx wall, %.1fx CPU)", simulated, wall,
+                 cpu, simulated / max(wall, 1e-9), simulated / max(cpu, 1e-9))
         run_post_steps(post_run, run_dir)
+    close = getattr(cluster, "close", None)
+    if callable(close):
+        close()
     if interrupted:
         raise KeyboardInterrupt
     return SimOutcome(run_dir=run_dir, valid=verdict.valid, results=results, exit_code=verdict.exit_code,
                       invokes=verdict.invokes, oks=verdict.oks, anomalies=count_anomalies(results),
                       error=None if verdict.error is None else f"{verdict.error}", phases=run.phases,
-                      simulated_s=simulated, wall_s=time.monotonic() - wall0)
+                      simulated_s=simulated, wall_s=wall, cpu_s=cpu)
