@@ -228,13 +228,13 @@ class Run:
         (leaderless) has nothing to wait for."""
         if not self.spec.nodes or not has_capability(self.db, "primaries"):
             return
-        deadline = time.monotonic() + self.setup_timeout
-        while time.monotonic() < deadline:
+        deadline = self.clock.s() + self.setup_timeout
+        while self.clock.s() < deadline:
             leaders = self._primaries()
             if leaders:
                 log.info("leader after setup: %s", ", ".join(leaders))
                 return
-            time.sleep(0.2)
+            self.clock.sleep(0.2)
         note = f"no leader within {self.setup_timeout:g}s of setup; running the test anyway"
         log.warning(note)
         self.notes.append(note)
@@ -245,19 +245,19 @@ class Run:
         if (not self.spec.nodes or self.spec.recovery_timeout <= 0
                 or not has_capability(self.db, "primaries")):
             return
-        deadline = time.monotonic() + self.spec.recovery_timeout
+        deadline = self.clock.s() + self.spec.recovery_timeout
         since: float | None = None
         last: list[str] = []
-        while time.monotonic() < deadline:
+        while self.clock.s() < deadline:
             leaders = self._primaries()
             if len(leaders) == 1 and leaders == last:
-                if since is not None and time.monotonic() - since >= stable_for:
+                if since is not None and self.clock.s() - since >= stable_for:
                     log.info("stable leader after heal: %s", leaders[0])
                     return
             else:
-                since = time.monotonic() if len(leaders) == 1 else None
+                since = self.clock.s() if len(leaders) == 1 else None
             last = leaders
-            time.sleep(0.1)
+            self.clock.sleep(0.1)
         note = (f"no stable leader within {self.spec.recovery_timeout:g}s after heal "
                 f"(last seen: {', '.join(last) or 'none'})")
         log.warning(note)
