@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jepsen_py import store
 from jepsen_py.errors import BadInput
 
 DEFAULT_EXPECTATIONS = Path(__file__).with_name("expectations.toml")
@@ -359,9 +360,7 @@ def write_summary(path: Path, *, matrix: str, quick: bool, test_count: int, rows
         "runs": [asdict(r) for r in records],
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(summary, indent=2) + "\n")
-    tmp.replace(path)
+    store.write_json(path, summary)  # temp file, rename, directory fsync'd
     return summary
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from checkers.pictures.plotpage import page, verdict_badge
 from checkers.pictures.runview import NS, RunView, load_run
 from jepsen_py.history import Op, Pair
+from jepsen_py.store import write_text_atomic
 
 MAX_FAILURES = 20  # per page; the checker caps its own list at 100
 MAX_STEPS_SHOWN = 40  # linearization steps drawn before the failure (the table lists all)
@@ -217,8 +218,8 @@ def render_failures(view: RunView, out: Path | None = None) -> Path | None:
         "candidates; hover a bar for the model state after it</div>"
         + "".join(_section(j, fv) for j, fv in enumerate(fvs))
     )
-    out.write_text(page(f"{view.name} linearizability", body, _SCRIPT, {"failures": fvs}, css=_CSS),
-                   encoding="utf-8")
+    write_text_atomic(out, page(f"{view.name} linearizability", body, _SCRIPT, {"failures": fvs}, css=_CSS),
+                      fsync=False)
     return out
 
 

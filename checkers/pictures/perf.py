@@ -21,6 +21,7 @@ from typing import Any
 
 from checkers.pictures.plotpage import page, verdict_badge
 from checkers.pictures.runview import NS, RunView, load_run, pair_type
+from jepsen_py.store import write_text_atomic
 
 SCATTER_OK_LIMIT = 20_000  # ok points per op type kept in the scatter before decimating
 QUANTILES = (0.5, 0.95, 0.99)
@@ -216,7 +217,7 @@ def render_perf(view: RunView, out: Path | None = None) -> Path:
         "rates are over every completion in each bucket.</p>"
     )
     data = {"figure": _nan_free(fig), "summary": _nan_free(summary)}
-    out.write_text(page(f"{view.name} perf", body, _SCRIPT, data, css=_CSS), encoding="utf-8")
+    write_text_atomic(out, page(f"{view.name} perf", body, _SCRIPT, data, css=_CSS), fsync=False)
     return out
 
 

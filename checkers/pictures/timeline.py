@@ -20,6 +20,7 @@ from checkers.linearizable.visualization import failures_in
 from checkers.pictures.plotpage import page, verdict_badge
 from checkers.pictures.runview import NS, RunView, load_run, pair_type
 from jepsen_py.history import NEMESIS
+from jepsen_py.store import write_text_atomic
 
 _TYPE_CODE = {"ok": 0, "fail": 1, "info": 2}
 _VALUE_CHARS = 80
@@ -168,7 +169,7 @@ def render_timeline(view: RunView, out: Path | None = None) -> Path:
         '<h2 style="font-size:1.05em">Anomalies (<span id="anomaly-count">0</span>)</h2>'
         '<ul id="anomalies"></ul>'
     )
-    out.write_text(page(f"{view.name} timeline", body, _SCRIPT, data, css=_CSS), encoding="utf-8")
+    write_text_atomic(out, page(f"{view.name} timeline", body, _SCRIPT, data, css=_CSS), fsync=False)
     return out
 
 
