@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import snapshots
+from .bugs import BUGS, NAMES, NO_BUGS, Bugs
 from .io import NodeEnv
 from .raft.config import READ_ONLY_LEASE, READ_ONLY_SAFE, Config
 from .raft.errors import ProposalDropped, RaftError
@@ -34,31 +35,47 @@ from .state_machine import MetadataState
 from .transport import Transport, describe_stats
 from .wal import WAL, WALError
 
+#: How a node serves reads: ReadIndex (a heartbeat round per batch of reads, linearizable), a lease
+#: (linearizable while clocks drift less than the margin), or its own applied state (stale allowed).
 READ_MODES = ("read-index", "lease", "local")
-#: Bug names (issue 7), each reproducing one post-mortem in the seeds (DESIGN.md section 5), all off
-#: by default. Each is checked in exactly one place, where the correct code makes that decision.
-BUG_HELP: dict[str, str] = {
-    "split-brain-metadata": "seed 000: topics and offsets go to a node-local store, no Raft; reads come "
-                            "from it (cluster/server.py ClientServer.dispatch)",
-    "volatile-offsets": "seed 000 #4: offset commits are never written to the WAL, only kept in memory "
-                        "(cluster/node.py Node._persist)",
-    "leader-on-follower": "seed 001: partition leaders assigned round-robin (replicas[0]); a follower "
-                          "leading a partition cannot propose and nothing forwards (cluster/server.py)",
-    "drop-unconnected": "seed 002 #1: a message to an unconnected peer is dropped and counted as delivered, "
-                        "never resent (cluster/transport.py PeerSender._lost)",
-    "recovery-duplicates": "seed 002 #2: WAL recovery keeps every version of an index "
-                           "(cluster/wal.py replay_entries)",
-    "unordered-send": "seed 003: every outgoing message on its own delayed task: reordering "
-                      "(cluster/transport.py Transport.send)",
-    "zombie-leader": "seed 004 (KAFKA-15489): no CheckQuorum, the leader serves reads from local state "
-                     "(cluster/node.py Node.zombie_leader)",
-    "lease-no-drift-bound": "lease reads trust the local tick count: no drift margin, no catching up "
-                            "after a pause or a clock jump (cluster/node.py Node.catch_up_ticks)",
-}
-KNOWN_BUGS = tuple(BUG_HELP)
-#: The bugs this build can actually reproduce; the rest are refused at start rather than ignored.
-IMPLEMENTED_BUGS: tuple[str, ...] = KNOWN_BUGS
 MAX_PENDING = 20_000
+
+
+@dataclass(frozen=True)
+class LeaderRules:
+    """How a leader makes sure it still leads before it answers, decided once per node."""
+
+    #: the leader steps down when a quorum has been silent for an election timeout
+    check_quorum: bool
+    #: the core's read mode: READ_ONLY_SAFE (ReadIndex) or READ_ONLY_LEASE
+    read_only: str
+    #: a leader answers reads from its own state at once, asking nobody
+    leader_reads_locally: bool
+    #: how much shorter than an election timeout the read lease is: the clock-drift bound
+    lease_margin_ticks: int
+    #: ticks follow the monotonic clock (every due tick is applied, a clock going back gives up the
+    #: lease); otherwise a tick is one timer firing, whatever time passed
+    ticks_follow_clock: bool
+
+
+def leader_rules(read_mode: str, bugs: Bugs) -> LeaderRules:
+    """The one place zombie-leader and lease-no-drift-bound are decided."""
+    if bugs.zombie_leader:
+        # KRaft before KAFKA-15489: no CheckQuorum, so a leader cut off from everyone never learns
+        # it was deposed, and it answers reads from its own state (a lease needs CheckQuorum)
+        check_quorum, read_only, leader_local = False, READ_ONLY_SAFE, True
+    else:
+        check_quorum = True
+        read_only = READ_ONLY_LEASE if read_mode == "lease" else READ_ONLY_SAFE
+        leader_local = False
+    if bugs.lease_no_drift_bound:
+        # the lease lasts the full election timeout and the tick count stands for the time passed,
+        # so after a pause or a clock going back the lease still looks fresh
+        margin, follow_clock = 0, False
+    else:
+        margin, follow_clock = Config.lease_margin_ticks, True
+    return LeaderRules(check_quorum=check_quorum, read_only=read_only, leader_reads_locally=leader_local,
+                       lease_margin_ticks=margin, ticks_follow_clock=follow_clock)
 
 
 class StartupError(Exception):
@@ -74,7 +91,7 @@ class NodeConfig:
     client_host: str | None = None
     peer_listen_host: str | None = None
     read_mode: str = "read-index"
-    bugs: tuple[str, ...] = ()
+    bugs: Bugs = NO_BUGS
     tick_ms: int = 50
     election_tick: int = 10
     heartbeat_tick: int = 1
@@ -161,9 +178,8 @@ class Node:
         #: sockets, files, clock readings, randomness and exit: the only ways out of this process
         self.env = env
         self.clock = env.clock
-        #: the zombie-leader bug (seed 004): no CheckQuorum and leader-local reads
-        self.zombie_leader = "zombie-leader" in cfg.bugs
-        #: the split-brain-metadata bug's node-local store (seed 000); unused by the correct build
+        self.rules = leader_rules(cfg.read_mode, cfg.bugs)
+        #: the split-brain-metadata bug's node-local store; unused by the correct build
         self.local_meta = MetadataState()
         self.log = log
         self.boot = env.entropy(4).hex()
@@ -196,7 +212,7 @@ class Node:
                 self.log(f"removed {name}, left over from an interrupted write")
         try:
             self.wal, rec = WAL.open(disk, cfg.data_dir, cfg.cluster_id, cfg.id, log=self.log,
-                                     fsync=cfg.fsync, keep_duplicates="recovery-duplicates" in cfg.bugs)
+                                     fsync=cfg.fsync, bugs=cfg.bugs)
             snap = snapshots.load_newest(disk, cfg.data_dir, cfg.cluster_id, rec.snapshot_index, log=self.log)
         except (WALError, OSError) as e:
             raise StartupError(str(e)) from None
@@ -239,13 +255,9 @@ class Node:
             election_tick=cfg.election_tick,
             heartbeat_tick=cfg.heartbeat_tick,
             pre_vote=True,
-            # zombie-leader: KRaft before KAFKA-15489 had no CheckQuorum, so an isolated leader never
-            # learns it was deposed (and lease reads need CheckQuorum, so it reads locally instead)
-            check_quorum=not self.zombie_leader,
-            read_only=(READ_ONLY_LEASE if cfg.read_mode == "lease" and not self.zombie_leader
-                       else READ_ONLY_SAFE),
-            # lease-no-drift-bound: the lease lasts the full election timeout, no margin for drift
-            lease_margin_ticks=0 if "lease-no-drift-bound" in cfg.bugs else Config.lease_margin_ticks,
+            check_quorum=self.rules.check_quorum,
+            read_only=self.rules.read_only,
+            lease_margin_ticks=self.rules.lease_margin_ticks,
             max_inflight_msgs=cfg.max_inflight_msgs,
             max_batch_entries=cfg.max_batch_entries,
             applied=applied,
@@ -305,7 +317,8 @@ class Node:
         reads that arrived before it began), so under load one heartbeat round serves many reads.
         """
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        if local or self.cfg.read_mode == "local" or (self.zombie_leader and self.leader() == self.cfg.id):
+        if (local or self.cfg.read_mode == "local"
+                or (self.rules.leader_reads_locally and self.leader() == self.cfg.id)):
             fut.set_result(self.state.applied_index)
             return fut
         self.catch_up_ticks()
@@ -336,13 +349,12 @@ class Node:
         it serves a lease read. Bursts are capped at two election timeouts plus one, which is enough
         for any timer in the core to fire.
 
-        The lease-no-drift-bound bug lives here: the node trusts its own tick count as the time
-        that passed (one tick per timer firing, as a ticker that drops missed ticks does), so after a
-        pause or a clock going back its lease still looks fresh; and the lease has no margin.
+        Unless ticks do not follow the clock (LeaderRules): then the node trusts its own tick count
+        as the time that passed (one tick per timer firing, as a ticker that drops missed ticks does).
         """
         interval = self.cfg.tick_ms / 1000
         now = self.clock.monotonic()
-        if "lease-no-drift-bound" in self.cfg.bugs:
+        if not self.rules.ticks_follow_clock:
             if from_timer:
                 self.raw.tick()
                 self._last_tick = now
@@ -452,8 +464,8 @@ class Node:
             self.storage.apply_snapshot(rd.snapshot)
         if rd.entries or rd.hard_state is not None:
             durable = rd.entries
-            if "volatile-offsets" in self.cfg.bugs:
-                # seed 000 issue 4: offsets live in memory only; the WAL gets an empty entry instead
+            if self.cfg.bugs.volatile_offsets:
+                # offsets live in memory only; the WAL gets an empty entry instead
                 durable = tuple(Entry(term=e.term, index=e.index, data=None)
                                 if e.data is not None and e.data.get("op") == "commit_offset" else e
                                 for e in rd.entries)
@@ -557,7 +569,7 @@ class Node:
             "last_index": st.get("last_index"),
             "snapshot_index": self.storage.snapshot().index,
             "read_mode": self.cfg.read_mode,
-            "bugs": list(self.cfg.bugs),
+            "bugs": list(self.cfg.bugs.names()),
             "cluster_id": self.cfg.cluster_id,
             "pid": self.env.pid,
             "uptime_s": round(self.clock.wall() - self.started_at, 3),
@@ -600,8 +612,7 @@ class Node:
             net=self.env.net,
             seed=int.from_bytes(self.env.entropy(8), "big"),
             listen_host=self.cfg.peer_listen_host,
-            drop_unconnected="drop-unconnected" in self.cfg.bugs,
-            unordered_send="unordered-send" in self.cfg.bugs,
+            bugs=self.cfg.bugs,
         )
         client_host = self.cfg.client_host or self.cfg.peers[self.cfg.id][0]
         server = ClientServer(self, client_host, self.cfg.client_port)
@@ -633,7 +644,7 @@ class Node:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    bugs = "\n".join(f"  {name:22} {text}" for name, text in BUG_HELP.items())
+    bugs = "\n".join(f"  {b.name:22} {b.description}\n  {'':22} post-mortem: {b.post_mortem}" for b in BUGS)
     p = argparse.ArgumentParser(prog="python3 -m cluster.node", description="A Raft metadata node.",
                                 allow_abbrev=False,
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -645,7 +656,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--client-host", default=None, help="address of the client API (default: the peer host)")
     p.add_argument("--peer-listen-host", default=None, help="bind the peer port here (default: peer host)")
     p.add_argument("--read-mode", choices=READ_MODES, default="read-index")
-    p.add_argument("--bug", action="append", default=[], choices=KNOWN_BUGS, metavar="NAME",
+    p.add_argument("--bug", action="append", default=[], choices=NAMES, metavar="NAME",
                    help="reproduce a known bug (repeatable; listed below)")
     p.add_argument("--log-file", default="", help="default: <data-dir>/node.log")
     p.add_argument("--cluster-id", default="", help="default: derived from --peers")
@@ -671,10 +682,6 @@ def config_from_args(argv: list[str] | None = None) -> NodeConfig:
         raise StartupError("--tick-ms, --heartbeat-tick must be > 0 and --election-tick > --heartbeat-tick")
     if args.snapshot_entries <= 0 or args.retain_entries < 0:
         raise StartupError("--snapshot-entries must be > 0 and --retain-entries >= 0")
-    unbuilt = [b for b in args.bug if b not in IMPLEMENTED_BUGS]
-    if unbuilt:
-        # a flag that silently did nothing would make a run that "catches nothing" look meaningful
-        raise StartupError(f"--bug {', '.join(unbuilt)}: not built into this node yet (issue 7)")
     return NodeConfig(
         id=args.id,
         peers=peers,
@@ -683,7 +690,7 @@ def config_from_args(argv: list[str] | None = None) -> NodeConfig:
         client_host=args.client_host,
         peer_listen_host=args.peer_listen_host,
         read_mode=args.read_mode,
-        bugs=tuple(args.bug),
+        bugs=Bugs.parse(args.bug),
         tick_ms=args.tick_ms,
         election_tick=args.election_tick,
         heartbeat_tick=args.heartbeat_tick,

@@ -146,9 +146,9 @@ class ClientServer:
         timeout = self._timeout(req)
         if op == "status":
             return self.node.status()
-        if "split-brain-metadata" in self.node.cfg.bugs:
-            # seed 000: topics and offsets live in a node-local store written before (and here
-            # instead of) consensus, and reads come from it: each node has its own metadata
+        if self.node.cfg.bugs.split_brain_metadata:
+            # topics and offsets live in a node-local store written before (and here instead of)
+            # consensus, and reads come from it: each node has its own metadata
             return self._serve_split_brain(op, req)
         if op in WRITE_OPS:
             return await self._write(op, req, timeout)
@@ -164,8 +164,8 @@ class ClientServer:
 
     async def _write(self, op: str, req: dict[str, Any], timeout: float) -> dict[str, Any]:
         cmd = write_command(op, req)
-        if op == "commit_offset" and "leader-on-follower" in self.node.cfg.bugs:
-            # seed 001: the partition's leader proposes its writes, and partition leaders were
+        if op == "commit_offset" and self.node.cfg.bugs.leader_on_follower:
+            # the partition's leader proposes its writes, and partition leaders were
             # assigned round-robin; one that is not the Raft leader cannot propose, and nothing
             # forwards the write to the node that can
             nodes = sorted(self.node.cfg.peers)
@@ -223,7 +223,8 @@ class ClientServer:
         if op in WRITE_OPS:
             cmd = write_command(op, req)
             if local.controller is None:
-                # it leads every partition it creates, like node 3's local __meta in seed 000
+                # it leads every partition it creates, as one node's local metadata topic did in the
+                # post-mortem
                 local.brokers = sorted(self.node.cfg.peers)
                 local.controller = self.node.cfg.id
             result = local.apply(local.applied_index + 1, 0, cmd)

@@ -71,9 +71,9 @@ def validate(cmd: dict[str, Any]) -> None:
 
 
 def round_robin_leader(state: MetadataState, topic: str, partition: int, nodes: list[str]) -> str | None:
-    """The first replica of a partition, as Chronik's v2.2 assigned partition leaders (seed 001): the
-    topic's own replica list when it exists, else round-robin over the nodes from the partition
-    number (offset by the topic name, so topics spread like separately created ones). Only the
+    """The first replica of a partition, as Chronik's v2.2 assigned partition leaders: the topic's
+    own replica list when it exists, else round-robin over the nodes from the partition number
+    (offset by the topic name, so topics spread like separately created ones). Only the
     leader-on-follower bug asks; the correct build's partition leader is the Raft leader."""
     t = state.topics.get(topic)
     if t is not None and partition < len(t.partitions) and t.partitions[partition].replicas:
@@ -188,7 +188,7 @@ class MetadataState:
     def partition_leader(self, p: Partition) -> str | None:
         """Who leads a partition: the Raft leader, the only node whose writes need no forwarding.
 
-        The one place the leader-on-follower bug (issue 7) will change.
+        The leader-on-follower bug asks round_robin_leader instead.
         """
         return self.controller
 

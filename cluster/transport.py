@@ -9,9 +9,10 @@ Nothing is lost silently. A message that cannot be delivered, because the connec
 or the peer is so slow that its bounded queue overflows, is dropped *and reported* to the core
 (`on_unreachable`), which moves that peer's progress back to probing and retransmits from next_index;
 a MsgSnap's fate is reported through `on_snapshot_status`. Raft itself tolerates the loss; what it
-cannot tolerate is a loss it is told was a success. Issue 7's transport bugs each have one place:
-drop-unconnected in PeerSender._lost (drop while not connected, report it delivered), unordered-send in
-Transport.send (each message on its own delayed task instead of the one ordered queue).
+cannot tolerate is a loss it is told was a success. The transport's seed bugs (cluster/bugs.py) each
+have one place: drop-unconnected in PeerSender._lost (drop while not connected, report it delivered),
+unordered-send in Transport.send (each message on its own delayed task instead of the one ordered
+queue).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .bugs import NO_BUGS, Bugs
 from .framing import MAX_PEER_FRAME, FrameError, encode, read_frame
 from .io import UNACKED_TIMEOUT_MS, Listener, Network, StreamWriter
 from .raft.messages import (
@@ -86,8 +88,8 @@ class PeerSender:
         msgs = list(msgs)
         if not msgs:
             return
-        if self.t.drop_unconnected and not self.connected:
-            # drop-unconnected (seed 002, bug 1): dropped with a warning, and the leader is told
+        if self.t.bugs.drop_unconnected and not self.connected:
+            # drop-unconnected: dropped with a warning, and the leader is told
             # nothing, so it counts the entries as delivered and never resends them
             self.t.stats.dropped += len(msgs)
             self.t.log_limited(self.peer, f"transport: failed to send {len(msgs)} messages to {self.peer} "
@@ -195,8 +197,7 @@ class Transport:
         seed: int,
         max_queue: int = 4096,
         listen_host: str | None = None,
-        drop_unconnected: bool = False,
-        unordered_send: bool = False,
+        bugs: Bugs = NO_BUGS,
     ) -> None:
         self.node_id = node_id
         self.cluster_id = cluster_id
@@ -207,8 +208,7 @@ class Transport:
         self.log = log
         self.max_queue = max_queue
         self.listen_host = listen_host
-        self.drop_unconnected = drop_unconnected
-        self.unordered_send = unordered_send
+        self.bugs = bugs
         self.net = net
         #: unordered-send's stalls and shuffles; seeded by the caller so a simulated run repeats
         self._rng = random.Random(seed)
@@ -245,13 +245,13 @@ class Transport:
             if s is None:
                 self.log_limited("unknown-dst", f"transport: no peer {m.dst!r} for a {m.type}; dropped")
                 continue
-            if self.unordered_send:
+            if self.bugs.unordered_send:
                 self._spawn(s, m)
                 continue
             s.enqueue(m)
 
     def _spawn(self, s: PeerSender, m: Message) -> None:
-        """unordered-send (seed 003): each message becomes its own task (tokio::spawn), run whenever
+        """unordered-send: each message becomes its own task (tokio::spawn), run whenever
         the scheduler gets to it. Spawned tasks wait for the scheduler's next turn, which comes after
         a random stall (milliseconds, sometimes seconds, as in Chronik's busy runtime), and the tasks
         of one turn run in no particular order: nothing keeps the order the core produced."""

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .bugs import NO_BUGS, Bugs
 from .io import AppendFile, Disk
 from .raft.messages import Entry, HardState
 
@@ -112,17 +113,17 @@ def _entries_from(body: Any, where: str) -> list[Entry]:
 
 
 def replay_entries(log: list[Entry], batch: list[Entry], snapshot_index: int, where: str,
-                   keep_duplicates: bool = False) -> None:
+                   bugs: Bugs = NO_BUGS) -> None:
     """Applies one ENTRIES record to the replayed log: the batch replaces every entry from its first
     index on, which is how a truncated conflicting suffix disappears.
 
-    keep_duplicates is the recovery-duplicates bug (seed 002, bug 2): every version of an index is
-    kept, so the recovered log is longer than its index range and `first + len - 1` overstates the
-    last index, as Chronik's recovery did before its dedup fix."""
+    Under the recovery-duplicates bug every version of an index is kept, so the recovered log is
+    longer than its index range and `first + len - 1` overstates the last index, as Chronik's
+    recovery did before its dedup fix."""
     batch = [e for e in batch if e.index > snapshot_index]
     if not batch:
         return
-    if keep_duplicates:
+    if bugs.recovery_duplicates:
         log.extend(batch)
         return
     first = batch[0].index
@@ -158,7 +159,7 @@ class WAL:
         node_id: str,
         log: Callable[[str], None] = lambda _m: None,
         fsync: bool = True,
-        keep_duplicates: bool = False,
+        bugs: Bugs = NO_BUGS,
     ) -> tuple[WAL, Recovered]:
         """Opens (or creates) the WAL in data_dir and replays it.
 
@@ -175,7 +176,7 @@ class WAL:
             disk.sync_dir(data_dir)
             log(f"wal: created {path} for cluster {cluster_id} node {node_id}")
         buf = disk.read_bytes(path)
-        rec = cls._replay(buf, path, cluster_id, node_id, keep_duplicates)
+        rec = cls._replay(buf, path, cluster_id, node_id, bugs)
         if rec.torn_bytes:
             good = len(buf) - rec.torn_bytes
             disk.truncate(path, good, sync=True)
@@ -192,8 +193,7 @@ class WAL:
         return wal, rec
 
     @staticmethod
-    def _replay(buf: bytes, path: str, cluster_id: str, node_id: str,
-                keep_duplicates: bool = False) -> Recovered:
+    def _replay(buf: bytes, path: str, cluster_id: str, node_id: str, bugs: Bugs = NO_BUGS) -> Recovered:
         rec = Recovered()
         off = 0
         while off < len(buf):
@@ -233,8 +233,7 @@ class WAL:
                 except ValueError as e:
                     raise WALError(f"{where}: bad hard state: {e}") from None
             elif rtype == ENTRIES:
-                replay_entries(rec.entries, _entries_from(body, where), rec.snapshot_index, where,
-                               keep_duplicates)
+                replay_entries(rec.entries, _entries_from(body, where), rec.snapshot_index, where, bugs)
             elif rtype == SNAPSHOT:
                 if not isinstance(body, dict) or not all(
                     isinstance(body.get(k), int) for k in ("index", "term")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster.node import KNOWN_BUGS
+from cluster.bugs import NAMES as KNOWN_BUGS
 from jepsen_py import matrix as mx
 from jepsen_py.errors import BadInput
 

@@ -12,9 +12,10 @@ import time
 
 import pytest
 
+from cluster.bugs import BUGS, NAMES, Bugs
 from cluster.client import AlreadyExists, ClusterError, Unavailable
 from cluster.localcluster import LocalCluster
-from cluster.node import BUG_HELP, KNOWN_BUGS, Node, NodeConfig
+from cluster.node import Node, NodeConfig
 from cluster.raft.messages import MSG_APP, MSG_APP_RESP, HardState
 from cluster.realio import OSDisk, real_env
 from cluster.state_machine import MetadataState, round_robin_leader
@@ -55,11 +56,13 @@ def owned_partition(leader: str, nodes: list[str], want_owner: bool, topic: str 
 def test_help_lists_every_bug_on_one_line():
     out = subprocess.run([sys.executable, "-m", "cluster.node", "--help"], capture_output=True, text=True,
                          check=True).stdout
-    assert len(KNOWN_BUGS) == 8
-    for bug in KNOWN_BUGS:
-        lines = [ln for ln in out.splitlines() if ln.strip().startswith(bug + " ")]
-        assert len(lines) == 1, bug
-        assert BUG_HELP[bug].split(":")[0] in lines[0]  # names its seed
+    assert len(NAMES) == 8
+    lines = out.splitlines()
+    for bug in BUGS:
+        at = [i for i, ln in enumerate(lines) if ln.strip().startswith(bug.name + " ")]
+        assert len(at) == 1, bug.name
+        assert bug.description[:40] in lines[at[0]]
+        assert lines[at[0] + 1].strip() == f"post-mortem: {bug.post_mortem}"
 
 
 def test_an_unknown_bug_is_refused():
@@ -91,7 +94,7 @@ def create_t1(cl) -> dict:
         return {"created": True}
 
 
-@pytest.mark.parametrize("bug", KNOWN_BUGS)
+@pytest.mark.parametrize("bug", NAMES)
 def test_with_the_bug_and_no_faults_a_leader_is_elected_and_serves(tmp_path, bug):
     """The flags break only what their post-mortem broke: no fault, the cluster elects and serves.
     (unordered-send's post-mortem: clients that retry get through, slowly, through the churn.)"""
@@ -186,8 +189,7 @@ def test_drop_unconnected_a_restarted_follower_never_gets_what_it_missed(tmp_pat
 def test_drop_unconnected_counts_a_dropped_append_as_acknowledged():
     async def main():
         ps = peers(2)
-        a = Endpoint("n1", ps)
-        a.t.drop_unconnected = True
+        a = Endpoint("n1", ps, bugs=Bugs.parse(["drop-unconnected"]))
         await a.t.start()  # n2 never listens
         try:
             a.t.send([app(5)])
@@ -204,8 +206,7 @@ def test_drop_unconnected_counts_a_dropped_append_as_acknowledged():
 def test_unordered_send_reorders_messages_to_one_peer():
     async def main():
         ps = peers(2)
-        a, b = Endpoint("n1", ps), Endpoint("n2", ps)
-        a.t.unordered_send = True
+        a, b = Endpoint("n1", ps, bugs=Bugs.parse(["unordered-send"])), Endpoint("n2", ps)
         await a.t.start()
         await b.t.start()
         try:
@@ -235,7 +236,8 @@ def test_recovery_duplicates_keeps_every_version_of_an_index(tmp_path):
     _wal_with_a_conflict(str(tmp_path))
     _, good = WAL.open(DISK, str(tmp_path), "cid", "n1", fsync=False)
     assert [(e.index, e.term) for e in good.entries] == [(1, 1), (2, 2), (3, 2), (4, 2)]
-    _, bad = WAL.open(DISK, str(tmp_path), "cid", "n1", fsync=False, keep_duplicates=True)
+    _, bad = WAL.open(DISK, str(tmp_path), "cid", "n1", fsync=False,
+                      bugs=Bugs(recovery_duplicates=True))
     assert [e.index for e in bad.entries] == [1, 2, 3, 2, 3, 4]
     # Chronik's symptom: first + len - 1 overstates the last index
     assert bad.entries[0].index + len(bad.entries) - 1 == 6 != bad.entries[-1].index
@@ -252,7 +254,7 @@ def test_recovery_duplicates_the_restarted_node_diverges_or_dies(tmp_path):
     good.wal.close()
     env.disk.unlock_all()
     bad = Node(NodeConfig(id="n1", peers=peers_, data_dir=str(data), client_port=9, cluster_id="cid",
-                          bugs=("recovery-duplicates",)), log=lambda _m: None, env=real_env())
+                          bugs=Bugs.parse(["recovery-duplicates"])), log=lambda _m: None, env=real_env())
     assert bad.storage.last_index() == 6  # the log claims entries that do not exist
     assert bad.storage.term(6) == 2 and bad.storage.entries(5, 7)[0].index != 5
 
@@ -289,7 +291,7 @@ def test_lease_no_drift_bound_trusts_the_tick_count_after_a_stall(tmp_path):
     for bugs in ((), ("lease-no-drift-bound",)):
         d = tmp_path / ("bug" if bugs else "ok")
         node = Node(NodeConfig(id="n1", peers=peers_, data_dir=str(d), client_port=9, read_mode="lease",
-                               bugs=bugs), log=lambda _m: None, env=real_env())
+                               bugs=Bugs.parse(bugs)), log=lambda _m: None, env=real_env())
         node.schedule_ready = lambda: None  # no event loop here: the Ready is not needed
         before = node.raw.raft.ticks
         node._last_tick -= 3.0  # three seconds passed unseen (a pause)

@@ -7,6 +7,7 @@ import contextlib
 import socket
 
 from cluster import transport
+from cluster.bugs import NO_BUGS, Bugs
 from cluster.localcluster import HOST, free_ports
 from cluster.raft.messages import MSG_APP, MSG_HEARTBEAT, MSG_SNAP, Entry, Message, Snapshot
 from cluster.realio import TCPNetwork
@@ -16,14 +17,15 @@ from cluster.transport import Transport
 class Endpoint:
     """One Transport with recording callbacks."""
 
-    def __init__(self, nid: str, peers: dict[str, tuple[str, int]], max_queue: int = 4096) -> None:
+    def __init__(self, nid: str, peers: dict[str, tuple[str, int]], max_queue: int = 4096,
+                 bugs: Bugs = NO_BUGS) -> None:
         self.got: list[Message] = []
         self.unreachable: list[str] = []
         self.snap_status: list[tuple[str, bool]] = []
         self.logs: list[str] = []
         self.t = Transport(nid, "cid", peers, self.got.append, self.unreachable.append,
                            lambda p, failed: self.snap_status.append((p, failed)), self.logs.append,
-                           net=TCPNetwork(), seed=0, max_queue=max_queue)
+                           net=TCPNetwork(), seed=0, max_queue=max_queue, bugs=bugs)
 
 
 def peers(n: int) -> dict[str, tuple[str, int]]:
