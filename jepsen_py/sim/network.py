@@ -32,7 +32,7 @@ import itertools
 import math
 import socket
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,6 +145,9 @@ class Pipe:
         self.in_flight -= 1
         self.pending_bytes -= len(chunk)
         dst = self.dst
+        f = self.fabric
+        if f.on_deliver is not None:
+            f.on_deliver(f.scheduler.now, self.src.host, dst.host, chunk)
         if dst.gone:
             if chunk:
                 self.fabric._reset_back(self)
@@ -324,6 +327,9 @@ class SimNetwork:
         self._next_port: dict[str, int] = {}
         #: optional sink of one line per fabric event worth seeing in a trace (aborts, resets)
         self.tracer: Any = None
+        #: optional tap called with (time, src host, dst host, chunk) for every chunk arriving (b"" is
+        #: a FIN), e.g. to digest a whole run
+        self.on_deliver: Callable[[float, str, str, bytes], None] | None = None
         #: counters for benchmarks and tests
         self.chunks_sent = 0
         self.dials = 0
