@@ -4,8 +4,8 @@ jepsen_py.interpreter, but every worker is a coroutine on one event loop in virt
 A free worker asks the generator for its next op, records the invocation, awaits its client (or the
 nemesis) and records the completion, then tells the generator, all without yielding in between, as
 the threaded interpreter does under its lock. A worker the generator keeps waiting (Pending) sleeps
-until the time it names, or until some op completes, whichever comes first; one that waits for an
-event also re-asks every POLL_S, as a threaded worker polls. An op not completed within the op
+until the time it names, or, waiting for an event, until some op completes; either re-asks at least
+every POLL_S, as a threaded worker polls. An op not completed within the op
 timeout is recorded info (error "timeout", by the controller) and abandoned; a worker whose op
 ended info continues as a fresh process, process + concurrency.
 
@@ -71,20 +71,38 @@ class _Phase:
         self.busy: set[Thread] = set()
         self.exhausted = False
         self.stopped = False
-        self.waiters: list[asyncio.Future[None]] = []
+        self.event_waiters: list[asyncio.Future[None]] = []
+        self.timed_waiters: list[asyncio.Future[None]] = []
 
-    def wake(self) -> None:
-        """Every waiting worker asks the generator again (an op completed, or it ran out)."""
-        waiters, self.waiters = self.waiters, []
+    def completed(self) -> None:
+        """An op completed: the workers waiting for an event ask again (as the threaded
+        interpreter notifies them); those waiting for a time keep waiting, at most POLL_S."""
+        self._wake(self.event_waiters)
+        self.event_waiters = []
+
+    def wake_all(self) -> None:
+        """The phase is over (or broke): every waiting worker asks again and finds out."""
+        self._wake(self.event_waiters + self.timed_waiters)
+        self.event_waiters, self.timed_waiters = [], []
+
+    @staticmethod
+    def _wake(waiters: list[asyncio.Future[None]]) -> None:
         for fut in waiters:
             if not fut.done():
                 fut.set_result(None)
 
-    async def wait(self, seconds: float) -> None:
-        """Until woken, or `seconds` of virtual time pass."""
+    async def wait(self, until: float | None, now: float) -> None:
+        """Until woken, or the time `until` (None: an event, or POLL_S), at most POLL_S."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
-        self.waiters.append(fut)
+        if until is None:
+            self.event_waiters.append(fut)
+            seconds = POLL_S
+        else:
+            self.timed_waiters.append(fut)
+            if len(self.timed_waiters) > 4 * len(self.threads):  # drop the ones their timers woke
+                self.timed_waiters = [f for f in self.timed_waiters if not f.done()]
+            seconds = min(until - now, POLL_S)
         timer = loop.call_later(max(seconds, MIN_WAIT_S), _resolve, fut)
         try:
             await fut
@@ -168,7 +186,7 @@ class SimInterpreter:
             step = phase.gen.op(ctx)
             if step is None:
                 phase.exhausted = True
-                phase.wake()
+                phase.wake_all()
                 return None
             if isinstance(step, Template):
                 phase.busy.add(w.thread)
@@ -178,7 +196,7 @@ class SimInterpreter:
                                       step.value, step.node or w.node, None,
                                       dict(step.meta) if step.meta else {}))
             assert isinstance(step, Pending)
-            await phase.wait(POLL_S if step.until is None else step.until - ctx.time)
+            await phase.wait(step.until, ctx.time)
 
     def _finish(self, w: Worker, phase: _Phase, inv: Op, comp: Op) -> None:
         """Records the completion, moves a worker whose op ended info to a fresh process, tells
@@ -195,7 +213,7 @@ class SimInterpreter:
             phase.gen.update(self._ctx(phase, w.thread, process), inv, comp)
         except Exception:
             log.exception("generator update failed")
-        phase.wake()
+        phase.completed()
 
     async def _worker_loop(self, w: Worker, phase: _Phase) -> None:
         try:
@@ -217,7 +235,7 @@ class SimInterpreter:
             log.debug("worker failure in full", exc_info=e)
             self.errors.append(f"worker {w.thread}: {type(e).__name__}: {e}")
             phase.stopped = True
-            phase.wake()
+            phase.wake_all()
 
     async def _client_op(self, w: Worker, inv: Op) -> Op:
         try:
