@@ -102,9 +102,7 @@ class Scheduler:
         self._ready: deque[tuple[SimLoop | None, asyncio.Handle]] = deque()
         self._seq = itertools.count()
         self._cancelled = 0
-        self._spin_loop: SimLoop | None = None
-        self._spin_at = -1.0
-        self._spin_n = 0
+        self._current: SimLoop | None = None  # the loop set as asyncio's running loop
         #: tasks of killed loops, kept alive so that no finaliser runs their `finally` blocks later
         self._graveyard: list[object] = []
         #: called after a process exits (the cluster treats it as killed)
@@ -162,6 +160,18 @@ class Scheduler:
 
     def step(self) -> bool:
         """Runs one event; False when the queue is empty."""
+        try:
+            return self._step()
+        finally:
+            self._leave()
+
+    def _leave(self) -> None:
+        """No simulated process is running any more (between the simulator's entry points)."""
+        if self._current is not None:
+            self._current = None
+            events._set_running_loop(None)
+
+    def _step(self) -> bool:
         if self._ready:
             loop, h = self._ready.popleft()
         elif self._heap:
@@ -184,27 +194,29 @@ class Scheduler:
             if loop._paused:
                 loop._deferred.append(h)
                 return True
-            if loop._busy_until > self.now:
+            now = self.now
+            if loop._busy_until > now:
                 # the process is still inside a charged operation (an fsync): run after it
                 heapq.heappush(self._heap, (loop._busy_until, next(self._seq), loop, h))
                 return True
             if isinstance(h, asyncio.TimerHandle):
                 h._scheduled = False
-            if loop is self._spin_loop and self.now == self._spin_at:
-                self._spin_n += 1
-                if self._spin_n >= self.SPIN_STEPS:
-                    self._spin_n = 0
+            if loop._spin_at == now:
+                loop._spin_n += 1
+                if loop._spin_n >= self.SPIN_STEPS:
+                    loop._spin_n = 0
                     loop.charge(self.SPIN_CHARGE_S)
             else:
-                self._spin_loop, self._spin_at, self._spin_n = loop, self.now, 0
+                loop._spin_at, loop._spin_n = now, 0
         self.steps += 1
-        events._set_running_loop(loop)
+        if loop is not self._current:
+            self._current = loop
+            events._set_running_loop(loop)
         try:
             h._run()
         except NodeExit as e:
+            self._leave()
             self._exited(e)
-        finally:
-            events._set_running_loop(None)
         return True
 
     def _exited(self, e: NodeExit) -> None:
@@ -219,20 +231,28 @@ class Scheduler:
 
     def run_until(self, t: float) -> None:
         """Runs every event up to global time `t` and leaves the clock at `t`."""
-        while True:
-            if self._ready:
-                self.step()
-                continue
-            if not self._heap or self._heap[0][0] > t:
-                break
-            self.step()
+        ready, heap, step = self._ready, self._heap, self._step
+        try:
+            while True:
+                if ready:
+                    step()
+                    continue
+                heap = self._heap  # _compact may have replaced it
+                if not heap or heap[0][0] > t:
+                    break
+                step()
+        finally:
+            self._leave()
         self.now = max(self.now, t)
 
     def run_until_idle(self, max_steps: int = 10_000_000) -> None:
         """Runs until nothing is queued (a test helper: a node's ticker never lets that happen)."""
-        for _ in range(max_steps):
-            if not self.step():
-                return
+        try:
+            for _ in range(max_steps):
+                if not self._step():
+                    return
+        finally:
+            self._leave()
         raise SimDeadlock(f"still busy after {max_steps} steps")
 
     def run_until_complete(self, aw: Awaitable[T], loop: SimLoop, timeout: float | None = None) -> T:
@@ -240,15 +260,18 @@ class Scheduler:
         `timeout` bounds the virtual time spent (TimeoutError past it)."""
         fut = asyncio.ensure_future(aw, loop=loop)
         deadline = None if timeout is None else self.now + timeout
-        while not fut.done():
-            nt = self.next_time()
-            if nt is None:
-                raise SimDeadlock(f"nothing left to run at t={self.now:.6f} and {fut!r} is not done")
-            if deadline is not None and nt > deadline:
-                self.now = deadline
-                fut.cancel()
-                raise TimeoutError(f"not done after {timeout} virtual seconds")
-            self.step()
+        try:
+            while not fut.done():
+                nt = self.next_time()
+                if nt is None:
+                    raise SimDeadlock(f"nothing left to run at t={self.now:.6f} and {fut!r} is not done")
+                if deadline is not None and nt > deadline:
+                    self.now = deadline
+                    fut.cancel()
+                    raise TimeoutError(f"not done after {timeout} virtual seconds")
+                self._step()
+        finally:
+            self._leave()
         return fut.result()
 
     def close(self) -> None:
@@ -330,6 +353,8 @@ class SimLoop(asyncio.AbstractEventLoop):
         self._dead = False
         self._exit_recorded = False
         self._busy_until = 0.0
+        self._spin_at = -1.0  # the instant of the callbacks counted in _spin_n
+        self._spin_n = 0
         self._deferred: list[asyncio.Handle] = []
         self._debug = False
         self._task_factory: Any = None

@@ -1,0 +1,114 @@
+"""Benchmark: how fast the simulator runs the real nodes, in simulated seconds per wall second.
+
+Five real nodes (cluster.node.Node) on SimCluster for `--seconds` of virtual time after an election,
+optionally with a client load from the controller host: `--rate` requests per second (commit_offset
+and fetch_offset alternating, one connection per node, sent to the leader) as the workload's client
+would make them. Prints simulated seconds per wall second and per CPU second of this process (the
+second figure is the one that holds on a loaded machine), events and delivered chunks per
+simulated second, and with --profile the functions the time goes to.
+
+    python3 bench/bench_sim.py [--seconds 60] [--rate 0] [--seed 1] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import os
+import pstats
+import sys
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from cluster.framing import MAX_CLIENT_FRAME, encode, read_frame
+from jepsen_py.sim.cluster import CLIENT_PORT, SimCluster
+
+NODES = ["n1", "n2", "n3", "n4", "n5"]
+
+
+async def client_load(c: SimCluster, rate: float, until: float, answered: list[int]) -> None:
+    """Sends `rate` requests/s to whoever leads, pipelined on one stream per node; answers counted."""
+    loop = asyncio.get_running_loop()
+    streams: dict[str, Any] = {}
+    readers: list[asyncio.Task[None]] = []
+
+    async def reader_task(reader: asyncio.StreamReader) -> None:
+        while True:
+            frame = await read_frame(reader, MAX_CLIENT_FRAME)
+            if frame is None:
+                return
+            answered[0] += 1
+
+    i = 0
+    while loop.time() < until:
+        await asyncio.sleep(1.0 / rate)
+        leaders = c.leaders()
+        if not leaders:
+            continue
+        target = leaders[0]
+        if target not in streams:
+            reader, writer = await c.client_net.open_connection(target, CLIENT_PORT)
+            streams[target] = writer
+            readers.append(loop.create_task(reader_task(reader)))
+        i += 1
+        key = {"group": "g", "topic": "t", "partition": i % 4}
+        req = ({"op": "commit_offset", **key, "offset": i} if i % 2 else {"op": "fetch_offset", **key})
+        streams[target].write(encode({"id": i, **req, "timeout_ms": 2000}))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    p.add_argument("--seconds", type=float, default=60.0, help="simulated seconds measured")
+    p.add_argument("--rate", type=float, default=0.0, help="client requests per simulated second")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--profile", action="store_true", help="print the top functions by own time")
+    args = p.parse_args()
+
+    with SimCluster(args.seed, NODES) as c:
+        c.start_all()
+        c.run_until(3.0)  # elect a leader first
+        if args.rate > 0:
+            create = {"op": "create_topic", "name": "t", "partitions": 4, "rf": 3, "timeout_ms": 2000}
+
+            async def setup() -> None:
+                reader, writer = await c.client_net.open_connection(c.leaders()[0], CLIENT_PORT)
+                writer.write(encode({"id": 0, **create}))
+                await read_frame(reader, MAX_CLIENT_FRAME)
+                writer.close()
+
+            c.run_until_complete(setup(), timeout=5)
+        start_sim, steps0 = c.now(), c.scheduler.steps
+        chunks = [0]
+        c.net.on_deliver = lambda *_: chunks.__setitem__(0, chunks[0] + 1)
+        answered = [0]
+        if args.rate > 0:
+            until = c.controller_loop.time() + args.seconds
+            c.controller_loop.create_task(client_load(c, args.rate, until, answered))
+        prof = cProfile.Profile() if args.profile else None
+        w0, p0 = time.perf_counter(), time.process_time()
+        if prof is not None:
+            prof.enable()
+        c.run_until(start_sim + args.seconds)
+        if prof is not None:
+            prof.disable()
+        wall, cpu = time.perf_counter() - w0, time.process_time() - p0
+        sim = c.now() - start_sim
+        steps = c.scheduler.steps - steps0
+        print(f"{len(NODES)} nodes, {sim:.0f} simulated s, rate {args.rate:g}/s, seed {args.seed}")
+        print(f"  wall {wall:.2f} s: {sim / wall:.1f} simulated s per wall s")
+        print(f"  cpu  {cpu:.2f} s: {sim / cpu:.1f} simulated s per CPU s")
+        print(f"  {steps / sim:.0f} events and {chunks[0] / sim:.0f} delivered chunks per simulated s, "
+              f"{1e6 * cpu / max(steps, 1):.1f} CPU us per event")
+        if args.rate > 0:
+            print(f"  client requests answered: {answered[0]} ({answered[0] / sim:.0f}/s)")
+        print(f"  leaders: {c.leaders()}")
+        if prof is not None:
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
