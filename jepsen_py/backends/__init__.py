@@ -26,6 +26,7 @@ BACKENDS: dict[str, tuple[str, str]] = {
 }
 
 _OPTION_DESTS = "_backend_option_dests"
+_OPTION_FLAGS = "_backend_option_flags"
 
 log = logging.getLogger(__name__)
 
@@ -83,10 +84,18 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
         hook = getattr(module, "add_arguments", None)
         if callable(hook):
             hook(group)
-    dests = [a.dest for a in group._group_actions[before:]]
-    parser.set_defaults(**{_OPTION_DESTS: dests})
+    actions = group._group_actions[before:]
+    parser.set_defaults(**{_OPTION_DESTS: [a.dest for a in actions],
+                           _OPTION_FLAGS: {a.dest: (a.option_strings[0], a.default) for a in actions}})
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:
     """The parsed values of the options `add_backend_arguments` added."""
     return {d: getattr(args, d) for d in getattr(args, _OPTION_DESTS, [])}
+
+
+def given_backend_options(args: argparse.Namespace) -> list[str]:
+    """The backend options given a value other than their default, by their flag (for a backend
+    that takes none of them to refuse)."""
+    flags: dict[str, tuple[str, Any]] = getattr(args, _OPTION_FLAGS, {})
+    return [flag for dest, (flag, default) in flags.items() if getattr(args, dest, default) != default]

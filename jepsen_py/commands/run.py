@@ -199,6 +199,10 @@ def _run(args: argparse.Namespace) -> int:
     spec = specmod.from_args(args, collect_options(args))
     spec.options["db_version"] = db_version(spec.db, args.db_version)
     check_names(spec)
+    if spec.backend == "sim":
+        from jepsen_py.sim.backend import check_args
+
+        check_args(args)
     check_outputs(args, spec)
     from jepsen_py import store
 

@@ -4,7 +4,19 @@ so `jepsen-py run` hands a sim spec to it instead of to the runner."""
 
 from __future__ import annotations
 
+import argparse
+
+from jepsen_py.backends import given_backend_options
+from jepsen_py.errors import BadInput
 from jepsen_py.protocols import Remote, Test, TestSpec
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """One line (exit 254) for an option of another backend (--ssh-host, --image-base, ...): the
+    simulator provisions nothing, so it could only ignore it."""
+    given = given_backend_options(args)
+    if given:
+        raise BadInput(f"{given[0]}: not an option of the simulator (--backend sim provisions nothing)")
 
 
 class SimBackend:

@@ -25,6 +25,7 @@ def jepsen(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     (["--nemesis", "partition,tests.jepsen_py.sim.outside_nemesis:Zap"],
      "--nemesis tests.jepsen_py.sim.outside_nemesis:Zap: the simulator cannot model this nemesis"),
     (["--workload", "register"], "no client for 'register'"),
+    (["--ssh-host", "n1=10.0.0.1"], "--ssh-host: not an option of the simulator"),
 ])
 def test_an_option_the_simulator_cannot_honour_is_one_line_and_254(tmp_path: Path, argv: list[str],
                                                                   says: str) -> None:
