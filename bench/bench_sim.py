@@ -59,6 +59,25 @@ async def client_load(c: SimCluster, rate: float, until: float, answered: list[i
         streams[target].write(encode({"id": i, **req, "timeout_ms": 2000}))
 
 
+PARTS = (
+    ("engine (jepsen_py/sim loop, network, disk, clock)", ("jepsen_py/sim/",)),
+    ("node code (cluster/)", ("/cluster/",)),
+    ("asyncio (tasks, futures, streams, handles)", ("asyncio/", "_asyncio", "_contextvars")),
+    ("json", ("json/", "_json")),
+)
+
+
+def time_by_part(stats: pstats.Stats) -> list[tuple[str, float]]:
+    """Share of the profiled own time spent in each part of the code."""
+    totals: dict[str, float] = {}
+    for (filename, _, name), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+        where = f"{filename}:{name}"
+        part = next((p for p, keys in PARTS if any(k in where for k in keys)), "other (bench, builtins)")
+        totals[part] = totals.get(part, 0.0) + tottime
+    total = sum(totals.values()) or 1.0
+    return sorted(((p, t / total) for p, t in totals.items()), key=lambda x: -x[1])
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--seconds", type=float, default=60.0, help="simulated seconds measured")
@@ -106,7 +125,11 @@ def main() -> int:
             print(f"  client requests answered: {answered[0]} ({answered[0] / sim:.0f}/s)")
         print(f"  leaders: {c.leaders()}")
         if prof is not None:
-            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+            stats = pstats.Stats(prof)
+            print("  own time by part (profiled):")
+            for part, share in time_by_part(stats):
+                print(f"    {part:34} {100 * share:5.1f}%")
+            stats.sort_stats("tottime").print_stats(25)
     return 0
 
 

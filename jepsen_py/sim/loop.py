@@ -89,9 +89,14 @@ class Scheduler:
     #: would move meanwhile, so it is charged SPIN_CHARGE_S of virtual time
     SPIN_STEPS = 64
     SPIN_CHARGE_S = 1e-6
+    #: how late a process's timers fire (Linux's default timer slack for a normal thread). Besides
+    #: being what a real process sees, it keeps code that sleeps for a computed delay and then
+    #: re-reads the clock from finding the time not quite up (float rounding) and spinning
+    TIMER_SLACK_S = 50e-6
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
+        self.timer_slack = self.TIMER_SLACK_S
         self.rng = random.Random(seed)
         self.now = 0.0
         self.hashes = itertools.count(1)
@@ -140,7 +145,7 @@ class Scheduler:
         heap = []
         for when, seq, lp, h in self._heap:
             if lp is loop and isinstance(h, asyncio.TimerHandle) and not h._cancelled:
-                when = max(now, loop._global_of(h.when()))
+                when = max(now, loop._global_of(h.when()) + self.timer_slack)
             heap.append((when, seq, lp, h))
         heapq.heapify(heap)
         self._heap = heap
@@ -459,8 +464,7 @@ class SimLoop(asyncio.AbstractEventLoop):
             s = self.scheduler
             g = when - self._offset if not self._drift else self._global_of(when)
             now = self.global_now()
-            if g < now:
-                g = now
+            g = g + s.timer_slack if g > now else now
             h._scheduled = True
             heapq.heappush(s._heap, (g, next(s._seq), self, h))
         return h

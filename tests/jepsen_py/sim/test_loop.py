@@ -10,8 +10,9 @@ import pytest
 from jepsen_py.sim.loop import NodeExit, Scheduler, SimDeadlock, SimLoop
 
 
-def make(seed: int = 1, n: int = 1) -> tuple[Scheduler, list[SimLoop]]:
+def make(seed: int = 1, n: int = 1, slack: float = 0.0) -> tuple[Scheduler, list[SimLoop]]:
     s = Scheduler(seed)
+    s.timer_slack = slack  # exact times, unless a test is about the slack
     return s, [SimLoop(s, f"p{i}") for i in range(n)]
 
 
@@ -204,6 +205,31 @@ def test_busy_loop_at_one_instant_is_charged_cpu_time_and_ends() -> None:
     n = s.run_until_complete(spin(), lp)
     assert n >= Scheduler.SPIN_STEPS
     assert lp.time() >= deadline
+
+
+def test_timers_fire_a_timer_slack_late_so_a_clock_paced_ticker_never_spins() -> None:
+    s, (lp,) = make(slack=Scheduler.TIMER_SLACK_S)
+    fired: list[float] = []
+    lp.call_later(1.0, lambda: fired.append(s.now))
+    s.run_until(2.0)
+    assert fired == [1.0 + Scheduler.TIMER_SLACK_S]
+
+    interval = 0.05
+    ticks = 0
+
+    async def ticker() -> None:  # the node's ticker: sleep until the next tick is due, count ticks
+        nonlocal ticks
+        last = lp.time()
+        while ticks < 200:
+            await asyncio.sleep(max(0.0, last + interval - lp.time()))
+            due = int((lp.time() - last) / interval)
+            ticks += due
+            last += due * interval
+
+    steps = s.steps
+    s.run_until_complete(ticker(), lp)
+    assert s.steps - steps < 2 * 200 + 10
+    assert lp.time() < 2.0 + 200 * interval + 0.01
 
 
 def test_run_until_complete_reports_a_deadlock() -> None:
