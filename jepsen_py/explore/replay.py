@@ -121,26 +121,28 @@ class NemesisReplay(Generator):
 class ClientReplay(Generator):
     """Each client worker's recorded ops at their offsets (late when the worker was still busy)."""
 
-    def __init__(self, events: Iterable[Event], clock: PhaseClock) -> None:
+    def __init__(self, events: Iterable[Event], clock: PhaseClock, end: float | None = None) -> None:
         self.queues: dict[int, list[Event]] = {}
         for e in sorted(events, key=lambda e: e.at):
             if not e.is_nemesis:
                 self.queues.setdefault(int(e.thread), []).append(e)
         self.pos: dict[int, int] = dict.fromkeys(self.queues, 0)
         self.clock = clock
+        self.end = end
 
     def _left(self) -> bool:
         return any(self.pos[t] < len(q) for t, q in self.queues.items())
 
     def op(self, ctx: Context) -> Step:
-        now = self.clock.offset(ctx.time)
+        self.clock.offset(ctx.time)
         if not self._left():
             return None
         t = ctx.thread
         q = self.queues.get(t) if isinstance(t, int) else None
         if not q or self.pos[t] >= len(q):  # type: ignore[index]
-            nexts = [q2[self.pos[t2]].at for t2, q2 in self.queues.items() if self.pos[t2] < len(q2)]
-            return Pending(self.clock.at(max(now, min(nexts))) if nexts else None)
+            # Nothing more for this worker, ever: it waits for the others to finish (or the end of
+            # the phase), woken by their completions, never in a tight loop of tiny waits.
+            return Pending(None if self.end is None else self.clock.at(self.end))
         e = q[self.pos[t]]  # type: ignore[index]
         due = self.clock.when(e)
         if ctx.time < due:

@@ -97,7 +97,7 @@ def replay_run(s: Schedule, spec: TestSpec, run: RunFn, post_run: Sequence[Any] 
     workload = _build_workload(spec)
     clock = PhaseClock(recorded_t0=s.t0 if clients else None)
     if clients:
-        workload.generator = ClientReplay(s.events, clock)
+        workload.generator = ClientReplay(s.events, clock, end=s.time_limit)
         workload.final_generator = FinalReplay(s.final) if s.final else None
     elif "rate" in s.options:
         workload.generator = rate(float(s.options["rate"]), workload.generator)

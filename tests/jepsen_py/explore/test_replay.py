@@ -95,3 +95,28 @@ def test_a_replay_starting_when_the_recording_did_uses_the_exact_times() -> None
     assert [o.time for o in exact] == [0.1 + 0.7]
     moved = gen.simulate([gen.sleep(0.2), ClientReplay(events, PhaseClock(recorded_t0=0.1))], concurrency=1)
     assert [round(o.time, 9) for o in moved] == [0.9]
+
+
+def test_a_worker_with_nothing_left_waits_instead_of_spinning() -> None:
+    class Counting(ClientReplay):
+        calls = 0
+
+        def op(self, ctx: gen.Context) -> gen.Step:
+            Counting.calls += 1
+            return super().op(ctx)
+
+    # worker 1 is done at once; worker 0's second op is due while its first (10 s) is still running
+    events = [Event(0.0, 0, "write", key="a", value=1), Event(0.5, 0, "write", key="a", value=2),
+              Event(0.0, 1, "read", key="a")]
+    ops = gen.simulate(gen.time_limit(30.0, Counting(events, PhaseClock(), end=30.0)), concurrency=2,
+                       latency=lambda t, r: 10.0 if t.value == 1 else 0.01)
+    assert [(o.time, o.template.f) for o in ops] == [(0.0, "write"), (0.0, "read"), (10.0, "write")]
+    assert Counting.calls < 20
+    # asked directly, as an interpreter that sleeps until `until` does: worker 1 must not be told to
+    # come back now (a wait of nothing, asked again and again while worker 0's op runs)
+    replay = ClientReplay(events, PhaseClock(), end=30.0)
+    rng = random.Random(0)
+    for thread, now in ((0, 0.0), (1, 0.0)):
+        assert isinstance(replay.op(gen.Context(now, thread, thread, rng, (0, 1))), gen.Template)
+    step = replay.op(gen.Context(3.0, 1, 1, rng, (0, 1), busy={0}))
+    assert isinstance(step, gen.Pending) and step.until == 30.0
