@@ -1,0 +1,288 @@
+"""Fuzzed bad input: real history files, mutated (torn lines, flipped bytes, missing or mistyped
+fields, completions with no invocation, two invocations on one process, NaN and huge times,
+binary garbage, deep nesting, a 50 MB line), fed to every importer, `check` and `analyze`; and
+fuzzed `run` flags. Every input ends in 0, 1, 2 or 254 with one line naming the file, never a
+traceback or 255; bad `run` flags are refused before anything is provisioned."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jepsen_py import cli
+from jepsen_py.errors import BadInput
+from jepsen_py.importers import FORMATS, load_history
+from tests.jepsen_py.test_cli import FAKE_DB, REPO, fake_run, use_fakes
+
+ANCHORS = Path(os.environ.get("JEPSEN_PY_PORCUPINE_ANCHORS", "/work/shared/anchors/porcupine"))
+OK_CODES = {0, 1, 2, 254}
+FUZZ = settings(max_examples=60, deadline=None, derandomize=False,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                       HealthCheck.data_too_large])
+
+# Literals that broke readers before: non-finite and huge numbers, wrong types, bad escapes,
+# Jepsen-log processes that look numeric, ratios by zero.
+WEIRD = ["NaN", "Infinity", "-Infinity", "-1", "1e999", "9" * 5000, "[]", "{}", '"x"', "null", "true",
+         "[[[[[[", "\\uZZZZ", '"\\uZZZZ"', "1/0", "--3", "\u00b2", "##NaN", "1e15", "100000000000000000000",
+         ":invoke", ":ok", ":info", '{"a":[1,{"b":2}]}', "\x00", "\xff"]
+
+
+def _register_ops() -> list[dict[str, object]]:
+    """A small valid register history with a nemesis and an observer, as our runner writes it."""
+    ops: list[dict[str, object]] = []
+
+    def add(typ: str, process: object, f: str, value: object = None) -> None:
+        ops.append({"index": len(ops), "time": len(ops) * 1_000_000, "type": typ, "process": process,
+                    "f": f, "key": None, "value": value, "node": None, "error": None, "meta": {}})
+
+    for i in range(6):
+        p = i % 3
+        add("invoke", p, "write", i)
+        add("ok", p, "write", i)
+        add("invoke", p, "read")
+        add("ok", p, "read", i)
+        if i == 2:
+            add("info", "nemesis", "start-partition", ["n1"])
+            add("ok", "observer", "status", {"n1": "leader"})
+    return ops
+
+
+def _edn(ops: list[dict[str, object]]) -> str:
+    def v(x: object) -> str:
+        if x is None:
+            return "nil"
+        if isinstance(x, list):
+            return "[" + " ".join(v(y) for y in x) + "]"
+        if isinstance(x, dict):
+            return "{" + " ".join(f"{v(k)} {v(y)}" for k, y in x.items()) + "}"
+        return json.dumps(x)
+
+    lines = []
+    for o in ops:
+        proc = f":{o['process']}" if isinstance(o["process"], str) else str(o["process"])
+        lines.append(f"{{:index {o['index']}, :time {o['time']}, :type :{o['type']}, :process {proc}, "
+                     f":f :{o['f']}, :value {v(o['value'])}}}")
+    return "[" + "\n ".join(lines) + "]\n"
+
+
+def _seeds() -> list[tuple[str, bytes, str]]:
+    """(file name, content, model): ours, an EDN history, and Porcupine's logs when present."""
+    ops = _register_ops()
+    seeds = [("history.jsonl", ("\n".join(json.dumps(o) for o in ops) + "\n").encode(), "register"),
+             ("history.edn", _edn(ops).encode(), "register")]
+    for rel, model in (("jepsen/etcd_000.log", "cas-register"), ("kv/c01-ok.txt", "kv")):
+        p = ANCHORS / rel
+        if p.exists():
+            lines = p.read_bytes().splitlines(keepends=True)[:80]
+            seeds.append((Path(rel).name, b"".join(lines), model))
+    return seeds
+
+
+SEEDS = _seeds()
+
+
+@st.composite
+def mutations(draw: st.DrawFn) -> list[tuple[str, float, object]]:
+    """A few edits, each (kind, where in the file as a fraction, argument)."""
+    kind = st.sampled_from(["truncate", "flip", "garbage", "drop_line", "dup_line", "swap_lines",
+                            "weird", "deep", "strip_field"])
+    edit = st.tuples(kind, st.floats(0, 1, allow_nan=False),
+                     st.one_of(st.integers(1, 255), st.binary(min_size=1, max_size=48),
+                               st.sampled_from(WEIRD)))
+    return draw(st.lists(edit, min_size=1, max_size=4))
+
+
+def mutate(data: bytes, edits: list[tuple[str, float, object]]) -> bytes:
+    for kind, frac, arg in edits:
+        pos = int(frac * len(data))
+        lines = data.splitlines(keepends=True) or [b""]
+        li = min(int(frac * len(lines)), len(lines) - 1)
+        if kind == "truncate":
+            data = data[:pos]
+        elif kind == "flip" and data:
+            mask = arg if isinstance(arg, int) else 0x5A
+            i = min(pos, len(data) - 1)
+            data = data[:i] + bytes([data[i] ^ mask]) + data[i + 1:]
+        elif kind == "garbage":
+            junk = arg if isinstance(arg, bytes) else os.urandom(16)
+            data = data[:pos] + junk + data[pos:]
+        elif kind == "drop_line":  # a completion loses its invocation, or an invocation its completion
+            data = b"".join(lines[:li] + lines[li + 1:])
+        elif kind == "dup_line":  # two invocations on one process, or a completion twice
+            data = b"".join([*lines[:li + 1], lines[li], *lines[li + 1:]])
+        elif kind == "swap_lines" and li + 1 < len(lines):
+            data = b"".join([*lines[:li], lines[li + 1], lines[li], *lines[li + 2:]])
+        elif kind == "weird":  # a number or a keyword replaced by a literal that broke readers
+            lit = (arg if isinstance(arg, str) else "NaN").encode("utf-8", "surrogatepass")
+            line = lines[li]
+            for token in (b'"time": ', b":time ", b'"process": ', b":process ", b'"value": ',
+                          b":value ", b'"type": ', b":type ", b'"f": ', b":f "):
+                at = line.find(token)
+                if at >= 0:
+                    end = at + len(token)
+                    stop = end
+                    while stop < len(line) and line[stop:stop + 1] not in b",}\n":
+                        stop += 1
+                    lines[li] = line[:end] + lit + line[stop:]
+                    break
+            else:
+                lines[li] = line[:len(line) // 2] + lit + line[len(line) // 2:]
+            data = b"".join(lines)
+        elif kind == "deep":
+            data = data[:pos] + b"[" * 5000 + b"]" * 5000 + data[pos:]
+        elif kind == "strip_field":
+            line = lines[li]
+            for token in (b'"time": ', b'"type": ', b'"process": ', b'"f": ', b'"index": ',
+                          b":type ", b":process ", b":f "):
+                at = line.find(token)
+                if at >= 0:
+                    stop = line.find(b",", at)
+                    lines[li] = line[:at] + (line[stop + 1:] if stop >= 0 else b"}\n")
+                    break
+            data = b"".join(lines)
+    return data
+
+
+def assert_one_line(code: int, err: str, names: list[str]) -> None:
+    assert code in OK_CODES, (code, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    if code == 254:
+        lines = [ln for ln in err.splitlines() if ln.startswith("jepsen-py: ") and "warning" not in ln]
+        assert len(lines) == 1, err
+        assert any(n in lines[0] for n in names), (names, lines[0])
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="jepsen-py-fuzz-") as d:
+        yield Path(d)
+
+
+@FUZZ
+@given(seed=st.sampled_from(SEEDS), edits=mutations())
+def test_mutated_histories_give_a_verdict_or_one_line(workdir: Path, capsys, seed, edits) -> None:
+    name, content, model = seed
+    path = workdir / name
+    path.write_bytes(mutate(content, edits))
+    for fmt in FORMATS:  # every importer: ops or BadInput, nothing else
+        try:
+            load_history(path, fmt, allow_truncated=True)
+        except BadInput as e:
+            assert str(e) and "\n" not in str(e)
+    capsys.readouterr()
+    code = cli.main(["check", str(path), "--model", model, "--workers", "1", "--time-limit", "5"])
+    assert_one_line(code, capsys.readouterr().err, [str(path)])
+
+
+@pytest.fixture(scope="module")
+def stored_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One real run of the in-process DB, whose history.jsonl and test.json the fuzzer mutates."""
+    tmp = tmp_path_factory.mktemp("fuzzrun")
+    with pytest.MonkeyPatch.context() as mp:
+        use_fakes(mp)
+        assert cli.main(fake_run(tmp)) == 0
+        yield (tmp / "results" / "latest").resolve()
+
+
+@settings(FUZZ, max_examples=40)
+@given(edits=mutations(), which=st.sampled_from(["history.jsonl", "test.json"]))
+def test_analyze_of_a_mutated_run_gives_a_verdict_or_one_line(stored_run: Path, capsys, monkeypatch,
+                                                              edits, which) -> None:
+    use_fakes(monkeypatch)
+    target = stored_run / which
+    original = target.read_bytes()
+    try:
+        target.write_bytes(mutate(original, edits))
+        capsys.readouterr()
+        code = cli.main(["analyze", str(stored_run), "--no-render", "--allow-truncated"])
+        assert_one_line(code, capsys.readouterr().err, [str(target), str(stored_run)])
+    finally:
+        target.write_bytes(original)
+
+
+def test_a_50_mb_line(workdir: Path, capsys) -> None:
+    ops = _register_ops()
+    good = [json.dumps(o) for o in ops]
+    huge = {**ops[0], "index": len(ops), "value": "x" * (50 * 1024 * 1024)}
+    # A 50 MB garbage line in the middle: refused, naming its line.
+    garbage = workdir / "garbage.jsonl"
+    garbage.write_text("\n".join([*good[:3], "y" * (50 * 1024 * 1024), *good[3:]]) + "\n")
+    capsys.readouterr()
+    code = cli.main(["check", str(garbage), "--model", "register", "--workers", "1"])
+    err = capsys.readouterr().err
+    assert code == 254 and f"{garbage}:4:" in err and len(err) < 2000
+    # A 50 MB value on a well-formed op: read and checked like any other.
+    big = workdir / "big.jsonl"
+    big.write_text("\n".join([*good, json.dumps(huge)]) + "\n")
+    code = cli.main(["check", str(big), "--model", "register", "--workers", "1"])
+    assert_one_line(code, capsys.readouterr().err, [str(big)])
+    p = subprocess.run([sys.executable, "-m", "jepsen_py.cli", "check", str(garbage), "--model", "register"],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert p.returncode == 254 and "Traceback" not in p.stderr and len(p.stderr) < 2000
+
+
+@pytest.mark.parametrize(("seed", "edits"), [
+    (0, [("garbage", 0.5, b"\x00\xff\xfe\x80garbage")]),
+    (0, [("truncate", 0.63, 1)]),
+    (1, [("weird", 0.3, "9" * 5000)]),
+    (-1, [("weird", 0.3, "--3"), ("deep", 0.5, 1)]),
+])
+def test_real_subprocess_runs(workdir: Path, seed: int, edits) -> None:
+    for name, content, model in [SEEDS[seed]]:
+        path = workdir / name
+        path.write_bytes(mutate(content, edits))
+        p = subprocess.run([sys.executable, "-m", "jepsen_py.cli", "check", str(path), "--model", model,
+                            "--workers", "1"], capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert_one_line(p.returncode, p.stderr, [str(path)])
+
+
+SHELL_CHARS = ";|&$`()<>*?![]{}'\"\\\n\t"
+NUMERIC_FLAGS = ["--time-limit", "--nemesis-interval", "--op-timeout", "--test-count", "--node-count",
+                 "--ssh-port"]
+BAD_NUMBERS = ["0", "-1", "-0.5", "nan", "inf", "-inf", "1e999", "", "abc", "9" * 5000, "0x10"]
+
+
+@st.composite
+def bad_run_flags(draw: st.DrawFn) -> list[str]:
+    kind = draw(st.sampled_from(["unknown", "number", "node", "results-file"]))
+    if kind == "unknown":
+        return [f"--zz{draw(st.from_regex(r'[a-z][a-z-]{0,12}', fullmatch=True))}"]
+    if kind == "number":
+        flag = draw(st.sampled_from(NUMERIC_FLAGS))
+        return [f"{flag}={draw(st.sampled_from(BAD_NUMBERS))}"]
+    if kind == "node":
+        bad = draw(st.text(alphabet=SHELL_CHARS, min_size=1, max_size=6))
+        name = draw(st.text(alphabet="abc", max_size=3)) + bad + draw(st.text(alphabet="xyz", max_size=3))
+        return ["--nodes", f"n1,{name}"]
+    return ["RESULTS-IS-A-FILE"]
+
+
+@settings(FUZZ, max_examples=25)
+@given(bad=bad_run_flags())
+def test_bad_run_flags_are_refused_before_provisioning(workdir: Path, capsys, monkeypatch, bad) -> None:
+    use_fakes(monkeypatch)
+    results = workdir / "results"
+    if bad == ["RESULTS-IS-A-FILE"]:
+        results = workdir / "a-file"
+        results.write_text("x")
+        bad = []
+    argv = ["run", "--workload", "register", "--db", FAKE_DB, "--backend", "none", "--time-limit", "0.2",
+            "--no-progress", "--results-dir", str(results), *bad]
+    capsys.readouterr()
+    try:
+        code = cli.main(argv)
+    except SystemExit as e:  # the parser's refusal
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 254, (bad, err)
+    assert "Traceback" not in err
+    assert not (results.is_dir() and any(results.iterdir())), "provisioned before refusing"
