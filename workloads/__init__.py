@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jepsen_py.errors import BadInput
+from jepsen_py.numbers import MAX_SECONDS, number
 from jepsen_py.protocols import Client, TestSpec
 from jepsen_py.workload import Workload
 
@@ -118,15 +119,17 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
                    help="a workload knob (e.g. active_keys=4, read_fraction=0.8); VALUE is read as "
                         "JSON when it parses, else as text; repeatable")
     g = parser.add_argument_group("availability thresholds (fail the run when broken)")
-    g.add_argument("--availability-max-recovery-s", dest="availability_max_recovery_s", type=float,
+    g.add_argument("--availability-max-recovery-s", dest="availability_max_recovery_s",
+                   type=number(0, MAX_SECONDS),
                    default=30.0, metavar="S",
                    help="an ok op must follow the heal within S seconds (default 30)")
-    g.add_argument("--availability-min-ok-fraction", dest="availability_min_ok_fraction", type=float,
+    g.add_argument("--availability-min-ok-fraction", dest="availability_min_ok_fraction", type=number(0, 1),
                    default=None, metavar="F", help="fail if fewer than F of all ops were ok (default off)")
-    g.add_argument("--availability-max-unavailable-s", dest="availability_max_unavailable_s", type=float,
+    g.add_argument("--availability-max-unavailable-s", dest="availability_max_unavailable_s",
+                   type=number(0, MAX_SECONDS, lo_open=True),
                    default=None, metavar="S", help="fail if no op succeeded for S seconds (default off)")
     g.add_argument("--availability-max-terms-per-minute", dest="availability_max_terms_per_minute",
-                   type=float, default=120.0, metavar="N",
+                   type=number(0, 1e9, lo_open=True), default=120.0, metavar="N",
                    help="fail on election churn: terms growing faster than N per minute (default 120)")
 
 
