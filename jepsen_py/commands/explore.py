@@ -137,6 +137,24 @@ class FindingReport:
     notes: list[str] = field(default_factory=list)
 
 
+def still_fails(system: Any, c: sched.Schedule, kind: str) -> bool:
+    """Whether a shrinking candidate still shows `kind`, and shows it because of the build under test.
+
+    A candidate with no client op left is never accepted: with nothing asked, "never served an ok
+    op" is a statement about the schedule, not the system. When the build under test has bugs
+    switched on, the same schedule on the build without them is the control: a kind the control
+    shows too is what the shrunk schedule provokes by itself (an op in the first instant of the main
+    phase, a run too short for any answer), so the candidate is refused."""
+    if not c.client_events:
+        return False
+    if kind not in system.replay(c).anomalies:
+        return False
+    if c.bugs:
+        control = c.with_events(c.events, bugs=[])
+        return kind not in system.replay(control).anomalies
+    return True
+
+
 class _View:
     """The live line: schedules tried, simulated time, findings."""
 
@@ -262,8 +280,7 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
         report.notes.append(f"the run that found it: {trial.run_dir}")
 
     def fails(c: sched.Schedule) -> bool:
-        t = system.replay(c)
-        return kind in t.anomalies
+        return still_fails(system, c, kind)
 
     t0 = time.monotonic()
     best = original

@@ -175,8 +175,9 @@ class Schedule:
     def with_events(self, events: Iterable[Event], **changes: Any) -> Schedule:
         changes.setdefault("final", list(self.final))
         changes.setdefault("nodes", list(self.nodes))
-        return replace(self, events=list(events), bugs=list(self.bugs), options=dict(self.options),
-                       **changes)
+        changes.setdefault("bugs", list(self.bugs))
+        changes.setdefault("options", dict(self.options))
+        return replace(self, events=list(events), **changes)
 
     def to_json(self) -> dict[str, Any]:
         return {

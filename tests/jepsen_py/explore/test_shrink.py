@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 from jepsen_py.explore.schedule import Schedule, fault_windows
+from jepsen_py.explore.search import Trial
 from jepsen_py.explore.shrink import Shrinker, shrink
 from jepsen_py.explore.space import Config
 from tests.jepsen_py.explore.planted import PlantedSystem, lost_writes
@@ -70,3 +71,30 @@ def test_only_failing_candidates_are_kept() -> None:
     # a flaky predicate: failing candidates are kept only when they fail, so the result always fails
     result = shrink(s, lambda c: bool(lost_writes(c)) and rng.random() < 0.7, max_attempts=400)
     assert lost_writes(result.schedule)
+
+
+class _Artifact(PlantedSystem):
+    """The planted bug, plus what any build shows for a schedule of at most one client op (as a
+    checker may call a run with almost nothing asked "unavailable")."""
+
+    def _judge(self, s: Schedule, cfg: object) -> Trial:
+        t = super()._judge(s, cfg)  # type: ignore[arg-type]
+        if (s.bugs and t.anomalies) or len(s.client_events) <= 1:
+            t.anomalies = {"lost-commit": 1}
+        else:
+            t.anomalies = {}
+        return t
+
+
+def test_shrinking_keeps_what_the_build_without_bugs_does_not_show() -> None:
+    from jepsen_py.commands.explore import still_fails
+
+    system = _Artifact()
+    s = big_failing()
+    s = s.with_events(s.events, bugs=["planted"])
+    assert still_fails(system, s, "lost-commit")
+    out = shrink(s, lambda c: still_fails(system, c, "lost-commit"), max_attempts=3000).schedule
+    # without the control the artifact wins: one client op, no fault
+    naive = shrink(s, lambda c: "lost-commit" in system.replay(c).anomalies, max_attempts=3000).schedule
+    assert naive.fault_count == 0 and len(naive.client_events) <= 1
+    assert lost_writes(out) and out.fault_count == 2 and len(out.client_events) == 2
