@@ -42,11 +42,11 @@ def test_serializable_reads_under_a_leader_partition_are_caught(tmp_path: Path, 
     lin = results["checkers"]["linearizable"]
     assert lin["valid"] is False, lin
     assert lin["anomalies"][0]["kind"] == "nonlinearizable"
-    assert results["stats"]["ok"] > 1000
+    assert results["stats"]["ok"] > 300
 
 
 def test_linearizable_reads_under_a_leader_partition_pass(tmp_path: Path, node_image: str) -> None:
     code, results, out = run_etcd(tmp_path)
     assert code == 0, out
     assert results["checkers"]["linearizable"]["valid"] is True
-    assert results["stats"]["ok"] > 1000
+    assert results["stats"]["ok"] > 300
