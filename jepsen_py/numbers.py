@@ -17,6 +17,9 @@ from jepsen_py.errors import BadInput
 
 # A week: longer than any test or check anyone waits for, short enough that deadlines stay exact.
 MAX_SECONDS = 7 * 24 * 3600.0
+# The longest main phase `run` takes: a day. Histories are refused past 10^5 s (history.py), which
+# also bounds every per-second view of a run (availability buckets, plots).
+MAX_RUN_SECONDS = 86_400.0
 # Worker processes: far beyond any machine's cores, small enough not to exhaust the process table.
 MAX_WORKERS = 1024
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from jepsen_py.backends import default_backend
 from jepsen_py.errors import BadInput
-from jepsen_py.numbers import MAX_SECONDS, integer, number
+from jepsen_py.numbers import MAX_RUN_SECONDS, MAX_SECONDS, integer, number
 from jepsen_py.numbers import check as check_number
 from jepsen_py.protocols import TestSpec
 
@@ -176,7 +176,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--fault-targets", default=None, metavar="KINDS",
                    help="nodes pause and kill may hit, comma separated, one picked per fault: leader, "
                         "one, minority, majority, all (default: leader,one,minority)")
-    g.add_argument("--time-limit", type=number(0, MAX_SECONDS, lo_open=True), default=DEFAULT_TIME_LIMIT,
+    g.add_argument("--time-limit", type=number(0, MAX_RUN_SECONDS, lo_open=True), default=DEFAULT_TIME_LIMIT,
                    metavar="S",
                    help=f"seconds of the main phase (default: {DEFAULT_TIME_LIMIT:g})")
     g.add_argument("--concurrency", default=DEFAULT_CONCURRENCY, metavar="N|Kn",

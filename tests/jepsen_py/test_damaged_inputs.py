@@ -163,5 +163,18 @@ def test_nan_is_never_written_bare_into_results_json(tmp_path) -> None:
         "a": "NaN", "b": ["Infinity", "-Infinity", 1.5]}
 
 
-def test_time_limit_constant_is_a_million_seconds() -> None:
-    assert MAX_TIME_NS == 10**15
+def test_an_absurd_time_is_refused_before_any_per_second_view(tmp_path) -> None:
+    """An op edited to 10^15 ns (11.6 days) made analyze write a 14 MB results.json (one availability
+    bucket per second); past 10^5 s a history is refused at read time."""
+    from tests.checkers.runfixture import make_run
+
+    run = make_run(tmp_path, 60)
+    h = run.run_dir / "history.jsonl"
+    before = (run.run_dir / "results.json").read_bytes()
+    lines = h.read_text().splitlines()
+    for t in (10**15, MAX_TIME_NS + 1):
+        last = json.loads(lines[-1])
+        last["time"] = t
+        h.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+        assert cli.main(["analyze", str(run.run_dir), "--no-render"]) == 254
+        assert (run.run_dir / "results.json").read_bytes() == before
