@@ -2,7 +2,8 @@
 
 Exactly the framework's own things, found by its label: Docker containers and networks labelled
 `jepsen-py`, iptables rules commented `jepsen-py` on this host, and the local backend's network
-namespaces, links and processes. Nothing without the label is touched. Safe to run at any time, but
+namespaces, links, processes and the run directories that carry its marker file (never its whole
+state root). Nothing without the label or the marker is touched. Safe to run at any time, but
 it also ends runs in progress (use --run to limit it to one run's containers).
 """
 
