@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from checkers.samples import leader_claims, samples
+from checkers.samples import Sample, leader_claims, samples
 from jepsen_py.history import NEMESIS, OBSERVER, OK, Op, pairs
 from jepsen_py.protocols import Test
-from nemeses.faults import windows_of_pairs
+from nemeses.faults import NETWORK, FaultWindow, fault_windows, windows_of_pairs
 
 S = 1_000_000_000
 
@@ -249,22 +249,77 @@ QUIET_GRACE_S = 3.0
 
 
 def _quiet_churn(history: Sequence[Op], end: int) -> list[tuple[str, list[int]]]:
-    """Election churn with no fault to blame (the unordered-send bug's signature): explanation and
-    the observer sample at which the terms had grown past the limit."""
-    terms = [(sm.time, sm.term, sm.index) for sm in samples(history) if sm.term is not None]
+    """Election churn with no fault to blame (the unordered-send bug's signature, or a node that ran
+    up its term while cut off and deposes the leader when it returns): explanation and the observer
+    sample at which the terms had grown past the limit."""
+    smp = [sm for sm in samples(history) if sm.term is not None]
+    windows: list[FaultWindow] | None = None
     out = []
     for a, b in quiet_stretches(history, end):
         a2 = a + int(QUIET_GRACE_S * S)
-        seen = [(t, i) for time_, t, i in terms if a2 <= time_ <= b]
+        seen = [sm for sm in smp if a2 <= sm.time <= b]
         if len(seen) < 2:
             continue
-        lo = min(t for t, _ in seen)
-        hi = max(t for t, _ in seen)
+        lo = min(sm.term for sm in seen if sm.term is not None)
+        hi = max(sm.term for sm in seen if sm.term is not None)
         if hi - lo > QUIET_MAX_TERMS:
-            at = next(i for t, i in seen if t > lo + QUIET_MAX_TERMS)
-            out.append((f"terms grew from {lo} to {hi} within {(b - a2) / S:.1f} s with no fault active: "
-                        "election churn", [at]))
+            at = next(sm for sm in seen if sm.term is not None and sm.term > lo + QUIET_MAX_TERMS)
+            if windows is None:
+                windows = fault_windows(history, nodes={sm.node for sm in smp})
+            why = _who_jumped(smp, windows, at, a, lo)
+            out.append((f"{why}terms grew from {lo} to {hi} within {(b - a2) / S:.1f} s with no fault "
+                        "active: election churn", [at.index]))
     return out
+
+
+#: A fault that ended this long before a node's term jumped is the isolation it is returning from.
+RETURN_S = 10.0
+
+
+def isolated_nodes(w: FaultWindow) -> frozenset[str]:
+    """The nodes a partition or leader-clock fault cut off from the majority: the node it names
+    (the isolated leader), else every side smaller than the largest. Empty for other faults."""
+    if w.kind is None or NETWORK not in w.kind.effects or not isinstance(w.value, dict):
+        return frozenset()
+    said = w.value.get("node", w.value.get("leader"))
+    if isinstance(said, str):
+        return frozenset({said})
+    sides = w.value.get("sides")
+    if isinstance(sides, list) and all(isinstance(x, list) for x in sides) and len(sides) > 1:
+        big = max(len(x) for x in sides)
+        return frozenset(str(n) for x in sides if len(x) < big for n in x)
+    return frozenset()
+
+
+def _who_jumped(smp: Sequence[Sample], windows: Sequence[FaultWindow], at: Sample, quiet_from: int,
+                low: int) -> str:
+    """Which node's term ran ahead, whether it was returning from isolation, and whom it deposed."""
+    node = at.node
+    mine = [sm for sm in smp if sm.node == node and sm.term is not None]
+    back = [w for w in windows if w.end is not None and quiet_from - int(RETURN_S * S) <= w.end <= at.time
+            and node in isolated_nodes(w)]
+    cut = max(back, key=lambda w: w.end or 0) if back else None
+    since = cut.start if cut is not None else at.time
+    # where it stood before it ran ahead: its last term no higher than the others' in the quiet stretch
+    before = [sm.term for sm in mine if sm.time < since and sm.term is not None and sm.term <= low]
+    start_term = before[-1] if before else min(sm.term for sm in mine if sm.time <= at.time)
+    text = f"{node}'s term jumped from {start_term} to {at.term}"
+    if cut is not None:
+        text += (f" while it was isolated ({cut.f}, healed {(at.time - (cut.end or at.time)) / S:.1f} s "
+                 "before it was seen)")
+    # the leader in force when the node came back, and whether it lost its leadership to the jump
+    back_at = cut.end if cut is not None and cut.end is not None else quiet_from
+    leads = [sm for sm in smp if sm.role == "leader" and sm.node != node and sm.time <= back_at]
+    if leads:
+        old = leads[-1]
+        later = [sm for sm in smp if sm.time > back_at and sm.term is not None and sm.term > (old.term or 0)]
+        deposed = next((sm for sm in later if sm.node == old.node), None)
+        if deposed is not None:
+            new = next((sm for sm in later if sm.role == "leader"), None)
+            when = "on its return" if cut is not None else "then"
+            text += (f"; {when} the leader {old.node} (term {old.term}) was deposed"
+                     + (f" and {new.node} took over in term {new.term}" if new is not None else ""))
+    return text + ": "
 
 
 def _stuck_nodes(history: Sequence[Op], end: int) -> list[dict[str, Any]]:

@@ -179,3 +179,59 @@ def test_a_restart_ends_the_kill_but_not_a_partition_still_in_force():
     h.nemesis("stop-partition", 40_000, 40_300)
     ms = [(a // 1_000_000, b // 1_000_000) for a, b in quiet_stretches(h.build(), 50_000 * 1_000_000)]
     assert ms == [(20_200, 30_000), (40_300, 50_000)]
+
+
+def disruptive_rejoin(*, fault: str = "start-partition", isolated_value: dict | None = None) -> list:
+    """n1 leads term 8 and is cut off at 2 s; n2 takes over in term 9 while n1, alone, runs its term
+    up to 18. Healed at 10 s; n1 is still at 18 when it is next seen and deposes n2: n3 leads 19."""
+    h = H()
+    steady(h, 0, 20_000, every=200)
+    value = isolated_value if isolated_value is not None else {
+        "shape": "leader", "leader": "n1", "sides": [["n1"], ["n2", "n3"]],
+        "grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}}
+    stop = "stop-partition" if fault == "start-partition" else "stop-leader-clock"
+    if fault:
+        h.nemesis(fault, 2000, 2010, value)
+        h.nemesis(stop, 10_000, 10_010, {"healed": True})
+    t = 0.0
+    while t < 20_000:
+        if t < 2000:
+            roles, terms = {"n1": "leader", "n2": "follower", "n3": "follower"}, {"n1": 8, "n2": 8, "n3": 8}
+        elif t < 14_000:
+            up = min(18, 8 + int((t - 2000) // 800))
+            roles = {"n1": "candidate", "n2": "leader", "n3": "follower"}
+            terms = {"n1": up, "n2": 9, "n3": 9}
+        else:
+            roles, terms = {"n1": "follower", "n2": "follower", "n3": "leader"}, {"n1": 19, "n2": 19, "n3": 19}
+        for i, n in enumerate(("n1", "n2", "n3")):
+            h.sample(t + i, n, roles[n], terms[n], next((m for m, r in roles.items() if r == "leader"), None))
+        t += 100
+    return h.build()
+
+
+def test_a_term_jump_after_isolation_names_the_node_and_the_deposed_leader():
+    r = AvailabilityChecker().check(None, disruptive_rejoin())
+    churn = [a for a in r["anomalies"] if a["kind"] == "election-churn"]
+    assert r["valid"] is False and len(churn) == 1, r["problems"]
+    text = churn[0]["explanation"]
+    assert text.startswith("n1's term jumped from 8 to 18 while it was isolated (start-partition, healed ")
+    assert "on its return the leader n2 (term 9) was deposed and n3 took over in term 19" in text
+    assert "no fault active" in text  # the churn itself was still outside any fault
+
+
+def test_a_leader_clock_isolation_is_named_too():
+    value = {"node": "n1", "clock-back-ms": 900, "grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}}
+    r = AvailabilityChecker().check(None, disruptive_rejoin(fault="start-leader-clock", isolated_value=value))
+    text = next(a["explanation"] for a in r["anomalies"] if a["kind"] == "election-churn")
+    assert "n1's term jumped from 8 to 18 while it was isolated (start-leader-clock" in text
+    assert "leader n2 (term 9) was deposed" in text
+
+
+def test_a_term_jump_with_no_isolation_says_so():
+    # a partition that cut off n2, not n1: n1's jump is not explained by it
+    value = {"shape": "one", "sides": [["n2"], ["n1", "n3"]], "grudge": {}}
+    r = AvailabilityChecker().check(None, disruptive_rejoin(isolated_value=value))
+    text = next(a["explanation"] for a in r["anomalies"] if a["kind"] == "election-churn")
+    # its last term level with the others' is where it stood before it ran ahead
+    assert text.startswith("n1's term jumped from 9 to 18; then the leader n2 (term 9) was deposed")
+    assert "isolated" not in text
