@@ -135,7 +135,8 @@ class AvailabilityChecker:
         first = min(op.time for op in history)
         settled = [(a if a == first else a + int(QUIET_GRACE_S * S), b)  # an undo costs an election
                    for a, b in quiet_stretches(history, end)]
-        dead_keys = _dead_keys(ps, settled) + (_stuck_nodes(history, end) if observed else [])
+        dead_keys = (_dead_keys(ps, settled, faulted=heal is not None)
+                     + (_stuck_nodes(history, end) if observed else []))
         return {
             "valid": not (problems or churn or dead_keys),
             "basis": "clients+observer" if observed else "clients",
@@ -165,14 +166,19 @@ DEAD_KEY_MIN = 10
 REFUSALS = frozenset({"unavailable", "not_leader"})
 
 
-def _dead_keys(ps: Sequence[Any], settled: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
+def _dead_keys(ps: Sequence[Any], settled: Sequence[tuple[int, int]], *,
+               faulted: bool = False) -> list[dict[str, Any]]:
     """Keys whose every write was refused (unavailable / not leader) while the cluster served other
     keys at the same time, with no fault active: unavailability of part of the data, which a
     cluster-wide outage (every key down together) never produces. The leader-on-follower bug's
     signature: partitions led by a node that cannot propose refuse every commit for the whole run.
-    Under a fault a correct cluster may refuse a short-lived key's few writes, so only refusals
-    inside `settled` count: the stretches with no fault active, less an election's grace after an
-    undo."""
+
+    A fault does not excuse it: the key may be refused in and out of fault windows alike. Under a
+    fault a correct cluster may refuse a key's writes, so only the refusals that lie wholly inside
+    `settled` (the stretches with no fault active, less an election's grace after an undo) are
+    counted, and at least DEAD_KEY_MIN of them must have been refused while at least DEAD_KEY_MIN ok
+    ops of other keys completed in those same stretches. Refusals after the final heal are what
+    tell "never available" from "unavailable during a fault"; the explanation says how many."""
     by_key: dict[tuple[str, Any], list[Any]] = {}
     for p in ps:
         if p.invoke.key is None or p.invoke.value is None:
@@ -184,25 +190,39 @@ def _dead_keys(ps: Sequence[Any], settled: Sequence[tuple[int, int]]) -> list[di
             continue
         by_key.setdefault(k, []).append(p)
     oks = sorted(p.complete.time for p in ps if p.type == OK and p.complete is not None)
+    final = settled[-1] if settled else None
     found = []
     for (f, key), kps in by_key.items():
         if len(kps) < DEAD_KEY_MIN or any(p.type == OK for p in kps):
             continue
         if not all(p.complete is not None and p.complete.error in REFUSALS for p in kps):
             continue
-        lo = min(p.invoke.time for p in kps)
-        hi = max(p.complete.time for p in kps)
-        if not any(a <= lo and hi <= b for a, b in settled):
+        quiet: dict[tuple[int, int], list[Any]] = {}
+        for p in kps:
+            st = next(((a, b) for a, b in settled if a <= p.invoke.time and p.complete.time <= b), None)
+            if st is not None:
+                quiet.setdefault(st, []).append(p)
+        counted = [p for qs in quiet.values() for p in qs]
+        if len(counted) < DEAD_KEY_MIN:
             continue
-        others = bisect.bisect_right(oks, hi) - bisect.bisect_left(oks, lo)
+        # other keys' ok ops over the same quiet spans: the cluster was serving, just not this key
+        others = sum(bisect.bisect_right(oks, max(p.complete.time for p in qs))
+                     - bisect.bisect_left(oks, min(p.invoke.time for p in qs)) for qs in quiet.values())
         if others < DEAD_KEY_MIN:
             continue
+        lo = min(p.invoke.time for p in kps)
+        hi = max(p.complete.time for p in kps)
+        after_heal = len(quiet.get(final, [])) if faulted and final is not None else 0
+        where = (f", {len(counted)} of them with no fault active"
+                 + (f" ({after_heal} after the final heal)" if after_heal else "")
+                 if len(counted) < len(kps) else "")
         found.append({
             "f": f, "key": key if not isinstance(key, tuple) else list(key), "attempts": len(kps),
-            "ops": [p.complete.index for p in kps[:5]],
+            "refused_with_no_fault": len(counted), "refused_after_final_heal": after_heal,
+            "ops": [p.complete.index for p in counted[:5]],
             "explanation": (f"every one of {len(kps)} {f} ops on {key!r} was refused "
-                            f"({kps[0].complete.error}) over {_ms(hi - lo) / 1000:.1f} s while {others} "
-                            "other ops succeeded: that part of the data was unavailable"),
+                            f"({kps[0].complete.error}) over {_ms(hi - lo) / 1000:.1f} s{where}, while "
+                            f"{others} other ops succeeded: that part of the data was unavailable"),
         })
     return found
 

@@ -235,3 +235,61 @@ def test_a_term_jump_with_no_isolation_says_so():
     # its last term level with the others' is where it stood before it ran ahead
     assert text.startswith("n1's term jumped from 9 to 18; then the leader n2 (term 9) was deposed")
     assert "isolated" not in text
+
+
+def refused_across_faults(*, refused_when: str) -> list:
+    """30 s; a partition 5-10 s and a kill 15-20 s, then the final phase. Key "a" is served outside
+    the faults; key "b" is refused `always`, or only while a fault (or its undo's election) lasts."""
+    h = H()
+    h.nemesis("start-partition", 5000, 5010, {"shape": "one", "sides": [["n3"], ["n1", "n2"]]})
+    h.nemesis("stop-partition", 10_000, 10_010, {"healed": {}})
+    h.nemesis("kill", 15_000, 15_010, {"nodes": ["n1"]})
+    h.nemesis("start", 20_000, 20_010, {"nodes": ["n1"]})
+    t, v = 0.0, 0
+    while t < 30_000:
+        v += 1
+        faulty = 5000 <= t < 12_000 or 15_000 <= t < 22_000  # the fault, then an election's worth
+        h.op(0, "commit", "a", v, t, t + 10, kind="fail" if faulty else "ok",
+             error="unavailable" if faulty else None)
+        refused = refused_when == "always" or faulty
+        h.op(1, "commit", "b", v, t + 20, t + 30, kind="fail" if refused else "ok",
+             error="not_leader" if refused else None)
+        t += 250
+    return h.build()
+
+
+def test_a_key_refused_in_and_out_of_fault_windows_is_a_finding():
+    # faults were active for part of the run, but they do not excuse refusals that persist outside
+    # every fault window and after the final heal
+    r = AvailabilityChecker().check(None, refused_across_faults(refused_when="always"))
+    assert r["valid"] is False
+    [dead] = r["unavailable_keys"]
+    assert dead["key"] == "b" and dead["attempts"] == 120
+    assert dead["refused_after_final_heal"] == 28 and 28 < dead["refused_with_no_fault"] < 120
+    assert "every one of 120 commit ops on 'b' was refused (not_leader)" in dead["explanation"]
+    assert "(28 after the final heal)" in dead["explanation"]
+
+
+def test_a_key_refused_only_while_faults_last_is_not_accused():
+    # the correct build: writes fail while a fault (and the election after its undo) lasts, and
+    # succeed everywhere else
+    r = AvailabilityChecker().check(None, refused_across_faults(refused_when="faults"))
+    assert r["unavailable_keys"] == [] and r["valid"] is True, r["problems"]
+
+
+def test_a_short_key_refused_under_faults_and_their_elections_is_not_accused():
+    # a key written only around the faults, refused every time, never in settled quiet time
+    h = H()
+    h.nemesis("start-partition", 5000, 5010, {"shape": "one"})
+    h.nemesis("stop-partition", 10_000, 10_010, {"healed": {}})
+    h.nemesis("kill", 15_000, 15_010, {"nodes": ["n1"]})
+    h.nemesis("start", 20_000, 20_010, {"nodes": ["n1"]})
+    t, v = 0.0, 0
+    while t < 30_000:
+        v += 1
+        h.op(0, "commit", "a", v, t, t + 10)
+        if 5000 <= t < 12_000 or 15_000 <= t < 22_000:
+            h.op(1, "commit", "b", v, t + 20, t + 30, kind="fail", error="unavailable")
+        t += 250
+    r = AvailabilityChecker().check(None, h.build())
+    assert r["unavailable_keys"] == [], r["unavailable_keys"]
