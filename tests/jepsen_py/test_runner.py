@@ -107,12 +107,19 @@ def test_rate_and_time_limit_hold_on_a_real_clock(tmp_path: Path) -> None:
     spec = make_spec(tmp_path, time_limit=2.0, rate=150.0, concurrency=10, recovery_timeout=0)
     out = run_test(spec, db=FakeDB(spec), workload=register_workload(final=False),
                    backend=NoneBackend(spec))
+    # Asserted on what the limiter decides, not on how fast a shared machine ran the fake ops: a
+    # loaded machine may do fewer ops, never more, and never after the time limit.
     main_s = out.results["stats"]["phase_s"]["main"]
-    assert 1.9 <= main_s <= 3.5
-    assert 0.8 * 300 <= out.invokes <= 1.2 * 300
+    assert 1.9 <= main_s < 2.0 + 10  # stopped at the limit, well before an op timeout's worth
+    assert out.invokes <= 1.2 * 300  # the rate is never exceeded
     history = read_history(out.run_dir / "history.jsonl")
-    times = [o.time for o in history if isinstance(o.process, int) and o.type == INVOKE]
-    assert (max(times) - min(times)) / 1e9 < 2.05
+    times = sorted(o.time for o in history if isinstance(o.process, int) and o.type == INVOKE)
+    t0 = times[0]
+    assert (times[-1] - t0) / 1e9 < 2.0 + 0.25  # nothing invoked past the limit (bar recording lag)
+    # paced, not bursts: no half second holds more than its share (plus one op per client), and
+    # every half second of the limit saw ops (the limiter never stalled)
+    halves = [sum(1 for t in times if k * 0.5e9 <= t - t0 < (k + 1) * 0.5e9) for k in range(4)]
+    assert all(0 < n <= 1.2 * 75 + 10 for n in halves), halves
 
 
 def test_an_op_that_overruns_the_timeout_is_info_and_its_worker_moves_on(tmp_path: Path) -> None:
