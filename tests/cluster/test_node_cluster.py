@@ -63,16 +63,17 @@ def test_cluster_elects_serves_and_survives_leader_death(tmp_path, n):
             got = cl.fetch_offset("g1", "orders", 0)
             assert got["offset"] == 555 and got["read_index"] <= got["applied"]
 
-        # kill the leader: the rest elect a new one within a few election timeouts
-        t0 = time.monotonic()
+        # kill the leader: the rest elect a new one in a round or two
+        old_term = c.status(leader)["term"]
         c.kill(leader)
         survivors = [nid for nid in c.nodes if nid != leader]
         new_leader = c.wait_for_leader(20, among=survivors)
-        took = time.monotonic() - t0
         assert new_leader != leader
-        # detection takes one randomized timeout (< 2x), then PreVote and vote rounds; the bound leaves
-        # room for a loaded 2-core CI machine
-        assert took < 10 * ELECTION_TIMEOUT_S, f"re-election took {took:.2f}s"
+        # Promptness judged by events, not the wall clock (a loaded 2-core machine stretched a
+        # seconds bound): PreVote lets only a node that lost its leader stand, so the survivors need
+        # one election, a few with split votes, never a string of failed ones.
+        new_term = c.status(new_leader)["term"]
+        assert old_term < new_term <= old_term + 5, (old_term, new_term)
         with c.client(new_leader) as cl:
             # everything acknowledged before the crash is there
             assert cl.fetch_offset("g1", "orders", 0)["offset"] == 555
@@ -118,7 +119,7 @@ def test_other_read_modes_serve_reads(tmp_path, mode):
             # local reads never wait for a leader: a follower answers from what it has applied
             follower = next(n for n in c.nodes if n != leader)
             with c.client(follower) as cl:
-                deadline = time.monotonic() + 5
+                deadline = time.monotonic() + 30  # a bound, not the expectation: a loaded machine is slow
                 while cl.fetch_offset("g", "t", 0)["offset"] != 42 and time.monotonic() < deadline:
                     time.sleep(0.05)
                 assert cl.fetch_offset("g", "t", 0)["offset"] == 42
@@ -138,7 +139,7 @@ def test_minority_side_answers_definitely_or_times_out(tmp_path):
             # check-quorum makes the lone leader step down: either not accepted, or indeterminate
             assert e.value.error in ("timeout", "unavailable", "not_leader") or not e.value.definite
         # once it stepped down it answers at once with a definite unavailable
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30  # a bound, not the expectation: a loaded machine is slow
         while time.monotonic() < deadline:
             st = c.status(leader)
             if st and st["role"] != "leader":
