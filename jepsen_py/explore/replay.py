@@ -68,6 +68,7 @@ class Recorder(Generator):
         self.tape = tape
         self.timed = timed
         self.rng = rng
+        self.waits: dict[object, list[float | None]] = {}
 
     def _ctx(self, ctx: Context) -> Context:
         return ctx if self.rng is None else replace(ctx, rng=self.rng)
@@ -75,11 +76,15 @@ class Recorder(Generator):
     def op(self, ctx: Context) -> Step:
         at = self.clock.offset(ctx.time) if self.timed else 0.0
         step = self.gen.op(self._ctx(ctx))
-        if isinstance(step, Template):
+        if isinstance(step, Pending):
+            self.waits.setdefault(ctx.thread, []).append(step.until)
+        elif isinstance(step, Template):
             thread = ctx.thread if isinstance(ctx.thread, int) else NEMESIS_THREAD
+            waits = self.waits.pop(ctx.thread, None)
             self.tape.events.append(Event(at=at, thread=thread, f=step.f, key=_freeze(step.key),
                                           value=step.value, node=step.node,
-                                          t=ctx.time if self.timed else None))
+                                          t=ctx.time if self.timed else None,
+                                          w=tuple(waits) if waits and self.timed else None))
         return step
 
     def update(self, ctx: Context, invoke: Op, complete: Op) -> None:
@@ -119,14 +124,21 @@ class NemesisReplay(Generator):
 
 
 class ClientReplay(Generator):
-    """Each client worker's recorded ops at their offsets (late when the worker was still busy)."""
+    """Each client worker's recorded ops at their offsets (late when the worker was still busy).
 
-    def __init__(self, events: Iterable[Event], clock: PhaseClock, end: float | None = None) -> None:
+    `early`: how late the interpreter's timers fire (the simulator's timer slack). A worker told to
+    come back at the recorded time would be that much late; told to come back that much earlier, it
+    wakes when the recording's worker did."""
+
+    def __init__(self, events: Iterable[Event], clock: PhaseClock, end: float | None = None,
+                 early: float = 0.0) -> None:
+        self.early = early
         self.queues: dict[int, list[Event]] = {}
         for e in sorted(events, key=lambda e: e.at):
             if not e.is_nemesis:
                 self.queues.setdefault(int(e.thread), []).append(e)
         self.pos: dict[int, int] = dict.fromkeys(self.queues, 0)
+        self.asked: dict[int, int] = dict.fromkeys(self.queues, 0)
         self.clock = clock
         self.end = end
 
@@ -145,9 +157,14 @@ class ClientReplay(Generator):
             return Pending(None if self.end is None else self.clock.at(self.end))
         e = q[self.pos[t]]  # type: ignore[index]
         due = self.clock.when(e)
-        if ctx.time < due:
-            return Pending(due)
+        if ctx.time < due - 5e-10:  # times are whole nanoseconds: half of one is float noise
+            k = self.asked[t]  # type: ignore[index]
+            if e.w and k < len(e.w) and due == e.t:  # the recording's own waits, in order
+                self.asked[t] = k + 1  # type: ignore[index]
+                return Pending(e.w[k])
+            return Pending(max(ctx.time, due - self.early))
         self.pos[t] += 1  # type: ignore[index]
+        self.asked[t] = 0  # type: ignore[index]
         return _template(e)
 
 

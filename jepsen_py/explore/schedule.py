@@ -55,6 +55,10 @@ class Event:
     # phase starts at the same moment (same seed, same setup) hands the op out at exactly that time,
     # which start + offset, in floating point, need not be.
     t: float | None = field(default=None, compare=False)
+    # What the recorded worker was told to wait for (Pending.until, None for "an event") each time it
+    # asked between its previous op and this one: a replay that tells it the same waits wakes it at
+    # the very same moments, to the last bit of the simulator's clock.
+    w: tuple[float | None, ...] | None = field(default=None, compare=False)
 
     @property
     def is_nemesis(self) -> bool:
@@ -70,6 +74,8 @@ class Event:
             d["node"] = self.node
         if self.t is not None:
             d["t"] = self.t
+        if self.w:
+            d["w"] = list(self.w)
         return d
 
 
@@ -295,7 +301,7 @@ def _event(raw: Any, i: int, where: str, concurrency: int) -> Event:
     at = f"{where}: events[{i}]"
     if not isinstance(raw, dict):
         raise BadInput(f"{at}: an event is an object with at, thread and f")
-    unknown = sorted(set(raw) - {"at", "thread", "f", "key", "value", "node", "t"})
+    unknown = sorted(set(raw) - {"at", "thread", "f", "key", "value", "node", "t", "w"})
     if unknown:
         raise BadInput(f"{at}: unknown fields {', '.join(unknown)}")
     t = raw.get("at")
@@ -318,8 +324,14 @@ def _event(raw: Any, i: int, where: str, concurrency: int) -> Event:
     if exact is not None and (isinstance(exact, bool) or not isinstance(exact, int | float)
                               or not math.isfinite(exact) or exact < 0):
         raise BadInput(f"{at}: 't' must be seconds >= 0, got {exact!r}")
+    waits = raw.get("w")
+    if waits is not None and (not isinstance(waits, list) or not all(
+            x is None or (isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x))
+            for x in waits)):
+        raise BadInput(f"{at}: 'w' must be a list of seconds or nulls")
     return Event(at=float(t), thread=thread, f=f, key=_hashable(raw.get("key")), value=raw.get("value"),
-                 node=node, t=None if exact is None else float(exact))
+                 node=node, t=None if exact is None else float(exact),
+                 w=None if waits is None else tuple(None if x is None else float(x) for x in waits))
 
 
 def _hashable(key: Any) -> Any:

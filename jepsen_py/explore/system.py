@@ -97,11 +97,22 @@ def replay_run(s: Schedule, spec: TestSpec, run: RunFn, post_run: Sequence[Any] 
     workload = _build_workload(spec)
     clock = PhaseClock(recorded_t0=s.t0 if clients else None)
     if clients:
-        workload.generator = ClientReplay(s.events, clock, end=s.time_limit)
+        workload.generator = ClientReplay(s.events, clock, end=s.time_limit, early=_timer_slack(spec))
         workload.final_generator = FinalReplay(s.final) if s.final else None
     elif "rate" in s.options:
         workload.generator = rate(float(s.options["rate"]), workload.generator)
     return run(spec, workload, NemesisReplay(s, clock), post_run)
+
+
+def _timer_slack(spec: TestSpec) -> float:
+    """How late the simulator's timers fire (0 on a real backend: a replay there is not exact)."""
+    if spec.backend != "sim":
+        return 0.0
+    try:
+        from jepsen_py.sim.loop import Scheduler
+    except ImportError:
+        return 0.0
+    return float(getattr(Scheduler, "TIMER_SLACK_S", 0.0))
 
 
 def read_history(run_dir: Path) -> Iterator[dict[str, Any]]:

@@ -120,3 +120,19 @@ def test_a_worker_with_nothing_left_waits_instead_of_spinning() -> None:
         assert isinstance(replay.op(gen.Context(now, thread, thread, rng, (0, 1))), gen.Template)
     step = replay.op(gen.Context(3.0, 1, 1, rng, (0, 1), busy={0}))
     assert isinstance(step, gen.Pending) and step.until == 30.0
+
+
+def test_the_recorded_waits_are_told_again_in_order() -> None:
+    inner = gen.rate(10, gen.repeat({"f": "read", "key": "k"}))
+    clock, tape = PhaseClock(), Tape()
+    rec = Recorder(inner, clock, tape, rng=random.Random(4))
+    gen.simulate(gen.time_limit(3.0, rec), concurrency=2, latency=0.001)
+    e = next(ev for ev in tape.events if ev.w)
+    assert e.t is not None and e.w is not None
+    # the worker's only op, replayed in a phase that starts when the recording's did
+    replay = ClientReplay([e], PhaseClock(recorded_t0=clock.t0), end=3.0)
+    rng = random.Random(0)
+    asks = [replay.op(gen.Context(clock.t0 or 0.0, e.thread, e.thread, rng, (e.thread,))) for _ in e.w]
+    assert [a.until for a in asks if isinstance(a, gen.Pending)] == list(e.w)
+    done = replay.op(gen.Context(e.t, e.thread, e.thread, rng, (e.thread,)))
+    assert isinstance(done, gen.Template) and done.f == "read"
