@@ -68,8 +68,9 @@ def test_a_leaderless_db_runs_without_waiting_for_a_leader(tmp_path: Path) -> No
                    backend=NoneBackend(spec), setup_timeout=20.0)
     took = time.monotonic() - t0
     assert out.exit_code == 0 and out.valid is True, out.results
-    # neither setup nor recovery waited for a leader that never comes (each would take 20 s)
-    assert took < 10, took
+    # neither setup nor recovery waited for a leader that never comes: either wait alone would take
+    # 20 s, so under 20 s says so however slow a loaded machine ran the rest
+    assert took < 20, took
     assert "notes" not in out.results
     assert out.phases[:5] == ["setup", "main", "heal", "recovery", "final"]
     history = read_history(out.run_dir / "history.jsonl")
