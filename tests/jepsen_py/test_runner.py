@@ -335,8 +335,11 @@ def test_a_slow_node_does_not_thin_out_the_others_samples(tmp_path: Path) -> Non
     out = run_test(spec, db=SlowN3(spec), workload=register_workload(final=False), backend=NoneBackend(spec))
     samples = [o for o in read_history(out.run_dir / "history.jsonl") if o.process == OBSERVER]
     count = Counter(o.node for o in samples)
-    assert count["n1"] >= 8 and count["n2"] >= 8
+    # Each node's poller runs on its own: the fast nodes' samples are not paced by n3's 0.6 s answers
+    # (polled in turn they would be as few as n3's). Judged against n3, not a count a loaded machine
+    # might miss; n3's bound holds however slow the machine (slower only means fewer).
     assert 1 <= count["n3"] <= 4
+    assert count["n1"] > 2 * count["n3"] and count["n2"] > 2 * count["n3"], count
     assert all(o.meta["sent"] <= o.time for o in samples)
 
 
