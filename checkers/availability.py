@@ -327,18 +327,20 @@ def _who_jumped(smp: Sequence[Sample], windows: Sequence[FaultWindow], at: Sampl
     if cut is not None:
         text += (f" while it was isolated ({cut.f}, healed {(at.time - (cut.end or at.time)) / S:.1f} s "
                  "before it was seen)")
-    # the leader in force when the node came back, and whether it lost its leadership to the jump
-    back_at = cut.end if cut is not None and cut.end is not None else quiet_from
-    leads = [sm for sm in smp if sm.role == "leader" and sm.node != node and sm.time <= back_at]
+    # the leader in force when the jump was seen, and whether it lost its leadership to it
+    leads = [sm for sm in smp if sm.role == "leader" and sm.node != node and sm.time <= at.time
+             and sm.term is not None and sm.term < (at.term or 0)]
     if leads:
         old = leads[-1]
-        later = [sm for sm in smp if sm.time > back_at and sm.term is not None and sm.term > (old.term or 0)]
+        later = [sm for sm in smp if sm.time >= at.time and sm.term is not None and sm.term >= (at.term or 0)]
         deposed = next((sm for sm in later if sm.node == old.node), None)
         if deposed is not None:
             new = next((sm for sm in later if sm.role == "leader"), None)
             when = "on its return" if cut is not None else "then"
-            text += (f"; {when} the leader {old.node} (term {old.term}) was deposed"
-                     + (f" and {new.node} took over in term {new.term}" if new is not None else ""))
+            text += f"; {when} the leader {old.node} (term {old.term}) was deposed"
+            if new is not None:
+                text += (f" and won again in term {new.term}" if new.node == old.node
+                         else f" and {new.node} took over in term {new.term}")
     return text + ": "
 
 
