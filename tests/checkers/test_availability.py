@@ -202,7 +202,8 @@ def disruptive_rejoin(*, fault: str = "start-partition", isolated_value: dict | 
             roles = {"n1": "candidate", "n2": "leader", "n3": "follower"}
             terms = {"n1": up, "n2": 9, "n3": 9}
         else:
-            roles, terms = {"n1": "follower", "n2": "follower", "n3": "leader"}, {"n1": 19, "n2": 19, "n3": 19}
+            roles = {"n1": "follower", "n2": "follower", "n3": "leader"}
+            terms = {"n1": 19, "n2": 19, "n3": 19}
         for i, n in enumerate(("n1", "n2", "n3")):
             h.sample(t + i, n, roles[n], terms[n], next((m for m, r in roles.items() if r == "leader"), None))
         t += 100
