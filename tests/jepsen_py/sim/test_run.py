@@ -32,7 +32,7 @@ def run_dir(tmp: Path) -> Path:
 
 
 def test_partition_leader_seed_7_twice_gives_the_same_history_and_exit_0(tmp_path: Path) -> None:
-    argv = ("--workload", "offsets", "--nemesis", "partition-leader", "--seed", "7", "--time-limit", "30")
+    argv = ("--workload", "offsets", "--nemesis", "partition-leader", "--seed", "7")  # 60 s, as documented
     a = jepsen(tmp_path / "a", *argv, hash_seed="1")
     b = jepsen(tmp_path / "b", *argv, hash_seed="2")
     assert a.returncode == 0, a.stdout + a.stderr
@@ -49,7 +49,7 @@ def test_partition_leader_seed_7_twice_gives_the_same_history_and_exit_0(tmp_pat
     results = json.loads((da / "results.json").read_text())
     assert results["valid"] is True
     assert set(results["checkers"]) >= {"linearizable", "staleness", "availability", "crash"}
-    assert results["stats"]["simulated_s"] >= 30
+    assert results["stats"]["simulated_s"] >= 60
 
     history = read_history(da / "history.jsonl")
     validate(history, source="sim")
@@ -58,20 +58,21 @@ def test_partition_leader_seed_7_twice_gives_the_same_history_and_exit_0(tmp_pat
     assert starts and all(op.type in (INVOKE, INFO) for op in starts)
     isolated = [op.value for op in starts if op.type == INFO]
     assert all(v["shape"] == "leader" and len(v["sides"][0]) == 1 for v in isolated)
-    assert sum(1 for op in history if op.process == OBSERVER) >= 5 * 10 * 30
-    assert max(op.time for op in history) < 120e9
+    assert sum(1 for op in history if op.process == OBSERVER) >= 5 * 10 * 60
+    assert max(op.time for op in history) < 180e9
 
 
 def test_the_zombie_leader_bug_is_caught_exit_1(tmp_path: Path) -> None:
     p = jepsen(tmp_path, "--workload", "offsets", "--nemesis", "partition-leader", "--seed", "7",
-               "--bug", "zombie-leader", "--time-limit", "30")
+               "--bug", "zombie-leader")
     assert p.returncode == 1, p.stdout + p.stderr
     results = json.loads((run_dir(tmp_path) / "results.json").read_text())
     assert results["valid"] is False
     assert results["checkers"]["linearizable"]["valid"] is False
 
 
-def run_many(results: Path, hash_seed: str, runs: list[str], time_limit: float) -> dict[str, tuple[int, bytes]]:
+def run_many(results: Path, hash_seed: str, runs: list[str],
+             time_limit: float) -> dict[str, tuple[int, bytes]]:
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
     p = subprocess.run([sys.executable, "-m", "tests.jepsen_py.sim.run_many", str(results), str(time_limit),
                         *runs], capture_output=True, text=True, cwd=REPO, timeout=3600, env=env)
