@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import traceback
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeVar
@@ -28,7 +29,7 @@ from .network import HostNetwork, LinkProfile, SimNetwork
 
 T = TypeVar("T")
 
-#: the ports the Docker backend gives the node (cluster/db.py)
+#: the ports the Docker backend gives the node (jepsen_py/raftdb/db.py)
 PEER_PORT = 9093
 CLIENT_PORT = 9092
 CONTROLLER = "controller"
@@ -192,6 +193,10 @@ class SimCluster:
         except StartupError as e:
             log(f"refusing to start: {e}")
             self._ended(h, loop, 2)
+            return
+        except Exception:  # an uncaught error ends a real node's process with a traceback, exit 1
+            log(f"crashed:\n{traceback.format_exc()}")
+            self._ended(h, loop, 1)
             return
         log.close()
         self._ended(h, loop, 0)

@@ -190,3 +190,26 @@ def test_the_run_does_not_depend_on_the_string_hash_seed() -> None:
                            timeout=600, check=True)
         outs.add(p.stdout.strip())
     assert outs == {scenario(11)}
+
+
+def test_an_uncaught_error_in_a_node_ends_only_its_process_with_exit_1(monkeypatch: Any) -> None:
+    import asyncio
+
+    from cluster.node import Node
+
+    real_run = Node.run
+
+    async def run(self: Node) -> None:
+        if self.cfg.id == "n2":
+            await asyncio.sleep(1.0)
+            raise RuntimeError("boom")
+        await real_run(self)
+
+    monkeypatch.setattr(Node, "run", run)
+    with SimCluster(8, NODES) as c:
+        c.start_all()
+        c.run_for(2.0)
+        assert [(n, code) for _, n, code in c.exits] == [("n2", 1)]
+        assert not c.is_up("n2") and all(c.is_up(n) for n in NODES if n != "n2")
+        assert any("RuntimeError: boom" in line for line in c.node_logs()["n2"])
+        assert wait_for_leader(c, [n for n in NODES if n != "n2"], within=5.0)
