@@ -236,21 +236,23 @@ STUCK_S = 8.0
 
 
 def quiet_stretches(history: Sequence[Op], end: int) -> list[tuple[int, int]]:
-    """(from, to) times with no fault active: from the moment the last fault in force was undone
-    (or the start, when there is no nemesis at all) to the next fault's invocation (or the end).
+    """(from, to) times with no fault active: from the history's start, or the moment the last fault
+    in force was undone, to the next fault's invocation (or the end). Before the first fault counts:
+    a cluster that refuses or churns before anyone touched it has no fault to blame.
 
     Faults overlap: a restart ends the kill, not the partition that began while the node was down,
     so each undo closes only the fault it undoes (the fault vocabulary's pairing), and a stretch is quiet only
     when no fault at all is open.
     """
     nem = [p for p in pairs(history) if p.invoke.process == NEMESIS]
+    first = min((op.time for op in history), default=0)
     if not nem:
-        return [(min((op.time for op in history), default=0), end)]
+        return [(first, end)]
     busy = sorted((w.start, w.end if w.end is not None else end) for w in windows_of_pairs(nem))
     # nemesis ops still being carried out count as busy too (an undo is in force once it completes)
     busy += [(p.invoke.time, p.complete.time if p.complete is not None else end) for p in nem]
     busy.sort()
-    quiet: list[tuple[int, int]] = []
+    quiet: list[tuple[int, int]] = [(first, busy[0][0])] if first < busy[0][0] else []
     reach = busy[0][1]
     for a, b in busy[1:]:
         if a > reach:

@@ -169,7 +169,7 @@ def test_a_restart_ends_the_kill_but_not_a_partition_still_in_force():
     h.sample(50_000, "n1", "leader", 1, "n1")
     hist = h.build()
     ms = [(a // 1_000_000, b // 1_000_000) for a, b in quiet_stretches(hist, 50_000 * 1_000_000)]
-    assert ms == [(40_500, 50_000)]
+    assert ms == [(0, 10_000), (40_500, 50_000)]  # before the first fault is quiet too
     # one fault at a time: quiet between the undo and the next fault
     h = H()
     h.sample(0, "n1", "leader", 1, "n1")
@@ -178,7 +178,7 @@ def test_a_restart_ends_the_kill_but_not_a_partition_still_in_force():
     h.nemesis("start-partition", 30_000, 31_000, {"shape": "one", "sides": [["n2"], ["n1", "n3"]]})
     h.nemesis("stop-partition", 40_000, 40_300)
     ms = [(a // 1_000_000, b // 1_000_000) for a, b in quiet_stretches(h.build(), 50_000 * 1_000_000)]
-    assert ms == [(20_200, 30_000), (40_300, 50_000)]
+    assert ms == [(0, 10_000), (20_200, 30_000), (40_300, 50_000)]
 
 
 def disruptive_rejoin(*, fault: str = "start-partition", isolated_value: dict | None = None) -> list:
@@ -294,3 +294,20 @@ def test_a_short_key_refused_under_faults_and_their_elections_is_not_accused():
         t += 250
     r = AvailabilityChecker().check(None, h.build())
     assert r["unavailable_keys"] == [], r["unavailable_keys"]
+
+
+def test_a_key_refused_before_the_first_fault_is_a_finding():
+    # Seen in a simulated leader-on-follower run: every key refused from the start, a kill at 10 s
+    # that lasted to the end: the 10 s before anyone touched the cluster have no fault to blame.
+    h = H()
+    t, v = 0.0, 0
+    while t < 20_000:
+        v += 1
+        h.op(0, "commit", "a", v, t, t + 10)
+        if t < 4000:
+            h.op(1, "commit", "b", v, t + 20, t + 30, kind="fail", error="unavailable")
+        t += 100
+    h.nemesis("kill", 10_000, 10_010, {"nodes": ["n5"]})
+    h.nemesis("heal", 19_000, 19_010, "healed")
+    r = AvailabilityChecker().check(None, h.build())
+    assert [k["key"] for k in r["unavailable_keys"]] == ["b"], r["problems"]
