@@ -268,7 +268,8 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
     raw_final = data.get("final", [])
     if not isinstance(raw_final, list):
         raise BadInput(f"{where}: 'final' must be a list of events")
-    final = [_event(e, i, f"{where}: final", concurrency) for i, e in enumerate(raw_final)]
+    # final reads go to whichever worker is free: their recorded thread is only a note
+    final = [_event(e, i, f"{where}: final", None) for i, e in enumerate(raw_final)]
     if any(e.is_nemesis for e in final):
         raise BadInput(f"{where}: the final phase has no nemesis ops")
     for e in events:
@@ -297,7 +298,7 @@ def _number(data: dict[str, Any], name: str, where: str) -> float:
     return float(v)
 
 
-def _event(raw: Any, i: int, where: str, concurrency: int) -> Event:
+def _event(raw: Any, i: int, where: str, concurrency: int | None) -> Event:
     at = f"{where}: events[{i}]"
     if not isinstance(raw, dict):
         raise BadInput(f"{at}: an event is an object with at, thread and f")
@@ -308,9 +309,10 @@ def _event(raw: Any, i: int, where: str, concurrency: int) -> Event:
     if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
         raise BadInput(f"{at}: 'at' must be seconds >= 0, got {t!r}")
     thread = raw.get("thread")
-    if thread != NEMESIS_THREAD and (isinstance(thread, bool) or not isinstance(thread, int)
-                                     or not 0 <= thread < concurrency):
-        raise BadInput(f"{at}: 'thread' must be \"nemesis\" or a client 0..{concurrency - 1}, got {thread!r}")
+    if thread != NEMESIS_THREAD and (isinstance(thread, bool) or not isinstance(thread, int) or thread < 0
+                                     or (concurrency is not None and thread >= concurrency)):
+        clients = "a client number" if concurrency is None else f"a client 0..{concurrency - 1}"
+        raise BadInput(f"{at}: 'thread' must be \"nemesis\" or {clients}, got {thread!r}")
     f = raw.get("f")
     if not isinstance(f, str) or not f:
         raise BadInput(f"{at}: 'f' must be an op name, got {f!r}")

@@ -101,3 +101,9 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
         sched.load(tmp_path / "nope.json")
     with pytest.raises(BadInput, match="is a directory"):
         sched.load(tmp_path)
+
+
+def test_final_reads_may_name_a_worker_a_shrunk_schedule_no_longer_has(tmp_path: Path) -> None:
+    s = sample()
+    s = s.with_events(s.events, final=[Event(0.0, 7, "fetch", key=("g", "t", 0), node="n1")])
+    assert sched.load(sched.save(s, tmp_path / "s.json")).final[0].thread == 7
