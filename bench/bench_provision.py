@@ -20,11 +20,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from cluster.db import RaftMetadataDB
 from jepsen_py.backends.docker import DockerBackend
 from jepsen_py.backends.image import ensure_image
 from jepsen_py.history import Op
 from jepsen_py.protocols import Test, TestSpec
+from jepsen_py.raftdb import RaftMetadataDB
 from nemeses.clock import ClockNemesis
 from nemeses.partition import PartitionNemesis
 
@@ -60,7 +60,7 @@ def fault_latencies(test: Test) -> dict[str, float]:
 def one_round(nodes: list[str], image: str, tmp: Path) -> tuple[float, float, float, str, dict[str, float]]:
     spec = TestSpec(name="bench-provision", workload="offsets", nemesis=[], nodes=nodes, time_limit=1,
                     concurrency=1, rate=0, nemesis_interval=1, seed=1, backend="docker",
-                    read_mode="read-index", bugs=[], db="cluster.db:RaftMetadataDB", results_dir=tmp,
+                    read_mode="read-index", bugs=[], db="jepsen_py.raftdb:RaftMetadataDB", results_dir=tmp,
                     options={"docker_image": image})
     test = Test(spec=spec, store_dir=tmp, log=logging.getLogger("bench"), rng=random.Random(1))
     test.db = RaftMetadataDB(spec)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 UNVERSIONED = "unversioned"
 # The DB whose code is uploaded from this checkout (spec.DEFAULT_DB names it for the command line).
-UPLOADED_FROM_CHECKOUT = ("cluster.db", "jepsen_py.cluster.db")
+UPLOADED_FROM_CHECKOUT = ("jepsen_py.raftdb", "jepsen_py.cluster.db")
 
 
 def git_describe(path: Path) -> str | None:
@@ -38,7 +38,9 @@ def db_version(db_ref: str, explicit: str | None = None) -> str:
     """The version to record for the DB named `db_ref` (MODULE:CLASS)."""
     if explicit:
         return explicit
-    module = db_ref.split(":", 1)[0]
+    from jepsen_py.plugins import canonical_db
+
+    module = canonical_db(db_ref).split(":", 1)[0]
     if module not in UPLOADED_FROM_CHECKOUT:
         return UNVERSIONED
     try:

@@ -43,6 +43,16 @@ GROUPS = {
 }
 
 
+#: Older names that keep working: our cluster's DB lived in the node's package before it moved to the
+#: controller's side.
+DB_ALIASES = {"cluster.db:RaftMetadataDB": "jepsen_py.raftdb:RaftMetadataDB"}
+
+
+def canonical_db(ref: str) -> str:
+    """`ref` with an older name replaced by the current one."""
+    return DB_ALIASES.get(ref.strip(), ref)
+
+
 def current_dir_importable() -> None:
     """Puts the working directory first on sys.path, as `python -m` does (console scripts don't)."""
     cwd = os.getcwd()
@@ -64,6 +74,8 @@ def load_object(ref: str, *, option: str = "--db") -> Any:
     """The object named by `module:attr` (attr may be dotted), or by an entry point name in the
     option's group."""
     group = GROUPS.get(option, ENTRY_POINT_GROUP)
+    if option == "--db":
+        ref = canonical_db(ref)
     form = "MODULE:CLASS" if option in ("--db", "--nemesis") else "MODULE:FUNC"
     if ":" not in ref:
         eps = [ep for ep in entry_points(group=group) if ep.name == ref]

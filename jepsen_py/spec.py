@@ -15,10 +15,12 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from cluster.node import READ_MODES
 from jepsen_py.backends import default_backend
 from jepsen_py.errors import BadInput
 from jepsen_py.numbers import MAX_RUN_SECONDS, MAX_SECONDS, integer, number
 from jepsen_py.numbers import check as check_number
+from jepsen_py.plugins import canonical_db
 from jepsen_py.protocols import TestSpec
 
 DEFAULT_NODE_COUNT = 5
@@ -26,8 +28,7 @@ DEFAULT_CONCURRENCY = "2n"
 DEFAULT_TIME_LIMIT = 60.0
 DEFAULT_RATE = 100.0
 DEFAULT_NEMESIS_INTERVAL = 10.0
-DEFAULT_DB = "cluster.db:RaftMetadataDB"
-READ_MODES = ("read-index", "lease", "local")
+DEFAULT_DB = "jepsen_py.raftdb:RaftMetadataDB"
 _NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
 
@@ -256,7 +257,7 @@ def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -
         backend=args.backend or default_backend(),
         read_mode=args.read_mode,
         bugs=bugs,
-        db=args.db,
+        db=canonical_db(args.db),
         results_dir=Path(args.results_dir),
         leave_db_running=bool(args.leave_db_running),
         test_count=args.test_count,

@@ -68,7 +68,7 @@ class SyntheticRun:
             "backend": "docker",
             "read_mode": self.read_mode,
             "bugs": list(self.bugs),
-            "db": "cluster.db:RaftMetadataDB",
+            "db": "jepsen_py.raftdb:RaftMetadataDB",
             "results_dir": "results",
             "leave_db_running": False,
             "test_count": 1,

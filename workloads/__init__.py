@@ -14,7 +14,7 @@ module's docstring):
   queue     enqueue / dequeue, drained after heal: lost, duplicated, unexpected elements
 
 `WORKLOADS[name](spec)` builds a Workload; `cluster_client(name, db)` is the client template for OUR
-cluster (cluster/db.py's RaftMetadataDB.client delegates here). Workload knobs come from
+cluster (jepsen_py/raftdb/db.py's RaftMetadataDB.client delegates here). Workload knobs come from
 spec.options (active_keys, ops_per_key, read_fraction, active_names, ops_per_name, describe_topics)
 and the availability thresholds from `availability_*` options (see `add_workload_arguments`).
 """

@@ -25,10 +25,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from cluster.bugs import NAMES as BUG_NAMES
+from cluster.node import READ_MODES
 from jepsen_py.errors import BadInput, FrameworkFailure
 from jepsen_py.protocols import Client, Remote, Test, TestSpec
-
-READ_MODES = ("read-index", "lease", "local")
 
 
 class RaftMetadataDB:
@@ -42,11 +42,7 @@ class RaftMetadataDB:
     @staticmethod
     def known_bugs() -> tuple[str, ...]:
         """The --bug names the node accepts; `run` checks them before it provisions anything."""
-        try:
-            from cluster.bugs import NAMES
-        except ImportError:
-            from cluster.node import KNOWN_BUGS as NAMES
-        return tuple(NAMES)
+        return BUG_NAMES
 
     def __init__(self, spec: TestSpec, *, leader_timeout: float = 30.0) -> None:
         if spec.read_mode not in READ_MODES:
@@ -177,7 +173,7 @@ class RaftMetadataDB:
         The observer asks every node ~10 times a second, so each thread keeps one connection per
         node; a cached connection that fails gets one retry on a fresh one before the node counts
         as silent (it may have been restarted, which closes the old connection)."""
-        from cluster.client import ClusterClient, ClusterError, Timeout
+        from jepsen_py.raftdb.client import ClusterClient, ClusterError, Timeout
 
         if test.backend is None:
             return None

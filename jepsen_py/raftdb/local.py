@@ -18,10 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.client import ClusterClient, ClusterError
+import cluster
+from jepsen_py.raftdb.client import ClusterClient, ClusterError
 
 HOST = "127.0.0.1"
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: the directory holding the `cluster` package: where `python3 -m cluster.node` is started
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(cluster.__file__)))
 
 
 def free_ports(n: int) -> list[int]:

@@ -51,7 +51,7 @@ from jepsen_py.workload import Workload
 
 log = logging.getLogger(__name__)
 
-SIM_DB = "cluster.db:RaftMetadataDB"
+SIM_DB = "jepsen_py.raftdb:RaftMetadataDB"
 #: how long setup waits for every node to know a leader (the DB's own leader_timeout on Docker)
 LEADER_TIMEOUT_S = 30.0
 POLL_S = 0.1
@@ -352,8 +352,8 @@ def run_sim(spec: TestSpec, *, workload: Workload | None = None,
     is re-raised after heal and results.json; any other failure is in the outcome."""
     wall0, cpu0 = time.monotonic(), time.process_time()
     check_spec(spec)
-    from cluster.db import RaftMetadataDB
     from jepsen_py.plugins import build_nemesis
+    from jepsen_py.raftdb import RaftMetadataDB
 
     if workload is None:
         workload = build_workload(spec)

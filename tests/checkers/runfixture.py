@@ -138,7 +138,7 @@ def make_run(root: Path, n_ops: int = 400, *, seed: int = 7, name: str = "offset
         "name": name, "workload": "offsets", "nemesis": ["partition-leader"], "nodes": NODES,
         "time_limit": duration_ns / 1e9, "concurrency": concurrency, "rate": 100.0,
         "nemesis_interval": 5.0, "seed": seed, "backend": "docker", "read_mode": "local",
-        "bugs": ["zombie-leader"], "db": "cluster.db:RaftMetadataDB", "results_dir": str(root)}))
+        "bugs": ["zombie-leader"], "db": "jepsen_py.raftdb:RaftMetadataDB", "results_dir": str(root)}))
     results = {
         "valid": False,
         "checkers": {

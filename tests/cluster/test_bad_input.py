@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-from cluster.client import ClusterClient, InvalidRequest
 from cluster.framing import MAX_CLIENT_FRAME, FrameDecoder, encode
-from cluster.localcluster import HOST, REPO_ROOT, LocalCluster
 from cluster.realio import OSDisk
 from cluster.wal import WAL_NAME
+from jepsen_py.raftdb.client import ClusterClient, InvalidRequest
+from jepsen_py.raftdb.local import HOST, REPO_ROOT, LocalCluster
 
 DISK = OSDisk()
 

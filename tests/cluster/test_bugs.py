@@ -13,13 +13,13 @@ import time
 import pytest
 
 from cluster.bugs import BUGS, NAMES, Bugs
-from cluster.client import AlreadyExists, ClusterError, Unavailable
-from cluster.localcluster import LocalCluster
 from cluster.node import Node, NodeConfig
 from cluster.raft.messages import MSG_APP, MSG_APP_RESP, HardState
 from cluster.realio import OSDisk, real_env
 from cluster.state_machine import MetadataState, round_robin_leader
 from cluster.wal import WAL
+from jepsen_py.raftdb.client import AlreadyExists, ClusterError, Unavailable
+from jepsen_py.raftdb.local import LocalCluster
 from tests.cluster.test_transport import Endpoint, app, peers, until
 
 TICK_MS = 50

@@ -14,9 +14,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from cluster.client import ClusterError
-from cluster.localcluster import LocalCluster
 from cluster.realio import OSDisk, real_env
+from jepsen_py.raftdb.client import ClusterError
+from jepsen_py.raftdb.local import LocalCluster
 
 WRITERS = 6
 CHAOS_SECONDS = 14.0

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from cluster.client import AlreadyExists, ClusterError, InvalidRequest
 from cluster.framing import encode
-from cluster.localcluster import LocalCluster
+from jepsen_py.raftdb.client import AlreadyExists, ClusterError, InvalidRequest
+from jepsen_py.raftdb.local import LocalCluster
 
 TICK_MS = 50
 ELECTION_TICK = 10

@@ -8,10 +8,10 @@ import socket
 
 from cluster import transport
 from cluster.bugs import NO_BUGS, Bugs
-from cluster.localcluster import HOST, free_ports
 from cluster.raft.messages import MSG_APP, MSG_HEARTBEAT, MSG_SNAP, Entry, Message, Snapshot
 from cluster.realio import TCPNetwork
 from cluster.transport import Transport
+from jepsen_py.raftdb.local import HOST, free_ports
 
 
 class Endpoint:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from cluster.db import RaftMetadataDB
 from jepsen_py.backends.local import LocalBackend, _namespaces, cleanup_local
 from jepsen_py.commands.cleanup import host_iptables
 from jepsen_py.history import Op
+from jepsen_py.raftdb import RaftMetadataDB
 from nemeses.clock import ClockNemesis
 from nemeses.kill import KillNemesis
 from nemeses.partition import PartitionNemesis

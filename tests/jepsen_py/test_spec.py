@@ -48,7 +48,7 @@ def test_defaults_are_jepsen_like() -> None:
     assert s.nodes == ["n1", "n2", "n3", "n4", "n5"]
     assert s.concurrency == 10 and s.time_limit == 60 and s.nemesis == []
     assert s.backend == ("docker" if docker_reachable() else "local")
-    assert s.name == "offsets-none" and s.db == "cluster.db:RaftMetadataDB"
+    assert s.name == "offsets-none" and s.db == "jepsen_py.raftdb:RaftMetadataDB"
     assert 0 <= s.seed < 2**31
 
 

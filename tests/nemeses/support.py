@@ -1,5 +1,5 @@
 """Helpers for nemesis tests: real containers running a small probe server (probe_server.py) under
-libfaketime, behind a DB that obeys the same contract as cluster.db.RaftMetadataDB."""
+libfaketime, behind a DB that obeys the same contract as jepsen_py.raftdb.RaftMetadataDB."""
 
 from __future__ import annotations
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from cluster.localcluster import LocalCluster
 from jepsen_py import protocols
 from jepsen_py.errors import BadInput
 from jepsen_py.history import Op
+from jepsen_py.raftdb.local import LocalCluster
 from workloads import cluster_client
 
 
@@ -34,7 +34,8 @@ class LoopbackEndpoints:
 def make_test(tmp_path: Path, cluster: LocalCluster) -> protocols.Test:
     spec = protocols.TestSpec(name="t", workload="metadata", nemesis=[], nodes=list(cluster.nodes),
                     time_limit=1, concurrency=1, rate=0, nemesis_interval=1, seed=1, backend="local",
-                    read_mode="read-index", bugs=[], db="cluster.db:RaftMetadataDB", results_dir=tmp_path)
+                    read_mode="read-index", bugs=[], db="jepsen_py.raftdb:RaftMetadataDB",
+                    results_dir=tmp_path)
     spec.op_timeout = 1.5
     return protocols.Test(spec=spec, store_dir=tmp_path, log=logging.getLogger("t"), rng=random.Random(1),
                 backend=LoopbackEndpoints(cluster))  # type: ignore[arg-type]

@@ -20,7 +20,7 @@ def spec(workload: str, **options) -> protocols.TestSpec:
     return protocols.TestSpec(
         name="t", workload=workload, nemesis=[], nodes=list(NODES), time_limit=5, concurrency=10,
         rate=0, nemesis_interval=5, seed=1, backend="docker", read_mode="read-index", bugs=[],
-        db="cluster.db:RaftMetadataDB", results_dir=Path("/tmp"), options=options)
+        db="jepsen_py.raftdb:RaftMetadataDB", results_dir=Path("/tmp"), options=options)
 
 
 def run(workload: str, seconds: float = 5.0, seed: int = 7, **options):

@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from cluster.client import ClusterClient, NotLeader, ProtocolError, Timeout, Unavailable
 from cluster.framing import FrameDecoder, encode
-from cluster.localcluster import HOST, free_ports
+from jepsen_py.raftdb.client import ClusterClient, NotLeader, ProtocolError, Timeout, Unavailable
+from jepsen_py.raftdb.local import HOST, free_ports
 
 
 class FakeServer:

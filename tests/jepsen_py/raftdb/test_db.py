@@ -8,11 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cluster.client import ClusterClient
-from cluster.db import RaftMetadataDB
 from jepsen_py.backends.docker import DockerBackend
 from jepsen_py.errors import BadInput
 from jepsen_py.history import Op
+from jepsen_py.raftdb import RaftMetadataDB
+from jepsen_py.raftdb.client import ClusterClient
 from nemeses.clock import ClockNemesis
 from nemeses.partition import PartitionNemesis
 from tests.nemeses.support import make_spec, make_test

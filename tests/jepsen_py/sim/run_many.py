@@ -21,7 +21,7 @@ def spec(results: Path, nemesis: str, seed: int, time_limit: float, *, bugs: lis
     return TestSpec(name=f"{workload}-{nemesis}-{seed}", workload=workload, nemesis=names,
                     nodes=["n1", "n2", "n3", "n4", "n5"], time_limit=time_limit, concurrency=10, rate=100,
                     nemesis_interval=5.0, seed=seed, backend="sim", read_mode="read-index",
-                    bugs=list(bugs or []), db="cluster.db:RaftMetadataDB", results_dir=results)
+                    bugs=list(bugs or []), db="jepsen_py.raftdb:RaftMetadataDB", results_dir=results)
 
 
 def main(argv: list[str]) -> int:

@@ -65,8 +65,8 @@ def setup(names: str, *, seed: int = 5, targets: list[str] | None = None,
           interval: float = 10.0) -> tuple[Test, SimNemesis, FakeCluster, SimDB, Any]:
     spec = TestSpec(name="t", workload="offsets", nemesis=names.split(","), nodes=list(NODES), time_limit=60,
                     concurrency=10, rate=100, nemesis_interval=interval, seed=seed, backend="sim",
-                    read_mode="read-index", bugs=[], db="cluster.db:RaftMetadataDB", results_dir=Path("."),
-                    fault_targets=targets or [])
+                    read_mode="read-index", bugs=[], db="jepsen_py.raftdb:RaftMetadataDB",
+                    results_dir=Path("."), fault_targets=targets or [])
     cluster = FakeCluster()
     db = SimDB(cluster, NODES)
     test = Test(spec=spec, store_dir=Path("."), log=logging.getLogger("t"), rng=random.Random(seed), db=db)  # type: ignore[arg-type]
