@@ -11,8 +11,8 @@ apt-get install -y -qq docker.io iptables debootstrap libfaketime iproute2 procp
     chromium chromium-driver openjdk-17-jre-headless >/dev/null
 
 echo "== python packages"
-# the spark extra (PySpark: aggregate, check --engine spark) and the test tools: CI runs every test
-python3 -m pip install -q --disable-pip-version-check -e '.[spark,test]' 2>&1 \
+# the spark extras (PySpark, its Connect client) and the test tools: CI runs every test
+python3 -m pip install -q --disable-pip-version-check -e '.[spark,spark-connect,test]' 2>&1 \
     | grep -v "^WARNING: Location" || true
 python3 -c "import jepsen_py, docker, paramiko, pyspark, plotly, pyarrow, selenium" \
     || { echo "python packages did not install" >&2; exit 1; }

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import shutil
 import tempfile
 import zipfile
@@ -84,11 +85,27 @@ def ship_code(spark: SparkSession) -> None:
 
     The driver serves an added file from its path for as long as the context lives, and executors
     fetch it only when their first task arrives, so the zip is kept until the interpreter exits
-    (removing it right after addPyFile fails every task with "Stream ... was not found").
+    (removing it right after addPyFile fails every task with "Stream ... was not found"). A Spark
+    Connect server gets the zip as a Python artifact of the session.
     """
+    from spark.session import is_connect_session
+
+    if is_connect_session(spark):
+        if id(spark) not in _SHIPPED:
+            zpath = _code_zip()
+            spark.addArtifacts(str(zpath), pyfile=True)  # type: ignore[attr-defined]
+            _SHIPPED[id(spark)] = zpath
+        return
     sc = spark.sparkContext
     if _is_local(sc.master) or id(sc) in _SHIPPED:
         return
+    zpath = _code_zip()
+    sc.addPyFile(str(zpath))
+    _SHIPPED[id(sc)] = zpath
+
+
+def _code_zip() -> Path:
+    """Our packages' sources as one zip, kept until the interpreter exits."""
     root = Path(__file__).resolve().parent.parent
     d = Path(tempfile.mkdtemp(prefix="jepsen-py-pyfiles-"))
     atexit.register(shutil.rmtree, d, ignore_errors=True)
@@ -97,8 +114,7 @@ def ship_code(spark: SparkSession) -> None:
         for pkg in SHIPPED_PACKAGES:
             for p in (root / pkg).rglob("*.py"):
                 z.write(p, p.relative_to(root))
-    sc.addPyFile(str(zpath))
-    _SHIPPED[id(sc)] = zpath
+    return zpath
 
 
 def _session(spark: SparkSession | None, master: str | None) -> SparkSession:
@@ -142,6 +158,10 @@ def check_distributed(
         out.update(engine="spark", master=None, partitions=0)
         return out
     session = _session(spark, master)
+    from spark.session import is_connect_session
+
+    if is_connect_session(session):
+        return _check_connect(session, groups, model, model_name, init, options, budget, partitions, master)
     sc = session.sparkContext
     n = partitions or max(1, min(len(groups), sc.defaultParallelism * 4))
     # largest keys first, dealt round-robin so each partition gets a fair share of the big ones
@@ -156,6 +176,54 @@ def check_distributed(
     if out["model"] is None:
         out["model"] = model.name
     out.update(engine="spark", master=sc.master, partitions=n)
+    return out
+
+
+def _check_arrow_task(
+    model_name: str, init: Any, options: dict[str, Any], budget: Budget
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The per-key check over Arrow batches of (i, pickled (key, rows)) -> (i, pickled result)."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pickle
+
+        import pyarrow as pa
+
+        from checkers.linearizable import check_key
+
+        model = _model(model_name, init, options)
+        for batch in batches:
+            ids, out = [], []
+            for i, blob in zip(batch.column("i").to_pylist(), batch.column("item").to_pylist(), strict=True):
+                key, rows = pickle.loads(blob)
+                ids.append(i)
+                out.append(pickle.dumps(check_key(model, key, [Op(*r) for r in rows], budget)))
+            yield pa.record_batch([pa.array(ids, pa.int64()), pa.array(out, pa.binary())],
+                                  names=["i", "result"])
+
+    return run
+
+
+def _check_connect(
+    session: SparkSession, groups: list[tuple[Hashable, list[Op]]], model: Any, model_name: str, init: Any,
+    options: dict[str, Any], budget: Budget, partitions: int | None, master: str | None,
+) -> dict[str, Any]:
+    """check_distributed on a Spark Connect server: no RDDs there, so the keys travel as a DataFrame
+    of pickled sub-histories and are checked with mapInArrow on the server's executors."""
+    import pickle
+
+    from checkers.linearizable import merge_key_results
+
+    n = partitions or max(1, min(len(groups), 4 * (os.cpu_count() or 2)))
+    items = [(i, pickle.dumps((key, [_as_row(op) for op in ops]))) for i, (key, ops) in enumerate(groups)]
+    df = session.createDataFrame(items, "i long, item binary").repartition(n)
+    task = _check_arrow_task(model_name, init, options, budget)
+    rows = df.mapInArrow(task, "i long, result binary").collect()
+    results = {groups[r["i"]][0]: pickle.loads(r["result"]) for r in rows}
+    out = merge_key_results(results)
+    if out["model"] is None:
+        out["model"] = model.name
+    out.update(engine="spark", master=master or "sc://", partitions=n)
     return out
 
 

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 LOG_ENV = "JEPSEN_PY_SPARK_LOG"
 # The optional part of the install that brings PySpark (pyproject.toml's extras).
 SPARK_EXTRA = "jepsen-py[spark]"
+# ... and the one that adds the Spark Connect client (grpcio, pandas) for sc:// masters
+CONNECT_EXTRA = "jepsen-py[spark-connect]"
 DEFAULT_MASTER = "local[*]"
 
 _LOG4J2 = """\
@@ -76,6 +78,56 @@ def _log4j_file(level: str) -> Path:
     return path
 
 
+def is_connect(master: str | None) -> bool:
+    """A Spark Connect URL (sc://host:port): the session is a gRPC client of a remote server."""
+    return bool(master) and str(master).startswith("sc://")
+
+
+def is_connect_session(spark: SparkSession) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _connect_session(url: str, app_name: str, shuffle_partitions: int | None) -> SparkSession:
+    """A Spark Connect client session. Its Python dependencies (grpcio, pandas, ...) come with the
+    spark extra; a server that does not answer is the user's to start (254)."""
+    try:
+        from pyspark.sql import SparkSession
+        from pyspark.sql.connect.utils import check_dependencies
+
+        check_dependencies()
+    except ImportError as e:
+        raise EnvironmentProblem(f"{app_name} on {url} needs the Spark Connect client ({e}): "
+                                 f"pip install '{CONNECT_EXTRA}'") from None
+    _reachable(url)
+    try:
+        # the generic builder (not the Connect class's own) also switches pyspark.sql.functions and
+        # friends to Connect columns for this process
+        spark = SparkSession.builder.remote(url).getOrCreate()
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+        partitions = shuffle_partitions or max(4, 2 * (os.cpu_count() or 2))
+        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    except Exception as e:  # gRPC: no server there, or it refused us
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise EnvironmentProblem(f"cannot reach Spark Connect at {url}: {msg[:300]}") from None
+    return spark
+
+
+def _reachable(url: str) -> None:
+    """The Connect client retries an absent server for minutes: ask the port once, quickly, first."""
+    import socket
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.split(";", 1)[0])
+        host, port = parts.hostname or "localhost", parts.port or 15002
+    except ValueError:
+        raise EnvironmentProblem(f"--master {url}: not a Spark Connect URL (sc://host:port)") from None
+    try:
+        socket.create_connection((host, port), timeout=10).close()
+    except OSError as e:
+        raise EnvironmentProblem(f"cannot reach Spark Connect at {url}: {e.strerror or e}") from None
+
+
 def get_session(
     master: str | None = None,
     *,
@@ -85,6 +137,7 @@ def get_session(
     driver_memory: str | None = None,
 ) -> SparkSession:
     """A SparkSession on `master` (default local[*]); reuses a live one, as getOrCreate does.
+    `sc://host:port` is a Spark Connect server: a thin client, no JVM here.
 
     Raises EnvironmentProblem (exit 254) when Java or PySpark is missing: the user can fix that.
     """
@@ -93,6 +146,8 @@ def get_session(
     except ImportError:
         raise EnvironmentProblem(f"{app_name} needs PySpark, which is not installed: "
                                  f"pip install '{SPARK_EXTRA}'") from None
+    if is_connect(master):
+        return _connect_session(str(master), app_name, shuffle_partitions)
     level = (log_level or os.environ.get(LOG_ENV) or "ERROR").upper()
     log4j = _log4j_file(level)
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j} -Dlog4j.configurationFile=file:{log4j}"

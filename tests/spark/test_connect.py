@@ -1,0 +1,104 @@
+"""`check --engine spark` and `aggregate` through Spark Connect (sc://): a real Connect server started
+from PySpark's own spark-submit on 127.0.0.1, reached over gRPC by a thin client (no RDDs: the check
+ships our code as a session artifact and runs with mapInArrow)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from spark.synthetic import SyntheticRun, write_run
+from tests.conftest import require
+from tests.spark.conftest import spark_available
+from tests.spark.test_standalone import _free_port, _stop
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+START_TIMEOUT_S = 240
+JOB_TIMEOUT_S = 400
+
+
+def _connect_client_available() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("grpc", "pandas", "google.rpc"))
+
+
+@pytest.fixture(scope="module")
+def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    require("Java and PySpark", spark_available())
+    require("the Spark Connect client (the spark-connect extra)", _connect_client_available())
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    d = tmp_path_factory.mktemp("connect")
+    port = _free_port()
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYSPARK_PYTHON": sys.executable}
+    log = d / "server.log"
+    with open(log, "wb") as out:
+        server = subprocess.Popen(
+            [str(home / "bin" / "spark-submit"), "--class",
+             "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
+             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+             "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.ui.enabled=false",
+             "--conf", "spark.driver.memory=1g", "spark-internal"],
+            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=d, start_new_session=True)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            with socket.socket() as s:
+                s.settimeout(1)
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert server.poll() is None and time.monotonic() < deadline, (
+                "Spark Connect server did not come up:\n" + log.read_text(errors="replace")[-3000:])
+            time.sleep(1)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        _stop(server)
+
+
+def _jepsen(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-W", "ignore", "-m", "jepsen_py", *argv], capture_output=True,
+                          text=True, cwd=REPO, timeout=JOB_TIMEOUT_S)
+
+
+def test_check_engine_spark_over_spark_connect(connect_url: str, tmp_path: Path) -> None:
+    run = write_run(tmp_path, SyntheticRun(pairs=300, keys=3, seed=41, stale_reads=1, bugs=["zombie-leader"]))
+    p = _jepsen("check", str(run / "history.jsonl"), "--model", "register", "--engine", "spark",
+                "--master", connect_url, "--json")
+    assert p.returncode == 1, p.stderr[-3000:]
+    out = json.loads(p.stdout)
+    assert out["valid"] is False and out["engine"] == "spark" and out["master"] == connect_url
+    assert out["keys_checked"] == 3 and out["failures"]
+
+
+def test_aggregate_over_spark_connect(connect_url: str, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    write_run(results, SyntheticRun(test_name="weak", read_mode="local", stale_reads=1, seed=1, pairs=120))
+    write_run(results, SyntheticRun(test_name="correct", seed=2, pairs=120))
+    p = _jepsen("aggregate", str(results), "--master", connect_url, "--no-dashboard", "--quiet")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "2 runs" in p.stdout
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(results / "aggregate" / "summary.parquet").to_pylist()
+    assert sorted(r["read_mode"] for r in rows) == ["local", "read-index"]
+
+
+def test_no_server_is_one_line_254(tmp_path: Path) -> None:
+    require("the Spark Connect client (the spark-connect extra)", _connect_client_available())
+    run = write_run(tmp_path, SyntheticRun(pairs=40, keys=1, seed=3))
+    p = _jepsen("check", str(run / "history.jsonl"), "--model", "register", "--engine", "spark",
+                "--master", f"sc://127.0.0.1:{_free_port()}")
+    assert p.returncode == 254, p.stderr[-3000:]
+    assert "Traceback" not in p.stderr
