@@ -78,7 +78,9 @@ class SimOutcome(RunOutcome):
 
 def check_spec(spec: TestSpec) -> None:
     """One line (exit 254) for what the simulator cannot honour, before anything is created."""
-    if spec.db != SIM_DB:
+    from jepsen_py.plugins import canonical_db
+
+    if canonical_db(spec.db) != SIM_DB:
         raise BadInput(f"--db {spec.db}: the simulator runs this project's cluster only ({SIM_DB})")
     if spec.leave_db_running:
         raise BadInput("--leave-db-running: simulated nodes end with the run; there is nothing to leave "
