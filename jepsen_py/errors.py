@@ -1,6 +1,9 @@
-"""Errors and exit codes. A CI gate reads the exit code, so each has one meaning (DESIGN.md section 4)."""
+"""Errors and exit codes. A CI gate reads the exit code, so each has one meaning."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 EXIT_VALID = 0
 EXIT_INVALID = 1
@@ -34,3 +37,15 @@ class FrameworkFailure(JepsenError):
     """The framework itself failed while running a test. Exit 255."""
 
     exit_code = EXIT_FRAMEWORK
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM ended a run after its results.json was written (verdict unknown).
+
+    Still a KeyboardInterrupt, so everything that stops on one stops; it carries the stored run so
+    the CLI can write the run's JUnit report: a gate reading only the report must see "unknown"."""
+
+    def __init__(self, run_dir: Path, results: dict[str, Any]) -> None:
+        super().__init__(f"interrupted; run stored in {run_dir}")
+        self.run_dir = run_dir
+        self.results = results

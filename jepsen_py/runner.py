@@ -49,7 +49,7 @@ from jepsen_py.analysis import (
     unique_name,
     write_results,
 )
-from jepsen_py.errors import EXIT_BAD_INPUT, BadInput, FrameworkFailure, JepsenError
+from jepsen_py.errors import EXIT_BAD_INPUT, BadInput, FrameworkFailure, JepsenError, RunInterrupted
 from jepsen_py.generator import Generator
 from jepsen_py.history import INFO, INVOKE, NEMESIS, HistoryWriter, Op
 from jepsen_py.interpreter import Clock, Interpreter, MonotonicClock, Scheduler
@@ -439,7 +439,7 @@ def run_test(
         write_results(run_dir, results)
         run_post_steps(post_run, run_dir)
     if interrupted:
-        raise KeyboardInterrupt
+        raise RunInterrupted(run_dir, results)
     return RunOutcome(run_dir=run_dir, valid=verdict.valid, results=results, exit_code=verdict.exit_code,
                       invokes=verdict.invokes, oks=verdict.oks, anomalies=count_anomalies(results),
                       error=None if verdict.error is None else f"{verdict.error}", phases=run.phases)

@@ -22,7 +22,7 @@ from typing import Any
 from jepsen_py import spec as specmod
 from jepsen_py.backends import BACKENDS, add_backend_arguments, backend_options, get_backend
 from jepsen_py.dbversion import db_version
-from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, BadInput
+from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, BadInput, RunInterrupted
 from jepsen_py.protocols import TestSpec
 from jepsen_py.verdict import exit_code, merge
 
@@ -210,7 +210,13 @@ def _run(args: argparse.Namespace) -> int:
     outcomes = []
     for i in range(spec.test_count):
         s = specmod.with_seed(spec, spec.seed + i) if i else spec
-        outcome = build_and_run(s, show_progress=not args.no_progress)
+        try:
+            outcome = build_and_run(s, show_progress=not args.no_progress)
+        except RunInterrupted as e:
+            # The interrupted run's verdict is unknown: a gate that reads only the report sees it.
+            if args.junit_xml:
+                write_junit([*outcomes, e], Path(args.junit_xml))
+            raise
         outcomes.append(outcome)
         if outcome.exit_code == EXIT_BAD_INPUT:
             # The environment or an input is wrong (Docker down, a bad option for the db): one

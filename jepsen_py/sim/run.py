@@ -37,7 +37,7 @@ from typing import Any
 from jepsen_py import generator as gen
 from jepsen_py import store
 from jepsen_py.analysis import PostRun, analyse, count_anomalies, run_post_steps, write_results
-from jepsen_py.errors import EXIT_BAD_INPUT, BadInput, FrameworkFailure
+from jepsen_py.errors import EXIT_BAD_INPUT, BadInput, FrameworkFailure, RunInterrupted
 from jepsen_py.generator import Generator
 from jepsen_py.history import INFO, INVOKE, NEMESIS, HistoryWriter, Op
 from jepsen_py.protocols import Test, TestSpec
@@ -423,7 +423,7 @@ def run_sim(spec: TestSpec, *, workload: Workload | None = None,
     if callable(close):
         close()
     if interrupted:
-        raise KeyboardInterrupt
+        raise RunInterrupted(run_dir, results)
     return SimOutcome(run_dir=run_dir, valid=verdict.valid, results=results, exit_code=verdict.exit_code,
                       invokes=verdict.invokes, oks=verdict.oks, anomalies=count_anomalies(results),
                       error=None if verdict.error is None else f"{verdict.error}", phases=run.phases,

@@ -224,7 +224,8 @@ def test_sigterm_heals_and_tears_down_like_ctrl_c(tmp_path: Path) -> None:
     import signal
     import time
 
-    argv = fake_run(tmp_path, "--time-limit", "60")
+    junit = tmp_path / "report.xml"
+    argv = fake_run(tmp_path, "--time-limit", "60", "--junit-xml", str(junit))
     p = subprocess.Popen([sys.executable, "-c", DRIVER, *argv], cwd=REPO, text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -243,6 +244,14 @@ def test_sigterm_heals_and_tears_down_like_ctrl_c(tmp_path: Path) -> None:
     results = json.loads((run_dir / "results.json").read_text())
     assert results["error"] == "interrupted"
     assert "teardown" in results["stats"]["phases"]
+    # A gate that reads only the JUnit report must see the interrupted run as an error, not a pass.
+    import xml.etree.ElementTree as ET
+
+    suite = ET.parse(junit).getroot()
+    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+    assert suite is not None and int(suite.get("tests", "0")) >= 1
+    assert int(suite.get("errors", "0")) >= 1
+    assert suite.find("testcase/error") is not None
 
 
 def test_a_controller_killed_mid_run_leaves_an_analyzable_history(
