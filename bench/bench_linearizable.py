@@ -1,4 +1,4 @@
-"""Benchmark of the linearizability checker (issue 3). Prints figures and ratios.
+"""Benchmark of the linearizability checker. Prints figures and ratios.
 
     python bench/bench_linearizable.py [--anchors DIR] [--ops 1000000] [--keys 1000] [--procs 50]
 

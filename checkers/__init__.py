@@ -1,1 +1,1 @@
-"""Checkers: history in, verdict out (DESIGN.md section 8)."""
+"""Checkers: history in, verdict out."""

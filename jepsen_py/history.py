@@ -1,4 +1,4 @@
-"""The history: every operation a test performed, as plain records (DESIGN.md section 3).
+"""The history: every operation a test performed, as plain records.
 
 A history is JSON Lines, one op per line, appended and flushed as it happens so that a crash of the
 controller loses at most the op in flight. Everything downstream (checkers, plots, Spark) reads these

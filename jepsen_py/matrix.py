@@ -1,5 +1,5 @@
 """The detection matrix: every seed bug run against the workload and nemesis that must catch it, and
-the correct build against the same faults, with a verdict on each expectation (issue 7).
+the correct build against the same faults, with a verdict on each expectation.
 
 Why a matrix and not one test per bug: a framework is worth the bugs it catches, *and* its silence on
 a correct system; both are rates over repeated runs, never one lucky run. Each cell is a real

@@ -1,4 +1,4 @@
-"""Workloads: what clients do to the system and how their history is checked (DESIGN.md section 7).
+"""Workloads: what clients do to the system and how their history is checked.
 
   offsets   commit_offset / fetch_offset per (group, topic, partition): register, unique values
   topics    create_topic races on shared names, describe, list: create-if-absent
