@@ -176,8 +176,29 @@ class PeerSender:
         return batch
 
     async def _sleep(self, s: float) -> None:
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self.t.closed_event.wait(), s)
+        """Backs off for `s` seconds by the loop's clock, or until the transport closes.
+
+        The loop's clock is the node's monotonic clock, which a clock fault moves (libfaketime on
+        Docker, an offset in the simulator). After it steps back, a timer set before the step waits
+        the size of the step on top, up to minutes, and the peer would not be redialled meanwhile.
+        So once the clock reads earlier than when the backoff began, a message queued for the peer
+        ends it: how much time really passed is unknown, and the stream is needed now.
+        """
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        end = start + s
+        while not self.t.closing:
+            now = loop.time()
+            if now >= end or (now < start and self.queue):
+                return
+            self.wakeup.clear()
+            woken = asyncio.ensure_future(self.wakeup.wait())
+            closed = asyncio.ensure_future(self.t.closed_event.wait())
+            try:
+                await asyncio.wait({woken, closed}, timeout=end - now, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                woken.cancel()
+                closed.cancel()
 
 
 class Transport:

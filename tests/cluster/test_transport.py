@@ -205,3 +205,54 @@ def test_a_stream_whose_data_goes_unacknowledged_is_aborted_and_redialled():
             mute.close()
 
     asyncio.run(asyncio.wait_for(main(), 60))  # without the bound, the sender hangs on the dead stream
+
+
+class SteppedLoop(asyncio.SelectorEventLoop):
+    """An event loop whose clock a test can step, as libfaketime steps a node's monotonic clock
+    (the clock asyncio's timers run on) under a clock fault."""
+
+    offset = 0.0
+
+    def time(self) -> float:
+        return super().time() + self.offset
+
+
+def test_a_backoff_begun_before_the_clock_stepped_back_ends_when_a_message_is_queued():
+    # A backoff timer set before the clock steps back waits the size of the step on top: a
+    # simulated replica whose clock was reset from +45 s stayed unconnected to its leader, and
+    # behind it, long after the heal. A message queued for the peer must end such a backoff.
+    step = 60.0
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, SteppedLoop)
+        ps = peers(2)
+        a, b = Endpoint("n1", ps), Endpoint("n2", ps)
+        stepped = loop.create_future()
+
+        def step_back() -> None:
+            loop.offset = 0.0
+            stepped.set_result(None)
+
+        def unreachable(peer: str) -> None:
+            a.unreachable.append(peer)
+            if len(a.unreachable) == 1:
+                loop.call_soon(step_back)  # the sender is in its backoff by then
+
+        a.t.on_unreachable = unreachable
+        loop.offset = step
+        await a.t.start()
+        a.t.send([app(1)])  # n2 is down: the dial is refused, app(1) reported lost, the sender backs off
+        try:
+            await stepped
+            await b.t.start()
+            a.t.send([app(2)])
+            await until(lambda: len(b.got) == 1, timeout=3.0)
+            assert b.got[0].entries[0].index == 2
+            assert a.t.connected()["n2"]
+        finally:
+            await a.t.stop()
+            await b.t.stop()
+
+    with asyncio.Runner(loop_factory=SteppedLoop) as runner:
+        runner.run(main())
