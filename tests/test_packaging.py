@@ -1,0 +1,35 @@
+"""Every package of ours installs under the jepsen_py namespace: a new subpackage cannot be forgotten."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FOLDERS = ("checkers", "cluster", "nemeses", "spark", "workloads")
+
+
+def _setuptools() -> dict:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+
+
+def _packages_on_disk() -> set[str]:
+    found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "jepsen_py").rglob("__init__.py")}
+    for folder in FOLDERS:
+        for p in (REPO / folder).rglob("__init__.py"):
+            found.add("jepsen_py." + ".".join(p.parent.relative_to(REPO).parts))
+    return found
+
+
+def test_every_package_on_disk_is_listed_under_its_namespaced_name() -> None:
+    listed = set(_setuptools()["packages"])
+    on_disk = _packages_on_disk()
+    assert "jepsen_py.checkers.linearizable" in on_disk
+    assert on_disk - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
+    assert listed - on_disk == set(), "these listed packages have no __init__.py"
+
+
+def test_each_top_level_folder_maps_to_its_namespaced_name() -> None:
+    dirs = _setuptools()["package-dir"]
+    assert dirs == {"jepsen_py": "jepsen_py", **{f"jepsen_py.{f}": f for f in FOLDERS}}
+    assert not any(p.split(".")[0] in FOLDERS for p in _setuptools()["packages"])
