@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from spark.synthetic import SyntheticRun, write_run
+from jepsen_py.spark.synthetic import SyntheticRun, write_run
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
