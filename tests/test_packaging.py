@@ -33,3 +33,21 @@ def test_each_top_level_folder_maps_to_its_namespaced_name() -> None:
     dirs = _setuptools()["package-dir"]
     assert dirs == {"jepsen_py": "jepsen_py", **{f"jepsen_py.{f}": f for f in FOLDERS}}
     assert not any(p.split(".")[0] in FOLDERS for p in _setuptools()["packages"])
+
+
+def test_a_project_with_its_own_workloads_folder_does_not_shadow_ours(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    for name in FOLDERS:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("WORKLOADS = {}\nNEMESES = []\n")
+    code = ("from jepsen_py.plugins import builtin_nemeses, builtin_workloads, current_dir_importable\n"
+            "current_dir_importable()\n"
+            "import workloads\n"
+            "assert workloads.WORKLOADS == {}, 'the project folder is importable as itself'\n"
+            "print('offsets' in builtin_workloads(), 'partition-leader' in builtin_nemeses())\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "True"]
