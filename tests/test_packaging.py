@@ -42,12 +42,34 @@ def test_a_project_with_its_own_workloads_folder_does_not_shadow_ours(tmp_path: 
     for name in FOLDERS:
         (tmp_path / name).mkdir()
         (tmp_path / name / "__init__.py").write_text("WORKLOADS = {}\nNEMESES = []\n")
-    code = ("from jepsen_py.plugins import builtin_nemeses, builtin_workloads, current_dir_importable\n"
+    code = ("import sys\n"
+            "sys.path.insert(1, sys.argv[1])  # this checkout, after the project's directory\n"
+            "from jepsen_py.plugins import builtin_nemeses, builtin_workloads, current_dir_importable\n"
             "current_dir_importable()\n"
             "import workloads\n"
             "assert workloads.WORKLOADS == {}, 'the project folder is importable as itself'\n"
             "print('offsets' in builtin_workloads(), 'partition-leader' in builtin_nemeses())\n")
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run([sys.executable, "-c", code, str(REPO)], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "True"]
+
+
+def test_a_checkout_on_the_path_supplies_its_own_folders(tmp_path: Path) -> None:
+    # whatever else is installed on the machine (an editable install of another checkout included),
+    # jepsen_py imported from this checkout takes checkers/, cluster/, ... from this checkout too
+    import subprocess
+    import sys
+
+    mods = ("jepsen_py", "jepsen_py.checkers.linearizable", "jepsen_py.cluster.node", "jepsen_py.spark.jobs",
+            "jepsen_py.nemeses", "jepsen_py.workloads")
+    code = ("import importlib, json, sys; sys.path.insert(0, sys.argv[1]); "
+            "print(json.dumps([importlib.import_module(m).__file__ for m in sys.argv[2:]]))")
+    r = subprocess.run([sys.executable, "-c", code, str(REPO), *mods], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    import json
+
+    files = [Path(f) for f in json.loads(r.stdout)]
+    assert all(f.is_relative_to(REPO) for f in files), files
+    assert files[2] == REPO / "cluster" / "node.py"
