@@ -13,11 +13,12 @@ import argparse
 import random
 import time
 
-from checkers.availability import AvailabilityChecker
-from checkers.crash import CrashChecker
-from checkers.leaders import LeadersChecker
-from checkers.staleness import StalenessChecker
-from checkers.stats import StatsChecker
+from jepsen_py.checkers.availability import AvailabilityChecker
+from jepsen_py.checkers.crash import CrashChecker
+from jepsen_py.checkers.leaders import LeadersChecker
+from jepsen_py.checkers.staleness import StalenessChecker
+from jepsen_py.checkers.stats import StatsChecker
+
 from jepsen_py.history import Op
 
 NODES = ["n1", "n2", "n3", "n4", "n5"]

@@ -22,7 +22,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from cluster.framing import MAX_PEER_FRAME, encode, read_frame
+from jepsen_py.cluster.framing import MAX_PEER_FRAME, encode, read_frame
+
 from jepsen_py.raftdb.local import HOST, LocalCluster
 
 

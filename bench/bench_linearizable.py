@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from checkers.linearizable import check, get_model
+from jepsen_py.checkers.linearizable import check, get_model
+
 from jepsen_py.history import Op
 from jepsen_py.importers import load_history
 

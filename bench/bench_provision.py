@@ -20,13 +20,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from jepsen_py.nemeses.clock import ClockNemesis
+from jepsen_py.nemeses.partition import PartitionNemesis
+
 from jepsen_py.backends.docker import DockerBackend
 from jepsen_py.backends.image import ensure_image
 from jepsen_py.history import Op
 from jepsen_py.protocols import Test, TestSpec
 from jepsen_py.raftdb import RaftMetadataDB
-from nemeses.clock import ClockNemesis
-from nemeses.partition import PartitionNemesis
 
 PROVISION_TARGET_S = 10.0
 TEARDOWN_TARGET_S = 5.0

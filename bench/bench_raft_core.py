@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from cluster.raft import LEADER, Config, MemoryStorage, Message, RawNode
+from jepsen_py.cluster.raft import LEADER, Config, MemoryStorage, Message, RawNode
 
 
 class Bench:

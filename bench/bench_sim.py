@@ -23,7 +23,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from cluster.framing import MAX_CLIENT_FRAME, encode, read_frame
+from jepsen_py.cluster.framing import MAX_CLIENT_FRAME, encode, read_frame
+
 from jepsen_py.sim.cluster import CLIENT_PORT, SimCluster
 
 NODES = ["n1", "n2", "n3", "n4", "n5"]

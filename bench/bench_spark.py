@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spark.export import write_table
-from spark.schema import OPS_FILE, PARQUET_DIR, RUN_FILE
-from spark.synthetic import SyntheticRun, fast_tables, run_dir_for
+from jepsen_py.spark.export import write_table
+from jepsen_py.spark.schema import OPS_FILE, PARQUET_DIR, RUN_FILE
+from jepsen_py.spark.synthetic import SyntheticRun, fast_tables, run_dir_for
 
 WORKLOADS = ("offsets", "topics", "metadata")
 NEMESES = (("partition-leader",), ("kill",), ("clock",), ())
@@ -87,8 +87,8 @@ def jvm_cpu_seconds() -> float:
 
 
 def bench_aggregate(root: Path, master: str) -> None:
-    from spark.aggregate import run_aggregate
-    from spark.session import get_session
+    from jepsen_py.spark.aggregate import run_aggregate
+    from jepsen_py.spark.session import get_session
 
     t = time.monotonic()
     spark = get_session(master)
@@ -111,10 +111,10 @@ def bench_aggregate(root: Path, master: str) -> None:
 
 
 def bench_check(master: str, n_ops: int) -> None:
-    from checkers.linearizable import Budget, check, get_model
-    from spark.distributed_check import check_distributed
-    from spark.session import get_session
-    from spark.synthetic import SyntheticRun, simulate
+    from jepsen_py.checkers.linearizable import Budget, check, get_model
+    from jepsen_py.spark.distributed_check import check_distributed
+    from jepsen_py.spark.session import get_session
+    from jepsen_py.spark.synthetic import SyntheticRun, simulate
 
     keys = 64
     ops, _ = simulate(SyntheticRun(pairs=n_ops // 2, concurrency=10, keys=keys, seed=7, nemesis=[]))

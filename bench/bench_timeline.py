@@ -21,9 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from checkers.pictures.perf import render_perf
-from checkers.pictures.runview import load_run
-from checkers.pictures.timeline import render_timeline
+from jepsen_py.checkers.pictures.perf import render_perf
+from jepsen_py.checkers.pictures.runview import load_run
+from jepsen_py.checkers.pictures.timeline import render_timeline
+
 from tests.browser import chromium, chromium_available, wait_rendered
 from tests.checkers.runfixture import make_run
 

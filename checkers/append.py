@@ -25,7 +25,8 @@ from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from checkers.sets import MAX_ANOMALIES, hashable
+from jepsen_py.checkers.sets import MAX_ANOMALIES, hashable
+
 from jepsen_py.history import OK, Op, Pair, pairs
 from jepsen_py.protocols import Test
 

@@ -16,10 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from checkers.samples import Sample, leader_claims, samples
+from jepsen_py.checkers.samples import Sample, leader_claims, samples
+from jepsen_py.nemeses.faults import NETWORK, FaultWindow, fault_windows, windows_of_pairs
+
 from jepsen_py.history import NEMESIS, OBSERVER, OK, Op, pairs
 from jepsen_py.protocols import Test
-from nemeses.faults import NETWORK, FaultWindow, fault_windows, windows_of_pairs
 
 S = 1_000_000_000
 

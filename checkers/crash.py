@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checkers.samples import Sample, samples
+from jepsen_py.checkers.samples import Sample, samples
+from jepsen_py.nemeses.faults import fault_windows
+
 from jepsen_py.history import INVOKE, NEMESIS, Op
 from jepsen_py.protocols import Test
-from nemeses.faults import fault_windows
 
 S = 1_000_000_000
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)|Fatal Python error|^\s*panic:")

@@ -19,7 +19,8 @@ from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from checkers.sets import MAX_ANOMALIES, hashable
+from jepsen_py.checkers.sets import MAX_ANOMALIES, hashable
+
 from jepsen_py.history import OK, Op, pairs
 from jepsen_py.protocols import Test
 

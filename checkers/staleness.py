@@ -26,7 +26,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from checkers.samples import leader_claims, newer_leader_before
+from jepsen_py.checkers.samples import leader_claims, newer_leader_before
+
 from jepsen_py.history import FAIL, NEMESIS, OK, Op, Pair, pairs
 from jepsen_py.protocols import Test
 

@@ -138,14 +138,14 @@ def write_results(run_dir: Path, results: dict[str, Any]) -> None:
 
 def render_pictures(run_dir: Path) -> None:
     """timeline.html, perf.html and (for a non-linearizable history) linearizability.html."""
-    from checkers.pictures.render import render_run
+    from jepsen_py.checkers.pictures.render import render_run
 
     render_run(run_dir)
 
 
 def export_parquet(run_dir: Path) -> None:
     """The run's ops and verdicts as Parquet, ready for `jepsen-py aggregate`."""
-    from spark.export import export_run
+    from jepsen_py.spark.export import export_run
 
     export_run(run_dir)
 

@@ -131,7 +131,7 @@ def _construct(ref: str, option: str, what: str, spec: TestSpec) -> Any:
 def builtin_workloads() -> dict[str, Any]:
     """The workloads shipped with jepsen-py: name -> factory(spec)."""
     try:
-        mod = importlib.import_module("workloads")
+        mod = importlib.import_module("jepsen_py.workloads")
     except ModuleNotFoundError:
         return {}
     return dict(getattr(mod, "WORKLOADS", {}) or {})
@@ -139,7 +139,7 @@ def builtin_workloads() -> dict[str, Any]:
 
 def builtin_nemeses() -> list[str]:
     try:
-        mod = importlib.import_module("nemeses")
+        mod = importlib.import_module("jepsen_py.nemeses")
     except ModuleNotFoundError:
         return []
     return list(getattr(mod, "NEMESES", []) or [])
@@ -228,7 +228,7 @@ def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
     own = getattr(nem, "generator", None)
     if callable(own):
         return on_threads(is_nemesis_thread, lift(own(spec)))
-    from nemeses.compose import Family, FaultSchedule
+    from jepsen_py.nemeses.compose import Family, FaultSchedule
 
     fs = sorted(nem.fs())
     starts = [f for f in fs if f.startswith("start")]
@@ -261,7 +261,7 @@ def build_nemesis(names: list[Any], spec: TestSpec) -> tuple[Nemesis | None, Gen
     members: list[Nemesis] = []
     schedules: list[Generator] = []
     if builtin:
-        nemeses = importlib.import_module("nemeses")
+        nemeses = importlib.import_module("jepsen_py.nemeses")
         nem, sched = nemeses.build(builtin, spec)
         members.append(nem)
         schedules.append(sched)
@@ -274,7 +274,7 @@ def build_nemesis(names: list[Any], spec: TestSpec) -> tuple[Nemesis | None, Gen
         schedules.append(nemesis_schedule(obj, type(obj).__name__, spec))
     if len(members) == 1:
         return members[0], schedules[0]
-    from nemeses.compose import ComposedNemesis
+    from jepsen_py.nemeses.compose import ComposedNemesis
 
     try:
         composed = ComposedNemesis(members)

@@ -15,8 +15,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from cluster.node import READ_MODES
 from jepsen_py.backends import default_backend
+from jepsen_py.cluster.node import READ_MODES
 from jepsen_py.errors import BadInput
 from jepsen_py.numbers import MAX_RUN_SECONDS, MAX_SECONDS, integer, number
 from jepsen_py.numbers import check as check_number
@@ -270,7 +270,7 @@ def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -
 
 
 def parse_fault_targets(text: str | None) -> list[str]:
-    from nemeses.targets import TARGETS
+    from jepsen_py.nemeses.targets import TARGETS
 
     kinds = parse_list([text]) if text else []
     unknown = [k for k in kinds if k not in TARGETS]

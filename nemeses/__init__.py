@@ -61,14 +61,14 @@ def parse(names: list[str] | str) -> tuple[list[str], list[str]]:
 
 def build(names: list[str] | str, spec: TestSpec) -> tuple[Nemesis, Generator]:
     """The nemesis for `names` and its schedule (for the nemesis thread only)."""
-    from nemeses import faults
-    from nemeses.clock import ClockNemesis
-    from nemeses.compose import ComposedNemesis, Family, FaultSchedule, NoopNemesis
-    from nemeses.kill import KillNemesis
-    from nemeses.leader_clock import LeaderClockNemesis
-    from nemeses.partition import PartitionNemesis
-    from nemeses.pause import PauseNemesis
-    from nemeses.process import PROCESS_TARGETS
+    from jepsen_py.nemeses import faults
+    from jepsen_py.nemeses.clock import ClockNemesis
+    from jepsen_py.nemeses.compose import ComposedNemesis, Family, FaultSchedule, NoopNemesis
+    from jepsen_py.nemeses.kill import KillNemesis
+    from jepsen_py.nemeses.leader_clock import LeaderClockNemesis
+    from jepsen_py.nemeses.partition import PartitionNemesis
+    from jepsen_py.nemeses.pause import PauseNemesis
+    from jepsen_py.nemeses.process import PROCESS_TARGETS
 
     shapes, families = parse(names)
     if not shapes and not families:

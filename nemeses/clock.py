@@ -23,10 +23,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+from jepsen_py.nemeses.faults import BUMP_CLOCK, RESET_CLOCK, STROBE_CLOCK
+from jepsen_py.nemeses.targets import pick
+
 from jepsen_py.history import INFO, Op
 from jepsen_py.protocols import Remote, Test
-from nemeses.faults import BUMP_CLOCK, RESET_CLOCK, STROBE_CLOCK
-from nemeses.targets import pick
 
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 FAKETIME_NAME = "faketime.offset"
@@ -105,7 +106,7 @@ class ClockNemesis:
         fn = getattr(db, "faketime_file", None)
         if not callable(fn):
             raise RuntimeError("the clock nemesis needs a DB with faketime_file(node) (start it under "
-                               "nemeses.clock.faketime_env)")
+                               "jepsen_py.nemeses.clock.faketime_env)")
         return str(fn(test, node))
 
     def setup(self, test: Test) -> None:

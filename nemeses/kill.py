@@ -6,9 +6,10 @@ recovers from the node's own data directory (WAL and snapshots), as after a powe
 
 from __future__ import annotations
 
+from jepsen_py.nemeses import faults
+from jepsen_py.nemeses.process import ProcessNemesis
+
 from jepsen_py.protocols import Test
-from nemeses import faults
-from nemeses.process import ProcessNemesis
 
 
 class KillNemesis(ProcessNemesis):

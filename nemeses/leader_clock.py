@@ -21,14 +21,15 @@ import random
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
+from jepsen_py.nemeses import net
+from jepsen_py.nemeses.clock import ClockNemesis
+from jepsen_py.nemeses.faults import START_LEADER_CLOCK as START
+from jepsen_py.nemeses.faults import STOP_LEADER_CLOCK as STOP
+from jepsen_py.nemeses.partition import PartitionNemesis, isolate
+from jepsen_py.nemeses.targets import pick
+
 from jepsen_py.history import INFO, Op
 from jepsen_py.protocols import Test
-from nemeses import net
-from nemeses.clock import ClockNemesis
-from nemeses.faults import START_LEADER_CLOCK as START
-from nemeses.faults import STOP_LEADER_CLOCK as STOP
-from nemeses.partition import PartitionNemesis, isolate
-from nemeses.targets import pick
 
 
 def step_back_s(rng: random.Random, interval: float) -> float:

@@ -19,11 +19,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
+from jepsen_py.nemeses import net
+from jepsen_py.nemeses.faults import START_PARTITION, STOP_PARTITION
+from jepsen_py.nemeses.targets import majority, primaries
+
 from jepsen_py.history import INFO, Op
 from jepsen_py.protocols import Remote, Test
-from nemeses import net
-from nemeses.faults import START_PARTITION, STOP_PARTITION
-from nemeses.targets import majority, primaries
 
 SHAPES = ("leader", "random", "one", "ring", "bridge")
 Grudge = dict[str, list[str]]

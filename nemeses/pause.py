@@ -5,9 +5,10 @@ Ops: {"f": "pause", "value": target} / {"f": "resume"}; done through DB.pause / 
 
 from __future__ import annotations
 
+from jepsen_py.nemeses import faults
+from jepsen_py.nemeses.process import ProcessNemesis
+
 from jepsen_py.protocols import Test
-from nemeses import faults
-from nemeses.process import ProcessNemesis
 
 
 class PauseNemesis(ProcessNemesis):

@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
+from jepsen_py.nemeses.targets import pick
+
 from jepsen_py.history import INFO, Op
 from jepsen_py.protocols import Test
-from nemeses.targets import pick
 
 PROCESS_TARGETS = ("leader", "one", "minority")
 

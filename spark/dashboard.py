@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
+from jepsen_py.spark.schema import NO_BUG, group_label
 from plotly.offline import get_plotlyjs
-
-from spark.schema import NO_BUG, group_label
 
 
 def _label(r: dict[str, Any]) -> str:

@@ -19,6 +19,7 @@ share a stop flag); the verdict is the same, the report lists every invalid key.
 from __future__ import annotations
 
 import atexit
+import importlib
 import json
 import os
 import shutil
@@ -32,19 +33,18 @@ from jepsen_py.errors import BadInput
 from jepsen_py.history import NEMESIS, Op, validate
 
 if TYPE_CHECKING:
+    from jepsen_py.checkers.linearizable import Budget
     from pyspark.sql import SparkSession
-
-    from checkers.linearizable import Budget
 
 _MODEL_CACHE: dict[str, Any] = {}
 # What a task on an executor imports: the checker, the history records, this module.
-SHIPPED_PACKAGES = ("jepsen_py", "checkers", "spark")
+SHIPPED_PACKAGES = ("jepsen_py", "jepsen_py.checkers", "jepsen_py.spark")
 
 
 def _model(model_name: str, init: Any, options: dict[str, Any]) -> Any:
     """The model, built once per executor process (models are rebuilt from name + init, so nothing
     the driver holds needs to be picklable)."""
-    from checkers.linearizable import get_model
+    from jepsen_py.checkers.linearizable import get_model
 
     ident = json.dumps([model_name, init, options], sort_keys=True, default=str)
     m = _MODEL_CACHE.get(ident)
@@ -63,7 +63,7 @@ def _check_task(
     model_name: str, init: Any, options: dict[str, Any], budget: Budget
 ) -> Callable[[tuple[int, Hashable, list[tuple[Any, ...]]]], tuple[int, dict[str, Any]]]:
     def run(item: tuple[int, Hashable, list[tuple[Any, ...]]]) -> tuple[int, dict[str, Any]]:
-        from checkers.linearizable import check_key
+        from jepsen_py.checkers.linearizable import check_key
 
         i, key, rows = item
         ops = [Op(*r) for r in rows]
@@ -88,7 +88,7 @@ def ship_code(spark: SparkSession) -> None:
     (removing it right after addPyFile fails every task with "Stream ... was not found"). A Spark
     Connect server gets the zip as a Python artifact of the session.
     """
-    from spark.session import is_connect_session
+    from jepsen_py.spark.session import is_connect_session
 
     if is_connect_session(spark):
         if id(spark) not in _SHIPPED:
@@ -105,22 +105,30 @@ def ship_code(spark: SparkSession) -> None:
 
 
 def _code_zip() -> Path:
-    """Our packages' sources as one zip, kept until the interpreter exits."""
-    root = Path(__file__).resolve().parent.parent
+    """Our packages' sources as one zip, kept until the interpreter exits.
+
+    Laid out as installed (jepsen_py/checkers/..., jepsen_py/spark/...), wherever each package's
+    folder is on the driver: a checkout keeps checkers/ and spark/ beside jepsen_py/, a wheel inside it.
+    """
     d = Path(tempfile.mkdtemp(prefix="jepsen-py-pyfiles-"))
     atexit.register(shutil.rmtree, d, ignore_errors=True)
     zpath = d / "jepsen_py_packages.zip"
+    written: set[str] = set()
     with zipfile.ZipFile(zpath, "w", zipfile.ZIP_DEFLATED) as z:
         for pkg in SHIPPED_PACKAGES:
-            for p in (root / pkg).rglob("*.py"):
-                z.write(p, p.relative_to(root))
+            folder = Path(str(importlib.import_module(pkg).__file__)).resolve().parent
+            for p in sorted(folder.rglob("*.py")):
+                arcname = "/".join((*pkg.split("."), *p.relative_to(folder).parts))
+                if arcname not in written:
+                    written.add(arcname)
+                    z.write(p, arcname)
     return zpath
 
 
 def _session(spark: SparkSession | None, master: str | None) -> SparkSession:
     if spark is not None:
         return spark
-    from spark.session import get_session
+    from jepsen_py.spark.session import get_session
 
     s = get_session(master, app_name="jepsen-py check")
     ship_code(s)
@@ -145,7 +153,7 @@ def check_distributed(
     "spark", "master" and "partitions". BadInput for an unknown model or a history that breaks
     Jepsen's rules (the same checks as the local checker).
     """
-    from checkers.linearizable import Budget, merge_key_results, split_by_key
+    from jepsen_py.checkers.linearizable import Budget, merge_key_results, split_by_key
 
     options = dict(model_options or {})
     model = _model(model_name, init, options)  # unknown model names fail here, on the driver
@@ -158,7 +166,7 @@ def check_distributed(
         out.update(engine="spark", master=None, partitions=0)
         return out
     session = _session(spark, master)
-    from spark.session import is_connect_session
+    from jepsen_py.spark.session import is_connect_session
 
     if is_connect_session(session):
         return _check_connect(session, groups, model, model_name, init, options, budget, partitions, master)
@@ -188,8 +196,7 @@ def _check_arrow_task(
         import pickle
 
         import pyarrow as pa
-
-        from checkers.linearizable import check_key
+        from jepsen_py.checkers.linearizable import check_key
 
         model = _model(model_name, init, options)
         for batch in batches:
@@ -212,7 +219,7 @@ def _check_connect(
     of pickled sub-histories and are checked with mapInArrow on the server's executors."""
     import pickle
 
-    from checkers.linearizable import merge_key_results
+    from jepsen_py.checkers.linearizable import merge_key_results
 
     n = partitions or max(1, min(len(groups), 4 * (os.cpu_count() or 2)))
     items = [(i, pickle.dumps((key, [_as_row(op) for op in ops]))) for i, (key, ops) in enumerate(groups)]
@@ -247,7 +254,7 @@ def _check_groups_task(
     model_name: str, init: Any, options: dict[str, Any], budget: Budget
 ) -> Callable[[Iterator[Any]], Iterator[tuple[str, str, dict[str, Any]]]]:
     def run(groups: Iterator[Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
-        from checkers.linearizable import check_key, split_by_key
+        from jepsen_py.checkers.linearizable import check_key, split_by_key
 
         model = _model(model_name, init, options)
         for g in groups:
@@ -275,10 +282,9 @@ def check_distributed_parquet(
     than the op's key (e.g. multi-register, which checks the whole history as one) get one group
     per run instead, which is still correct, only not spread out.
     """
+    from jepsen_py.checkers.linearizable import Budget, merge_key_results
+    from jepsen_py.checkers.linearizable.model import Model
     from pyspark.sql import functions as F
-
-    from checkers.linearizable import Budget, merge_key_results
-    from checkers.linearizable.model import Model
 
     options = dict(model_options or {})
     model = _model(model_name, init, options)

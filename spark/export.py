@@ -17,10 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from jepsen_py.errors import BadInput
-from jepsen_py.history import INFO, INVOKE, OK, SAMPLE_PROCESSES, Op, iter_history
-from spark.schema import (
+from jepsen_py.spark.schema import (
     DEFAULT_SCHEDULE,
     DEFAULT_TARGETS,
     NO_BUG,
@@ -34,6 +31,9 @@ from spark.schema import (
     UNVERSIONED,
     verdict_text,
 )
+
+from jepsen_py.errors import BadInput
+from jepsen_py.history import INFO, INVOKE, OK, SAMPLE_PROCESSES, Op, iter_history
 
 HISTORY = "history.jsonl"
 TEST_JSON = "test.json"

@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from jepsen_py.spark.export import RUN_DIR_TIME_FORMAT, OpCounts, labels_from_spec, run_table
+from jepsen_py.spark.schema import OPS_SCHEMA
 
 from jepsen_py.history import FAIL, INFO, INVOKE, NEMESIS, OBSERVER, OK, HistoryWriter, Op
-from spark.export import RUN_DIR_TIME_FORMAT, OpCounts, labels_from_spec, run_table
-from spark.schema import OPS_SCHEMA
 
 MS = 1_000_000
 NODES = ("n1", "n2", "n3")

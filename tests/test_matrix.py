@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from jepsen_py.cluster.bugs import NAMES as KNOWN_BUGS
 
-from cluster.bugs import NAMES as KNOWN_BUGS
 from jepsen_py import matrix as mx
 from jepsen_py.errors import BadInput
 

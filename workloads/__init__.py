@@ -33,49 +33,49 @@ from jepsen_py.workload import Workload
 
 
 def _offsets(spec: TestSpec) -> Workload:
-    from workloads.offsets import offsets_workload
+    from jepsen_py.workloads.offsets import offsets_workload
 
     return offsets_workload(spec)
 
 
 def _topics(spec: TestSpec) -> Workload:
-    from workloads.topics import topics_workload
+    from jepsen_py.workloads.topics import topics_workload
 
     return topics_workload(spec)
 
 
 def _describe(spec: TestSpec) -> Workload:
-    from workloads.describe import describe_workload
+    from jepsen_py.workloads.describe import describe_workload
 
     return describe_workload(spec)
 
 
 def _metadata(spec: TestSpec) -> Workload:
-    from workloads.metadata import metadata_workload
+    from jepsen_py.workloads.metadata import metadata_workload
 
     return metadata_workload(spec)
 
 
 def _register(spec: TestSpec) -> Workload:
-    from workloads.register import register_workload
+    from jepsen_py.workloads.register import register_workload
 
     return register_workload(spec)
 
 
 def _set(spec: TestSpec) -> Workload:
-    from workloads.sets import set_workload
+    from jepsen_py.workloads.sets import set_workload
 
     return set_workload(spec)
 
 
 def _append(spec: TestSpec) -> Workload:
-    from workloads.append import append_workload
+    from jepsen_py.workloads.append import append_workload
 
     return append_workload(spec)
 
 
 def _queue(spec: TestSpec) -> Workload:
-    from workloads.queues import queue_workload
+    from jepsen_py.workloads.queues import queue_workload
 
     return queue_workload(spec)
 
@@ -96,7 +96,7 @@ CLUSTER_WORKLOADS = ("offsets", "topics", "describe", "metadata")
 
 def cluster_client(workload_name: str, db: Any) -> Client:
     """The client template for our metadata cluster for `workload_name`."""
-    from workloads.client import MetadataClient
+    from jepsen_py.workloads.client import MetadataClient
 
     if workload_name not in CLUSTER_WORKLOADS:
         raise BadInput(f"--workload: the cluster has no client for {workload_name!r} "

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from checkers.availability import AvailabilityChecker, Thresholds
-from checkers.crash import CrashChecker
-from checkers.scoped import Scoped
-from checkers.stats import StatsChecker
+from jepsen_py.checkers.availability import AvailabilityChecker, Thresholds
+from jepsen_py.checkers.crash import CrashChecker
+from jepsen_py.checkers.scoped import Scoped
+from jepsen_py.checkers.stats import StatsChecker
+
 from jepsen_py.generator import Context
 from jepsen_py.history import Op
 from jepsen_py.protocols import Checker, Test, TestSpec
@@ -26,7 +27,7 @@ class Linearizable:
         self.init = init
 
     def check(self, test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
-        from checkers.linearizable import LinearizableChecker
+        from jepsen_py.checkers.linearizable import LinearizableChecker
 
         inner = LinearizableChecker(self.model, self.init)
         return Scoped(inner, self.fs, name=self.name).check(test, history)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers.leaders import LeadersChecker
-from checkers.staleness import StalenessChecker, TopicsProjection
+from jepsen_py.checkers.leaders import LeadersChecker
+from jepsen_py.checkers.staleness import StalenessChecker, TopicsProjection
+from jepsen_py.workloads.common import Linearizable, run_checkers
+
 from jepsen_py.generator import Context, defer, fn
 from jepsen_py.protocols import Checker, TestSpec
 from jepsen_py.workload import Workload
-from workloads.common import Linearizable, run_checkers
 
 FS = frozenset({"create", "describe"})
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers.leaders import LeadersChecker
-from checkers.staleness import OffsetsProjection, StalenessChecker, TopicsProjection
-from checkers.topics import TopicsChecker
+from jepsen_py.checkers.leaders import LeadersChecker
+from jepsen_py.checkers.staleness import OffsetsProjection, StalenessChecker, TopicsProjection
+from jepsen_py.checkers.topics import TopicsChecker
+from jepsen_py.workloads import describe, offsets, topics
+from jepsen_py.workloads.common import Linearizable, run_checkers
+
 from jepsen_py.generator import Context, defer, fn
 from jepsen_py.protocols import TestSpec
 from jepsen_py.workload import Workload
-from workloads import describe, offsets, topics
-from workloads.common import Linearizable, run_checkers
 
 
 class MetadataGen:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers.staleness import OffsetsProjection, StalenessChecker
+from jepsen_py.checkers.staleness import OffsetsProjection, StalenessChecker
+from jepsen_py.workloads.common import KeyRotation, Linearizable, run_checkers
+
 from jepsen_py.generator import Context, defer, fn
 from jepsen_py.protocols import TestSpec
 from jepsen_py.workload import Workload
-from workloads.common import KeyRotation, Linearizable, run_checkers
 
 GROUPS = ("billing", "search", "audit")
 TOPICS = ("orders", "payments")

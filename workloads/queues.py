@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers.queues import QueueChecker
+from jepsen_py.checkers.queues import QueueChecker
+from jepsen_py.workloads.common import run_checkers
+
 from jepsen_py.generator import Context, Generator, Step, Template, defer, fn, seq, sleep
 from jepsen_py.history import OK, Op
 from jepsen_py.protocols import TestSpec
 from jepsen_py.workload import Workload
-from workloads.common import run_checkers
 
 KEY = "q"
 

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from jepsen_py.workloads.common import KeyRotation, Linearizable, run_checkers
+
 from jepsen_py.generator import Context, defer, fn
 from jepsen_py.protocols import TestSpec
 from jepsen_py.workload import Workload
-from workloads.common import KeyRotation, Linearizable, run_checkers
 
 FS = frozenset({"read", "write", "cas"})
 

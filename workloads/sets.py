@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers.sets import SetChecker
+from jepsen_py.checkers.sets import SetChecker
+from jepsen_py.workloads.common import KeyRotation, run_checkers
+
 from jepsen_py.generator import Context, defer, fn, seq, sleep
 from jepsen_py.protocols import TestSpec
 from jepsen_py.workload import Workload
-from workloads.common import KeyRotation, run_checkers
 
 # Final reads wait this long after heal, so a system that converges (rather than loses) is judged
 # converged: Jepsen's quiet period before its final reads. Option final_delay.

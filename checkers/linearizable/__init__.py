@@ -1,6 +1,6 @@
 """Linearizability checking: Knossos's models, Porcupine's algorithm, a polynomial fast path.
 
-    from checkers.linearizable import check, get_model, Budget
+    from jepsen_py.checkers.linearizable import check, get_model, Budget
     result = check(ops, get_model("cas-register", 0), budget=Budget(time_s=60, memory_mb=2048))
 
 Modules, one idea each: model (the Model protocol and Call), models (the models), calls (history
@@ -55,11 +55,11 @@ Per-key results (`check_key`) are {"key", "model", "ops", "dropped": {"fail", "n
 
 from __future__ import annotations
 
-from checkers.linearizable.budget import Budget, BudgetExceeded
-from checkers.linearizable.checker import LinearizableChecker
-from checkers.linearizable.model import Call, Model
-from checkers.linearizable.models import MODELS, get_model
-from checkers.linearizable.partition import check, check_key, merge_key_results, split_by_key
+from jepsen_py.checkers.linearizable.budget import Budget, BudgetExceeded
+from jepsen_py.checkers.linearizable.checker import LinearizableChecker
+from jepsen_py.checkers.linearizable.model import Call, Model
+from jepsen_py.checkers.linearizable.models import MODELS, get_model
+from jepsen_py.checkers.linearizable.partition import check, check_key, merge_key_results, split_by_key
 
 __all__ = [
     "MODELS",

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from checkers.linearizable.model import INF, Call, Model, freeze
+from jepsen_py.checkers.linearizable.model import INF, Call, Model, freeze
+
 from jepsen_py.history import FAIL, INFO, INVOKE, OK, Op
 
 

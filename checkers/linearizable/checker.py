@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from checkers.linearizable.budget import Budget
-from checkers.linearizable.models import get_model
-from checkers.linearizable.partition import check
+from jepsen_py.checkers.linearizable.budget import Budget
+from jepsen_py.checkers.linearizable.models import get_model
+from jepsen_py.checkers.linearizable.partition import check
+
 from jepsen_py.history import Op
 from jepsen_py.protocols import Test
 

@@ -23,7 +23,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkers.linearizable.model import INF, Call, Model, thaw
+from jepsen_py.checkers.linearizable.model import INF, Call, Model, thaw
 
 _INIT_POS = -1  # the virtual write of the initial value: before everything
 

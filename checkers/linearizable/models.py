@@ -14,7 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from checkers.linearizable.model import Call, FrozenDict, Model, State, StepResult, Why, freeze, thaw
+from jepsen_py.checkers.linearizable.model import (
+    Call,
+    FrozenDict,
+    Model,
+    State,
+    StepResult,
+    Why,
+    freeze,
+    thaw,
+)
+
 from jepsen_py.errors import BadInput
 
 # Compiled steps reject with no reason (the search rejects millions of steps); the report asks

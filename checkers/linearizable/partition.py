@@ -15,12 +15,13 @@ import signal
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from checkers.linearizable.budget import Budget, BudgetExceeded
-from checkers.linearizable.calls import build_calls
-from checkers.linearizable.fastpath import FastResult, check_unique_register
-from checkers.linearizable.model import Call, Model, thaw
-from checkers.linearizable.report import anomaly, explain
-from checkers.linearizable.search import search
+from jepsen_py.checkers.linearizable.budget import Budget, BudgetExceeded
+from jepsen_py.checkers.linearizable.calls import build_calls
+from jepsen_py.checkers.linearizable.fastpath import FastResult, check_unique_register
+from jepsen_py.checkers.linearizable.model import Call, Model, thaw
+from jepsen_py.checkers.linearizable.report import anomaly, explain
+from jepsen_py.checkers.linearizable.search import search
+
 from jepsen_py.history import INVOKE, NEMESIS, SAMPLE_PROCESSES, Op, validate
 from jepsen_py.verdict import merge
 

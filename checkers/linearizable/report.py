@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers.linearizable.model import INF, Call, Model, thaw
+from jepsen_py.checkers.linearizable.model import INF, Call, Model, thaw
 
 MAX_CANDIDATES = 25
 WINDOW_BEFORE = 5

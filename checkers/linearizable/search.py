@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkers.linearizable.budget import Budget, BudgetExceeded, rss_bytes
-from checkers.linearizable.model import INF, Call, Model
+from jepsen_py.checkers.linearizable.budget import Budget, BudgetExceeded, rss_bytes
+from jepsen_py.checkers.linearizable.model import INF, Call, Model
 
 CHECK_EVERY = 4096
 

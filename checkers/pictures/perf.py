@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checkers.pictures.plotpage import page, verdict_badge
-from checkers.pictures.runview import NS, RunView, load_run, pair_type
+from jepsen_py.checkers.pictures.plotpage import page, verdict_badge
+from jepsen_py.checkers.pictures.runview import NS, RunView, load_run, pair_type
+
 from jepsen_py.store import write_text_atomic
 
 SCATTER_OK_LIMIT = 20_000  # ok points per op type kept in the scatter before decimating

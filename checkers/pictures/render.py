@@ -11,15 +11,15 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from checkers.pictures.runview import RunView, load_run
+from jepsen_py.checkers.pictures.runview import RunView, load_run
 
 log = logging.getLogger(__name__)
 
 
 def _renderers() -> list[tuple[str, Callable[[RunView], Path | None]]]:
-    from checkers.linearizable.visualization import render_failures
-    from checkers.pictures.perf import render_perf
-    from checkers.pictures.timeline import render_timeline
+    from jepsen_py.checkers.linearizable.visualization import render_failures
+    from jepsen_py.checkers.pictures.perf import render_perf
+    from jepsen_py.checkers.pictures.timeline import render_timeline
 
     return [("timeline", render_timeline), ("perf", render_perf), ("linearizability", render_failures)]
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jepsen_py.nemeses import faults
+
 from jepsen_py.errors import BadInput
 from jepsen_py.history import INFO, NEMESIS, OBSERVER, OK, Op, Pair, pairs, read_history
-from nemeses import faults
 
 NS = 1_000_000_000
 

@@ -16,9 +16,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from checkers.linearizable.visualization import failures_in
-from checkers.pictures.plotpage import page, verdict_badge
-from checkers.pictures.runview import NS, RunView, load_run, pair_type
+from jepsen_py.checkers.linearizable.visualization import failures_in
+from jepsen_py.checkers.pictures.plotpage import page, verdict_badge
+from jepsen_py.checkers.pictures.runview import NS, RunView, load_run, pair_type
+
 from jepsen_py.history import NEMESIS
 from jepsen_py.store import write_text_atomic
 

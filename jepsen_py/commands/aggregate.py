@@ -35,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from spark.aggregate import render_table, run_aggregate
-    from spark.session import LOG_ENV, Progress
+    from jepsen_py.spark.aggregate import render_table, run_aggregate
+    from jepsen_py.spark.session import LOG_ENV, Progress
 
     if args.spark_log:
         import os

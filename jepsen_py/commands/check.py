@@ -30,8 +30,8 @@ _FORMAT_DEFAULTS: dict[str, dict[str, str]] = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from checkers.linearizable.budget import DEFAULT_MEMORY_MB, DEFAULT_TIME_S
-    from checkers.linearizable.models import MODELS
+    from jepsen_py.checkers.linearizable.budget import DEFAULT_MEMORY_MB, DEFAULT_TIME_S
+    from jepsen_py.checkers.linearizable.models import MODELS
     from jepsen_py.importers import FORMATS
 
     parser.add_argument("file", type=Path, help="the history file")
@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from checkers.linearizable import Budget, check, get_model
+    from jepsen_py.checkers.linearizable import Budget, check, get_model
     from jepsen_py.importers import check_rules, is_independent, load_history, unwrap_independent
 
     check_number("--time-limit", args.time_limit, lo=0, hi=MAX_SECONDS, lo_open=True)
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     budget = Budget(args.time_limit, args.memory_limit)
     if args.engine == "spark":
         try:
-            from spark.distributed_check import check_distributed
+            from jepsen_py.spark.distributed_check import check_distributed
         except ImportError as e:
             raise EnvironmentProblem(f"--engine spark needs spark.distributed_check ({e})") from None
         result = check_distributed(ops, args.model, init, master=args.master, budget=budget,
@@ -112,8 +112,8 @@ def _misfit(ops: list[Any], lines: list[int], args: argparse.Namespace, init: An
     """The one line for values the model cannot take (an append of a number to a string, a set
     read that is not a collection, an --init of the wrong shape): replays the ok ops in order from
     the initial state and names the first one the model chokes on."""
-    from checkers.linearizable import get_model
-    from checkers.linearizable.calls import build_calls
+    from jepsen_py.checkers.linearizable import get_model
+    from jepsen_py.checkers.linearizable.calls import build_calls
 
     why = f"{type(error).__name__}: {str(error)[:120]}"
     model = get_model(args.model, init, **_model_options(args, "jsonl"))

@@ -44,7 +44,7 @@ def host_iptables() -> list[str]:
     """Deletes every rule commented jepsen-py from this host's iptables; returns them."""
     if shutil.which("iptables") is None:
         return []
-    from nemeses.net import CHAIN, labelled_rules
+    from jepsen_py.nemeses.net import CHAIN, labelled_rules
 
     listing = subprocess.run(["iptables", "-w", "5", "-S"], capture_output=True, text=True)
     if listing.returncode != 0:
@@ -83,8 +83,8 @@ def ssh_iptables(nodes: list[str], options: dict[str, Any]) -> list[str]:
     from pathlib import Path
 
     from jepsen_py.backends.ssh import SSHBackend
+    from jepsen_py.nemeses import net
     from jepsen_py.protocols import TestSpec
-    from nemeses import net
 
     spec = TestSpec(name="cleanup", workload="", nemesis=[], nodes=nodes, time_limit=1, concurrency=1,
                     rate=0, nemesis_interval=1, seed=0, backend="ssh", read_mode="read-index", bugs=[],

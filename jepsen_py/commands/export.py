@@ -24,8 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spark.aggregate import find_runs
-    from spark.export import export_run
+    from jepsen_py.spark.aggregate import find_runs
+    from jepsen_py.spark.export import export_run
 
     todo: list[Path] = []
     for d in args.run_dirs:

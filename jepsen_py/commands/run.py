@@ -81,7 +81,7 @@ def collect_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def workload_registry() -> dict[str, Any]:
     try:
-        mod = importlib.import_module("workloads")
+        mod = importlib.import_module("jepsen_py.workloads")
     except ModuleNotFoundError:
         return {}
     return dict(getattr(mod, "WORKLOADS", {}) or {})
@@ -89,7 +89,7 @@ def workload_registry() -> dict[str, Any]:
 
 def nemesis_names() -> list[str]:
     try:
-        mod = importlib.import_module("nemeses")
+        mod = importlib.import_module("jepsen_py.nemeses")
     except ModuleNotFoundError:
         return []
     return list(getattr(mod, "NEMESES", []) or [])

@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from checkers.pictures.render import render_run
+    from jepsen_py.checkers.pictures.render import render_run
     from jepsen_py.errors import BadInput, FrameworkFailure
 
     path = Path(args.run_dir)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.errors import BadInput
-from nemeses.faults import FAULTS
+from jepsen_py.nemeses.faults import FAULTS
 
 FORMAT = "jepsen-py-schedule"
 VERSION = 1
@@ -164,7 +164,7 @@ class Schedule:
 
     def fault_targets(self) -> list[str]:
         """The targets named by pause and kill ops (what --fault-targets must allow)."""
-        from nemeses.targets import TARGETS
+        from jepsen_py.nemeses.targets import TARGETS
 
         out: list[str] = []
         for e in self.nemesis_events:

@@ -19,7 +19,7 @@ import select
 import socket
 from typing import Any
 
-from cluster.framing import MAX_PEER_FRAME, FrameDecoder, FrameError, encode
+from jepsen_py.cluster.framing import MAX_PEER_FRAME, FrameDecoder, FrameError, encode
 
 
 class ClusterError(Exception):

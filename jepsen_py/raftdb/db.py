@@ -25,8 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from cluster.bugs import NAMES as BUG_NAMES
-from cluster.node import READ_MODES
+from jepsen_py.cluster.bugs import NAMES as BUG_NAMES
+from jepsen_py.cluster.node import READ_MODES
 from jepsen_py.errors import BadInput, FrameworkFailure
 from jepsen_py.protocols import Client, Remote, Test, TestSpec
 
@@ -74,7 +74,7 @@ class RaftMetadataDB:
         return self._path(test, node, "node.out")
 
     def faketime_file(self, test: Test, node: str) -> str:
-        from nemeses.clock import faketime_file
+        from jepsen_py.nemeses.clock import faketime_file
 
         return faketime_file(self.dir(test, node))
 
@@ -104,8 +104,8 @@ class RaftMetadataDB:
         once, so setting up a node is a single upload."""
         with self._lock:
             if self._stage is None:
-                import cluster
-                from nemeses.clock import FAKETIME_NAME, offset_text
+                from jepsen_py import cluster
+                from jepsen_py.nemeses.clock import FAKETIME_NAME, offset_text
 
                 self._stage_tmp = tempfile.TemporaryDirectory(prefix="jepsen-py-db-")
                 root = Path(self._stage_tmp.name) / "node"
@@ -133,7 +133,7 @@ class RaftMetadataDB:
         self._launch(test, node)
 
     def _launch(self, test: Test, node: str) -> None:
-        from nemeses.clock import faketime_env
+        from jepsen_py.nemeses.clock import faketime_env
 
         env = {**faketime_env(self.faketime_file(test, node)),
                "PYTHONPATH": self._path(test, node, "code"), "PYTHONUNBUFFERED": "1"}
@@ -225,6 +225,6 @@ class RaftMetadataDB:
         return [self.logfile(test, node), self.outfile(test, node)]
 
     def client(self, workload: str) -> Client:
-        from workloads import cluster_client
+        from jepsen_py.workloads import cluster_client
 
         return cluster_client(workload, self)

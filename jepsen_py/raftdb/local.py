@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import cluster
+from jepsen_py import cluster
 from jepsen_py.raftdb.client import ClusterClient, ClusterError
 
 HOST = "127.0.0.1"

@@ -13,13 +13,13 @@ import asyncio
 import itertools
 from typing import Any
 
-from cluster.framing import MAX_PEER_FRAME, FrameError, encode, read_frame
-from cluster.io import Network, StreamWriter
+from jepsen_py.cluster.framing import MAX_PEER_FRAME, FrameError, encode, read_frame
+from jepsen_py.cluster.io import Network, StreamWriter
 from jepsen_py.errors import BadInput
 from jepsen_py.history import Op
 from jepsen_py.protocols import Test
 from jepsen_py.raftdb.client import ClusterError, Timeout, Unavailable, outcome
-from workloads.client import FS, MetadataClient, answered, refused, request
+from jepsen_py.workloads.client import FS, MetadataClient, answered, refused, request
 
 
 class AsyncClusterClient:

@@ -19,8 +19,8 @@ from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeVar
 
-from cluster.io import NodeEnv
-from cluster.node import Node, NodeConfig, NodeLog, StartupError
+from jepsen_py.cluster.io import NodeEnv
+from jepsen_py.cluster.node import Node, NodeConfig, NodeLog, StartupError
 
 from .clock import EPOCH, SimClock
 from .disk import DiskProfile, SimDisk

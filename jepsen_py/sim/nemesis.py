@@ -26,14 +26,14 @@ from typing import Any, Protocol
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import INFO, Op
+from jepsen_py.nemeses.clock import ClockNemesis, random_delta_ms
+from jepsen_py.nemeses.compose import ComposedNemesis, NoopNemesis
+from jepsen_py.nemeses.kill import KillNemesis
+from jepsen_py.nemeses.leader_clock import LeaderClockNemesis
+from jepsen_py.nemeses.partition import Grudge, PartitionNemesis
+from jepsen_py.nemeses.pause import PauseNemesis
+from jepsen_py.nemeses.targets import pick
 from jepsen_py.protocols import Nemesis, Test
-from nemeses.clock import ClockNemesis, random_delta_ms
-from nemeses.compose import ComposedNemesis, NoopNemesis
-from nemeses.kill import KillNemesis
-from nemeses.leader_clock import LeaderClockNemesis
-from nemeses.partition import Grudge, PartitionNemesis
-from nemeses.pause import PauseNemesis
-from nemeses.targets import pick
 
 
 class FaultableCluster(Protocol):

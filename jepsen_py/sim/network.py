@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from cluster.io import ConnectionHandler
+from jepsen_py.cluster.io import ConnectionHandler
 
 from .loop import Scheduler, SimLoop
 

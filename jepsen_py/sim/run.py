@@ -97,16 +97,16 @@ def check_spec(spec: TestSpec) -> None:
 def known_bugs() -> tuple[str, ...]:
     """The seed bugs the node knows (its registry, cluster.bugs; older builds list them in node)."""
     try:
-        from cluster.bugs import NAMES
+        from jepsen_py.cluster.bugs import NAMES
     except ImportError:
-        from cluster.node import KNOWN_BUGS as NAMES  # type: ignore[attr-defined,no-redef]
+        from jepsen_py.cluster.node import KNOWN_BUGS as NAMES  # type: ignore[attr-defined,no-redef]
     return tuple(NAMES)
 
 
 def node_bugs(names: Sequence[str]) -> Any:
     """The node's bug setting for `names` (the Bugs record; older builds took the names)."""
     try:
-        from cluster.bugs import Bugs
+        from jepsen_py.cluster.bugs import Bugs
     except ImportError:
         return tuple(names)
     return Bugs.parse(names)
@@ -335,7 +335,7 @@ def build_workload(spec: TestSpec) -> Workload:
     from jepsen_py.plugins import build_workload as build
 
     try:
-        import workloads
+        from jepsen_py import workloads
     except ModuleNotFoundError:
         known: dict[str, Any] = {}
     else:

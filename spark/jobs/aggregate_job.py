@@ -3,9 +3,10 @@ memory and executors chosen by spark-submit.
 
     spark-submit --master spark://host:7077 spark/jobs/aggregate_job.py results/ --out agg/
 
-The driver needs the jepsen-py package importable (pip install -e . on the driver machine, or
-`--py-files` with a zip of jepsen_py/, spark/ and checkers/). RESULTS_DIR must be readable by the
-driver and the executors (a shared filesystem) because they read the runs' Parquet files directly.
+The driver needs jepsen-py installed (pip install -e . or the wheel on the driver machine): the
+repository's spark/ and checkers/ import as jepsen_py.spark and jepsen_py.checkers only once
+installed. RESULTS_DIR must be readable by the driver and the executors (a shared filesystem)
+because they read the runs' Parquet files directly.
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
 
 def main(argv: list[str] | None = None) -> int:
+    from jepsen_py.spark.aggregate import render_table, run_aggregate
+    from jepsen_py.spark.session import get_session
+
     from jepsen_py.errors import JepsenError
-    from spark.aggregate import render_table, run_aggregate
-    from spark.session import get_session
 
     ap = argparse.ArgumentParser(prog="aggregate_job.py", description=__doc__.splitlines()[0],
                                  allow_abbrev=False)

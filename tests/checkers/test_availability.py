@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from checkers.availability import AvailabilityChecker, Thresholds
+from jepsen_py.checkers.availability import AvailabilityChecker, Thresholds
+
 from tests.checkers.histories import H
 
 
@@ -158,7 +159,7 @@ def test_a_key_refused_only_under_a_fault_is_not_a_finding():
 def test_a_restart_ends_the_kill_but_not_a_partition_still_in_force():
     # Seen in the matrix: kill n3, cut the cluster in two while it is down, restart it (still cut
     # off), heal. The restart's moment is not quiet: the partition still holds n3 apart.
-    from checkers.availability import quiet_stretches
+    from jepsen_py.checkers.availability import quiet_stretches
 
     h = H()
     h.sample(0, "n1", "leader", 1, "n1")

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from checkers.crash import CrashChecker
+from jepsen_py.checkers.crash import CrashChecker
+
 from tests.checkers.histories import H
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers.append import AppendChecker
-from checkers.queues import QueueChecker
-from checkers.sets import SetChecker
+from jepsen_py.checkers.append import AppendChecker
+from jepsen_py.checkers.queues import QueueChecker
+from jepsen_py.checkers.sets import SetChecker
+
 from jepsen_py.history import Op
 
 

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-from checkers.leaders import LeadersChecker
-from checkers.topics import TopicsChecker
+from jepsen_py.checkers.leaders import LeadersChecker
+from jepsen_py.checkers.topics import TopicsChecker
+
 from tests.checkers.histories import H
 
 

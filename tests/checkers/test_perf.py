@@ -6,9 +6,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jepsen_py.checkers.pictures.perf import (
+    Sample,
+    bucket_width,
+    decimate,
+    perf_figure,
+    quantile,
+    render,
+    samples,
+)
+from jepsen_py.checkers.pictures.runview import load_run
 
-from checkers.pictures.perf import Sample, bucket_width, decimate, perf_figure, quantile, render, samples
-from checkers.pictures.runview import load_run
 from tests.browser import chromium, chromium_available, screenshot, severe_console_errors, wait_rendered
 from tests.checkers.runfixture import make_run
 from tests.conftest import require

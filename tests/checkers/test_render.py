@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from checkers.pictures.render import render_run
+from jepsen_py.checkers.pictures.render import render_run
+
 from tests.checkers.runfixture import make_run
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from checkers.staleness import StalenessChecker, TopicsProjection
+from jepsen_py.checkers.staleness import StalenessChecker, TopicsProjection
+
 from tests.checkers.histories import H
 
 K = "g1/orders/0"

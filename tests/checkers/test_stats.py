@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from checkers.stats import StatsChecker
+from jepsen_py.checkers.stats import StatsChecker
+
 from tests.checkers.histories import H
 
 

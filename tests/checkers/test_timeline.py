@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jepsen_py.checkers.pictures.plotpage import plotly_js
+from jepsen_py.checkers.pictures.render import render_run
+from jepsen_py.checkers.pictures.runview import fault_windows, load_run
+from jepsen_py.checkers.pictures.timeline import render, timeline_data
 
-from checkers.pictures.plotpage import plotly_js
-from checkers.pictures.render import render_run
-from checkers.pictures.runview import fault_windows, load_run
-from checkers.pictures.timeline import render, timeline_data
 from jepsen_py.errors import BadInput
 from jepsen_py.history import HistoryWriter, Op, Pair, read_history
 from tests.browser import chromium, chromium_available, screenshot, severe_console_errors, wait_rendered

@@ -11,10 +11,10 @@ import sys
 import time
 
 import pytest
+from jepsen_py.cluster.framing import MAX_CLIENT_FRAME, FrameDecoder, encode
+from jepsen_py.cluster.realio import OSDisk
+from jepsen_py.cluster.wal import WAL_NAME
 
-from cluster.framing import MAX_CLIENT_FRAME, FrameDecoder, encode
-from cluster.realio import OSDisk
-from cluster.wal import WAL_NAME
 from jepsen_py.raftdb.client import ClusterClient, InvalidRequest
 from jepsen_py.raftdb.local import HOST, REPO_ROOT, LocalCluster
 
@@ -129,7 +129,7 @@ def test_peer_port_speaking_garbage_is_logged_and_ignored(cluster):
             except OSError:
                 pass
     # a well-formed hello followed by a malformed Raft message
-    from cluster.node import default_cluster_id
+    from jepsen_py.cluster.node import default_cluster_id
 
     cid = default_cluster_id({n: (HOST, cluster.nodes[n].peer_port) for n in cluster.nodes})
     with socket.create_connection((HOST, port), timeout=5) as s:
@@ -191,8 +191,8 @@ def test_data_dir_of_another_cluster_refuses_to_start(tmp_path):
 
 
 def test_corrupt_wal_record_refuses_to_start(tmp_path):
-    from cluster.raft.messages import Entry, HardState
-    from cluster.wal import WAL
+    from jepsen_py.cluster.raft.messages import Entry, HardState
+    from jepsen_py.cluster.wal import WAL
 
     d = str(tmp_path / "n1")
     wal, _ = WAL.open(DISK, d, "alpha", "n1")
@@ -219,8 +219,8 @@ def test_second_process_on_the_same_data_dir_refuses(cluster):
 
 def test_wal_records_are_json_with_crc(tmp_path):
     """The on-disk format is what the docs say: a reader can decode it with the standard library."""
-    from cluster.raft.messages import Entry, HardState
-    from cluster.wal import WAL, _record_at
+    from jepsen_py.cluster.raft.messages import Entry, HardState
+    from jepsen_py.cluster.wal import WAL, _record_at
 
     wal, _ = WAL.open(DISK, str(tmp_path), "c", "n1")
     wal.save(HardState(term=2, vote="n1"), [Entry(2, 1, {"op": "noop"})])

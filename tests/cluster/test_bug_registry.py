@@ -7,10 +7,9 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-
-from cluster.bugs import BUGS, NAMES, NO_BUGS, Bugs, UnknownBug
-from cluster.node import leader_rules
-from cluster.raft.config import READ_ONLY_LEASE, READ_ONLY_SAFE, Config
+from jepsen_py.cluster.bugs import BUGS, NAMES, NO_BUGS, Bugs, UnknownBug
+from jepsen_py.cluster.node import leader_rules
+from jepsen_py.cluster.raft.config import READ_ONLY_LEASE, READ_ONLY_SAFE, Config
 
 CLUSTER = Path(__file__).resolve().parents[2] / "cluster"
 

@@ -11,13 +11,13 @@ import sys
 import time
 
 import pytest
+from jepsen_py.cluster.bugs import BUGS, NAMES, Bugs
+from jepsen_py.cluster.node import Node, NodeConfig
+from jepsen_py.cluster.raft.messages import MSG_APP, MSG_APP_RESP, HardState
+from jepsen_py.cluster.realio import OSDisk, real_env
+from jepsen_py.cluster.state_machine import MetadataState, round_robin_leader
+from jepsen_py.cluster.wal import WAL
 
-from cluster.bugs import BUGS, NAMES, Bugs
-from cluster.node import Node, NodeConfig
-from cluster.raft.messages import MSG_APP, MSG_APP_RESP, HardState
-from cluster.realio import OSDisk, real_env
-from cluster.state_machine import MetadataState, round_robin_leader
-from cluster.wal import WAL
 from jepsen_py.raftdb.client import AlreadyExists, ClusterError, Unavailable
 from jepsen_py.raftdb.local import LocalCluster
 from tests.cluster.test_transport import Endpoint, app, peers, until
@@ -229,7 +229,7 @@ def test_unordered_send_reorders_messages_to_one_peer():
 
 
 def _wal_with_a_conflict(data_dir: str) -> None:
-    from cluster.raft.messages import Entry
+    from jepsen_py.cluster.raft.messages import Entry
 
     wal, _ = WAL.open(DISK, data_dir, "cid", "n1", fsync=False)
     wal.save(HardState(term=1, vote="n1", commit=1), [Entry(1, i, None) for i in (1, 2, 3)])

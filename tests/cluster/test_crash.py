@@ -14,7 +14,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from cluster.realio import OSDisk, real_env
+from jepsen_py.cluster.realio import OSDisk, real_env
+
 from jepsen_py.raftdb.client import ClusterError
 from jepsen_py.raftdb.local import LocalCluster
 
@@ -148,7 +149,7 @@ def test_kill9_at_random_moments_loses_no_acknowledged_write(tmp_path):
 
 
 def _node(data_dir: str, logs: list[str]):
-    from cluster.node import Node, NodeConfig
+    from jepsen_py.cluster.node import Node, NodeConfig
 
     cfg = NodeConfig(id="n1", peers={"n1": ("127.0.0.1", 1), "n2": ("127.0.0.1", 2), "n3": ("127.0.0.1", 3)},
                      data_dir=data_dir, client_port=4, cluster_id="c")
@@ -159,10 +160,10 @@ def test_crash_between_snapshot_install_and_wal_rewrite(tmp_path):
     """The leader's snapshot (index 8, term 3) replaced a divergent log (entries of term 2 up to 10).
     If the node dies after the snapshot file is durable but before the WAL is rewritten, recovery
     must not stitch the old term-2 entries 9..10 behind the term-3 snapshot."""
-    from cluster import snapshots
-    from cluster.raft.messages import Entry, HardState, Snapshot
-    from cluster.state_machine import MetadataState
-    from cluster.wal import WAL
+    from jepsen_py.cluster import snapshots
+    from jepsen_py.cluster.raft.messages import Entry, HardState, Snapshot
+    from jepsen_py.cluster.state_machine import MetadataState
+    from jepsen_py.cluster.wal import WAL
 
     d = str(tmp_path / "n1")
     wal, _ = WAL.open(DISK, d, "c", "n1")
@@ -184,10 +185,10 @@ def test_crash_between_snapshot_install_and_wal_rewrite(tmp_path):
 
 def test_own_compaction_snapshot_keeps_the_wal_tail(tmp_path):
     """The node's own snapshot at 6 agrees with its WAL: entries 7..10 are kept on recovery."""
-    from cluster import snapshots
-    from cluster.raft.messages import Entry, HardState, Snapshot
-    from cluster.state_machine import MetadataState
-    from cluster.wal import WAL
+    from jepsen_py.cluster import snapshots
+    from jepsen_py.cluster.raft.messages import Entry, HardState, Snapshot
+    from jepsen_py.cluster.state_machine import MetadataState
+    from jepsen_py.cluster.wal import WAL
 
     d = str(tmp_path / "n1")
     wal, _ = WAL.open(DISK, d, "c", "n1")

@@ -8,9 +8,9 @@ import dataclasses
 import socket
 from pathlib import Path
 
-from cluster.io import UNACKED_TIMEOUT_MS, NodeEnv
-from cluster.node import Node, NodeConfig, NodeLog
-from cluster.realio import OSDisk, TCPNetwork, real_env
+from jepsen_py.cluster.io import UNACKED_TIMEOUT_MS, NodeEnv
+from jepsen_py.cluster.node import Node, NodeConfig, NodeLog
+from jepsen_py.cluster.realio import OSDisk, TCPNetwork, real_env
 
 CLUSTER = Path(__file__).resolve().parents[2] / "cluster"
 #: the modules above the interfaces: shared by the real node and the simulator

@@ -10,7 +10,8 @@ import signal
 import threading
 import time
 
-from checkers.linearizable import Budget, check, get_model
+from jepsen_py.checkers.linearizable import Budget, check, get_model
+
 from jepsen_py.history import FAIL, INFO, INVOKE, OK, Op
 from jepsen_py.raftdb.client import ClusterError
 from jepsen_py.raftdb.local import LocalCluster

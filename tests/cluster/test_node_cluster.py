@@ -6,8 +6,8 @@ import threading
 import time
 
 import pytest
+from jepsen_py.cluster.framing import encode
 
-from cluster.framing import encode
 from jepsen_py.raftdb.client import AlreadyExists, ClusterError, InvalidRequest
 from jepsen_py.raftdb.local import LocalCluster
 

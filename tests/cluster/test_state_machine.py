@@ -6,8 +6,7 @@ import json
 import random
 
 import pytest
-
-from cluster.state_machine import CommandError, MetadataState, validate
+from jepsen_py.cluster.state_machine import CommandError, MetadataState, validate
 
 
 def leader_change(leader: str, term: int, alive: list[str] | None = None) -> dict:

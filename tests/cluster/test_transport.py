@@ -6,11 +6,12 @@ import asyncio
 import contextlib
 import socket
 
-from cluster import transport
-from cluster.bugs import NO_BUGS, Bugs
-from cluster.raft.messages import MSG_APP, MSG_HEARTBEAT, MSG_SNAP, Entry, Message, Snapshot
-from cluster.realio import TCPNetwork
-from cluster.transport import Transport
+from jepsen_py.cluster import transport
+from jepsen_py.cluster.bugs import NO_BUGS, Bugs
+from jepsen_py.cluster.raft.messages import MSG_APP, MSG_HEARTBEAT, MSG_SNAP, Entry, Message, Snapshot
+from jepsen_py.cluster.realio import TCPNetwork
+from jepsen_py.cluster.transport import Transport
+
 from jepsen_py.raftdb.local import HOST, free_ports
 
 

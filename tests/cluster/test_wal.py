@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from cluster import snapshots
-from cluster.raft.messages import Entry, HardState, Snapshot
-from cluster.realio import OSDisk
-from cluster.wal import ENTRIES, WAL, WAL_NAME, ClusterMismatch, WALError, encode_record
+from jepsen_py.cluster import snapshots
+from jepsen_py.cluster.raft.messages import Entry, HardState, Snapshot
+from jepsen_py.cluster.realio import OSDisk
+from jepsen_py.cluster.wal import ENTRIES, WAL, WAL_NAME, ClusterMismatch, WALError, encode_record
 
 DISK = OSDisk()
 

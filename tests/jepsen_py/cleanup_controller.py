@@ -11,10 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+from jepsen_py.nemeses.partition import PartitionNemesis
+
 from jepsen_py.backends.docker import DockerBackend
 from jepsen_py.history import Op
 from jepsen_py.protocols import Test, TestSpec
-from nemeses.partition import PartitionNemesis
 
 spec = TestSpec(name="cleanup-victim", workload="none", nemesis=["partition-random"],
                 nodes=["n1", "n2", "n3"], time_limit=60, concurrency=1, rate=0, nemesis_interval=1,

@@ -13,15 +13,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from jepsen_py.nemeses.clock import ClockNemesis
+from jepsen_py.nemeses.kill import KillNemesis
+from jepsen_py.nemeses.partition import PartitionNemesis
+from jepsen_py.nemeses.pause import PauseNemesis
 
 from jepsen_py.backends.local import LocalBackend, _namespaces, cleanup_local
 from jepsen_py.commands.cleanup import host_iptables
 from jepsen_py.history import Op
 from jepsen_py.raftdb import RaftMetadataDB
-from nemeses.clock import ClockNemesis
-from nemeses.kill import KillNemesis
-from nemeses.partition import PartitionNemesis
-from nemeses.pause import PauseNemesis
 from tests.conftest import require
 from tests.nemeses.support import ProbeDB, make_spec, make_test, peer_can_reach
 
@@ -147,7 +147,7 @@ def test_cleanup_after_kill_9_of_a_local_controller(local_env, tmp_path):
         "from tests.nemeses.support import ProbeDB, make_spec, make_test\n"
         "from jepsen_py.backends.local import LocalBackend\n"
         "from jepsen_py.history import Op\n"
-        "from nemeses.partition import PartitionNemesis\n"
+        "from jepsen_py.nemeses.partition import PartitionNemesis\n"
         "from pathlib import Path\n"
         "spec = make_spec(['n1', 'n2', 'n3'], Path(sys.argv[1]), backend='local')\n"
         "test = make_test(spec, Path(sys.argv[1]))\n"

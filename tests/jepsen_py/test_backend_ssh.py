@@ -198,9 +198,10 @@ def test_broken_connection_is_reopened(sshd):
 
 @pytest.mark.docker
 def test_partition_over_ssh_and_cleanup_of_leftover_rules(sshd, tmp_path):
+    from jepsen_py.nemeses.partition import PartitionNemesis
+
     from jepsen_py.commands.cleanup import ssh_iptables
     from jepsen_py.history import Op
-    from nemeses.partition import PartitionNemesis
 
     spec = ssh_spec(sshd)
     test = make_test(spec, tmp_path)

@@ -7,9 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
+from jepsen_py.nemeses.compose import ComposedNemesis
+from jepsen_py.nemeses.kill import KillNemesis
+from jepsen_py.nemeses.partition import PartitionNemesis
 
-import nemeses
-from jepsen_py import cli
+from jepsen_py import cli, nemeses
 from jepsen_py import generator as gen
 from jepsen_py.backends.none import NoneBackend
 from jepsen_py.errors import BadInput
@@ -17,9 +19,6 @@ from jepsen_py.history import OBSERVER, read_history
 from jepsen_py.plugins import check_capabilities
 from jepsen_py.protocols import Test, TestSpec, capabilities
 from jepsen_py.runner import run_test
-from nemeses.compose import ComposedNemesis
-from nemeses.kill import KillNemesis
-from nemeses.partition import PartitionNemesis
 from tests.jepsen_py.fakes import Calls, FakeNemesis, Register, RegisterClient, make_spec, register_workload
 
 LEADERLESS = "tests.jepsen_py.test_capabilities:LeaderlessDB"
@@ -79,7 +78,7 @@ def test_a_leaderless_db_runs_without_waiting_for_a_leader(tmp_path: Path) -> No
 
 
 def test_availability_judges_a_leaderless_run_by_what_clients_saw(tmp_path: Path) -> None:
-    from checkers.availability import AvailabilityChecker
+    from jepsen_py.checkers.availability import AvailabilityChecker
 
     spec = make_spec(tmp_path, time_limit=0.5, rate=200.0)
     w = register_workload()

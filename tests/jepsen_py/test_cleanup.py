@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from jepsen_py.nemeses.net import CHAIN, labelled_rules
 
 from jepsen_py.backends.common import LABEL, RUN_LABEL
 from jepsen_py.commands.cleanup import host_iptables
-from nemeses.net import CHAIN, labelled_rules
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent

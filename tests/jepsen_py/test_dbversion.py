@@ -16,8 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_our_cluster_is_the_git_describe_of_the_uploaded_code() -> None:
-    import cluster
-
+    from jepsen_py import cluster
     if not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
     code = Path(cluster.__file__).parent

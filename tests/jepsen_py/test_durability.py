@@ -9,7 +9,8 @@ import os
 import time
 from pathlib import Path
 
-from checkers.pictures.render import render_run
+from jepsen_py.checkers.pictures.render import render_run
+
 from jepsen_py import cli, store
 from tests.checkers.runfixture import make_run
 from tests.jepsen_py.test_cli import fake_run, use_fakes

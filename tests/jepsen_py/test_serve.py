@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jepsen_py.checkers.pictures.render import render_run
 
-from checkers.pictures.render import render_run
 from jepsen_py.web import list_runs, make_server, server_url
 from tests.browser import chromium, chromium_available, screenshot, severe_console_errors, wait_rendered
 from tests.checkers.runfixture import make_run

@@ -96,10 +96,10 @@ def test_capture_log_keeps_the_console_quiet(tmp_path: Path, capsys: pytest.Capt
     root.setLevel(logging.WARNING)
     try:
         with store.capture_log(tmp_path / "jepsen.log"):
-            logging.getLogger("nemeses.partition").info("cut n1 off")
+            logging.getLogger("jepsen_py.nemeses.partition").info("cut n1 off")
             logging.getLogger("urllib3.connectionpool").debug("noise")
         text = (tmp_path / "jepsen.log").read_text()
-        assert "nemeses.partition: cut n1 off" in text and "noise" not in text
+        assert "jepsen_py.nemeses.partition: cut n1 off" in text and "noise" not in text
         assert "cut n1 off" not in capsys.readouterr().err
         assert root.level == logging.WARNING
     finally:

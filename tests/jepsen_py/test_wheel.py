@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from spark.synthetic import SyntheticRun, write_run
+from jepsen_py.spark.synthetic import SyntheticRun, write_run
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -74,12 +73,17 @@ def _no_pyspark(d: Path) -> dict[str, str]:
 
 
 def test_imports_come_from_the_wheel_not_the_checkout(installed: Installed) -> None:
-    p = installed.run("python", "-c", "import jepsen_py, checkers, spark, json; "
-                      "print(json.dumps([jepsen_py.__file__, checkers.__file__, spark.__file__]))")
+    p = installed.run("python", "-c", "import jepsen_py, jepsen_py.checkers, jepsen_py.spark, json; "
+                      "print(json.dumps([jepsen_py.__file__, jepsen_py.checkers.__file__, "
+                      "jepsen_py.spark.__file__]))")
     assert p.returncode == 0, p.stderr
     for f in json.loads(p.stdout):
         assert Path(f).is_relative_to(installed.venv), f
         assert not Path(f).is_relative_to(REPO), f
+    # one namespace: nothing of ours installs as a top-level checkers, spark, cluster, ...
+    with zipfile.ZipFile(installed.wheel) as z:
+        tops = {n.split("/")[0] for n in z.namelist() if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"jepsen_py"}, tops
 
 
 def test_the_wheel_carries_its_data_and_pyspark_is_an_extra(installed: Installed) -> None:
@@ -89,7 +93,8 @@ def test_the_wheel_carries_its_data_and_pyspark_is_an_extra(installed: Installed
     data = [n for n in (REPO / "jepsen_py" / "expectations.toml",
                         *REPO.glob("checkers/**/*.js"), *REPO.glob("checkers/**/*.html"))]
     for f in data:
-        assert str(f.relative_to(REPO)) in names, f
+        rel = f.relative_to(REPO)
+        assert (str(rel) if rel.parts[0] == "jepsen_py" else f"jepsen_py/{rel}") in names, f
     requires = [ln for ln in meta.splitlines() if ln.startswith("Requires-Dist: pyspark")]
     # every PySpark requirement is behind an extra: spark, or spark-connect for the Connect client
     assert requires and all("; extra == " in ln for ln in requires), requires

@@ -48,12 +48,12 @@ class ProbeDB:
         return f"{self.dir(test, node)}/probe.pid"
 
     def faketime_file(self, test: Test, node: str) -> str:
-        from nemeses.clock import faketime_file
+        from jepsen_py.nemeses.clock import faketime_file
 
         return faketime_file(self.dir(test, node))
 
     def setup(self, test: Test, node: str) -> None:
-        from nemeses.clock import write_offset
+        from jepsen_py.nemeses.clock import write_offset
 
         r = test.remotes[node]
         d = self.dir(test, node)
@@ -63,7 +63,7 @@ class ProbeDB:
         self.start(test, node)
 
     def start(self, test: Test, node: str) -> None:
-        from nemeses.clock import faketime_env
+        from jepsen_py.nemeses.clock import faketime_env
 
         r = test.remotes[node]
         if r.signal(self.pidfile(test, node), "0"):

@@ -6,9 +6,9 @@ import random
 import time
 
 import pytest
+from jepsen_py.nemeses.clock import ClockNemesis, faketime_env, offset_text, random_delta_ms
 
 from jepsen_py.history import INFO, Op
-from nemeses.clock import ClockNemesis, faketime_env, offset_text, random_delta_ms
 
 
 def test_offset_text_is_what_libfaketime_parses():

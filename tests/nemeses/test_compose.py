@@ -5,13 +5,13 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from jepsen_py.nemeses.compose import ComposedNemesis, NoopNemesis
+from jepsen_py.nemeses.targets import pick
 
-import nemeses
+from jepsen_py import nemeses
 from jepsen_py.errors import BadInput
 from jepsen_py.generator import simulate, time_limit
 from jepsen_py.history import INFO, Op
-from nemeses.compose import ComposedNemesis, NoopNemesis
-from nemeses.targets import pick
 from tests.nemeses.support import make_spec, make_test
 
 NODES = ["n1", "n2", "n3", "n4", "n5"]

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from jepsen_py.nemeses import faults
 
-import nemeses
+from jepsen_py import nemeses
 from jepsen_py.history import INFO, INVOKE, NEMESIS, Op
-from nemeses import faults
 from tests.jepsen_py.fakes import make_spec
 
 
@@ -71,7 +71,8 @@ def test_a_leader_clock_window_names_its_node_not_the_bystanders() -> None:
 
 
 def test_verdict_checkers_do_not_import_the_pictures() -> None:
-    code = ("import sys, checkers.availability, checkers.crash; "
-            "print(sorted(m for m in sys.modules if m.startswith('checkers.pictures') or m == 'plotly'))")
+    code = ("import sys, jepsen_py.checkers.availability, jepsen_py.checkers.crash; "
+            "print(sorted(m for m in sys.modules"
+            " if m.startswith('jepsen_py.checkers.pictures') or m == 'plotly'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from jepsen_py.nemeses.kill import KillNemesis
 
 from jepsen_py.history import INFO, Op
-from nemeses.kill import KillNemesis
 
 
 @pytest.mark.docker

@@ -7,9 +7,9 @@ import random
 import time
 
 import pytest
+from jepsen_py.nemeses.leader_clock import START, STOP, LeaderClockNemesis, step_back_s
 
 from jepsen_py.history import INFO, Op
-from nemeses.leader_clock import START, STOP, LeaderClockNemesis, step_back_s
 from tests.nemeses.support import peer_can_reach
 
 

@@ -8,10 +8,8 @@ from itertools import combinations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from jepsen_py.history import INFO, Op
-from nemeses.net import CHAIN
-from nemeses.partition import (
+from jepsen_py.nemeses.net import CHAIN
+from jepsen_py.nemeses.partition import (
     PartitionNemesis,
     bridge,
     complete_grudge,
@@ -19,6 +17,8 @@ from nemeses.partition import (
     majorities_ring,
     random_halves,
 )
+
+from jepsen_py.history import INFO, Op
 from tests.nemeses.support import peer_can_reach
 
 NODES = ["n1", "n2", "n3", "n4", "n5"]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from jepsen_py.nemeses.pause import PauseNemesis
 
 from jepsen_py.history import INFO, Op
-from nemeses.pause import PauseNemesis
 
 
 @pytest.mark.docker

@@ -19,7 +19,7 @@ def spark_available() -> bool:
 @pytest.fixture(scope="session")
 def spark_session() -> Iterator[Any]:
     require("Java and PySpark", spark_available())
-    from spark.session import get_session
+    from jepsen_py.spark.session import get_session
 
     session = get_session("local[2]", shuffle_partitions=4)
     yield session

@@ -11,12 +11,12 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from jepsen_py.spark.aggregate import AggregateResult, run_aggregate
+from jepsen_py.spark.schema import GROUP_COLUMNS
+from jepsen_py.spark.synthetic import SyntheticRun, write_run
 
 from jepsen_py.cli import main
 from jepsen_py.history import read_history
-from spark.aggregate import AggregateResult, run_aggregate
-from spark.schema import GROUP_COLUMNS
-from spark.synthetic import SyntheticRun, write_run
 from tests.spark.test_export import framework_run
 
 

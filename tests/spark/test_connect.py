@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from jepsen_py.spark.synthetic import SyntheticRun, write_run
 
-from spark.synthetic import SyntheticRun, write_run
 from tests.conftest import require
 from tests.spark.conftest import spark_available
 from tests.spark.test_standalone import _free_port, _stop

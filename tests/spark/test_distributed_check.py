@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jepsen_py.checkers.linearizable import check, get_model
+from jepsen_py.spark.distributed_check import check_distributed, check_distributed_parquet
+from jepsen_py.spark.export import export_run
+from jepsen_py.spark.synthetic import SyntheticRun, simulate, write_run
 
-from checkers.linearizable import check, get_model
 from jepsen_py.cli import main
 from jepsen_py.errors import BadInput
 from jepsen_py.history import Op, read_history
-from spark.distributed_check import check_distributed, check_distributed_parquet
-from spark.export import export_run
-from spark.synthetic import SyntheticRun, simulate, write_run
 from tests.spark.test_export import framework_run
 
 SAME = ("valid", "model", "keys_checked", "ops", "engines", "unknown_reasons")
@@ -91,3 +91,25 @@ def test_cli_check_engine_spark(spark_session: Any, tmp_path: Path,
     code = main(["check", str(d / "history.jsonl"), "--model", "register", "--engine", "spark", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["valid"] is False and out["engine"] == "spark"
+
+
+def test_the_shipped_zip_is_importable_as_installed(tmp_path: Path) -> None:
+    # executors import from the zip alone: it must hold jepsen_py/checkers/..., jepsen_py/spark/...
+    import subprocess
+    import sys
+    import zipfile
+
+    from jepsen_py.spark.distributed_check import _code_zip
+
+    zpath = _code_zip()
+    names = set(zipfile.ZipFile(zpath).namelist())
+    assert {"jepsen_py/__init__.py", "jepsen_py/checkers/linearizable/__init__.py",
+            "jepsen_py/spark/distributed_check.py"} <= names
+    assert not any(n.startswith(("checkers/", "spark/")) for n in names)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "import jepsen_py.spark.distributed_check as d, jepsen_py.checkers.linearizable as c; "
+            "print(d.__file__); print(c.__file__)")
+    out = subprocess.run([sys.executable, "-c", code, str(zpath)], cwd=tmp_path, capture_output=True,
+                         text=True, check=True, timeout=120)
+    assert out.stdout.splitlines() == [f"{zpath}/jepsen_py/spark/distributed_check.py",
+                                       f"{zpath}/jepsen_py/checkers/linearizable/__init__.py"]

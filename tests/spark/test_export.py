@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from jepsen_py.spark.aggregate import find_runs, prepare
+from jepsen_py.spark.export import anomaly_counts, export_run, needs_export, read_ops
+from jepsen_py.spark.schema import OPS_FILE, OPS_SCHEMA, RUN_FILE, RUN_SCHEMA
+from jepsen_py.spark.synthetic import SyntheticRun, write_run
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import read_history, validate
-from spark.aggregate import find_runs, prepare
-from spark.export import anomaly_counts, export_run, needs_export, read_ops
-from spark.schema import OPS_FILE, OPS_SCHEMA, RUN_FILE, RUN_SCHEMA
-from spark.synthetic import SyntheticRun, write_run
 from tests.jepsen_py.fakes import FakeDB, make_spec, register_workload
 
 

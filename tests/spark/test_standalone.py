@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from jepsen_py.spark.synthetic import SyntheticRun, write_run
 
-from spark.synthetic import SyntheticRun, write_run
 from tests.conftest import require
 from tests.spark.conftest import spark_available
 

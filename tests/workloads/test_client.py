@@ -11,12 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
+from jepsen_py.workloads import cluster_client
 
 from jepsen_py import protocols
 from jepsen_py.errors import BadInput
 from jepsen_py.history import Op
 from jepsen_py.raftdb.local import LocalCluster
-from workloads import cluster_client
 
 
 class LoopbackEndpoints:

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from jepsen_py.workloads import WORKLOADS
 
 from jepsen_py.generator import seq, simulate, time_limit
 from jepsen_py.runner import run_test
 from tests.jepsen_py.fakes import make_spec
 from tests.workloads.memstore import Store, StoreDB
-from workloads import WORKLOADS
 
 GENERIC = ("register", "set", "append", "queue")
 

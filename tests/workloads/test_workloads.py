@@ -7,11 +7,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from jepsen_py.workloads import CLUSTER_WORKLOADS, WORKLOADS
+from jepsen_py.workloads.client import split_key
 
 from jepsen_py import protocols
 from jepsen_py.generator import seq, simulate, time_limit
-from workloads import CLUSTER_WORKLOADS, WORKLOADS
-from workloads.client import split_key
 
 NODES = ("n1", "n2", "n3", "n4", "n5")
 

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from jepsen_py.checkers.linearizable import check, get_model
 
-from checkers.linearizable import check, get_model
 from jepsen_py.errors import BadInput
 from jepsen_py.importers import load_history
 from tests.conftest import require

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import time
 
-from checkers.linearizable import Budget, check, check_key, get_model, merge_key_results, split_by_key
+from jepsen_py.checkers.linearizable import (
+    Budget,
+    check,
+    check_key,
+    get_model,
+    merge_key_results,
+    split_by_key,
+)
+
 from jepsen_py.history import Op
 from tests.checkers.linearizable.histgen import generate
 
@@ -139,7 +147,7 @@ def test_models_and_results_pickle_and_serialize():
     import json
     import pickle
 
-    from checkers.linearizable import MODELS
+    from jepsen_py.checkers.linearizable import MODELS
 
     for name in MODELS:
         pickle.loads(pickle.dumps(get_model(name)))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from jepsen_py.checkers.linearizable import MODELS, check, get_model
+from jepsen_py.checkers.linearizable.model import INF, Call, Model, freeze
 
-from checkers.linearizable import MODELS, check, get_model
-from checkers.linearizable.model import INF, Call, Model, freeze
 from jepsen_py.errors import BadInput
 from jepsen_py.history import Op
 

@@ -11,7 +11,7 @@ SCRIPT = textwrap.dedent(
     """
     import signal
     from jepsen_py.history import Op
-    from checkers.linearizable import check, get_model
+    from jepsen_py.checkers.linearizable import check, get_model
 
     signal.signal(signal.SIGTERM, lambda *a: None)   # like the runner's SIGTERM-as-interrupt
     ops, t = [], 0

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from jepsen_py.checkers.linearizable import check, get_model
+from jepsen_py.checkers.linearizable.calls import build_calls
+from jepsen_py.checkers.linearizable.fastpath import check_unique_register
+from jepsen_py.checkers.linearizable.model import INF, Call, Model
+from jepsen_py.checkers.linearizable.search import search
 
-from checkers.linearizable import check, get_model
-from checkers.linearizable.calls import build_calls
-from checkers.linearizable.fastpath import check_unique_register
-from checkers.linearizable.model import INF, Call, Model
-from checkers.linearizable.search import search
 from jepsen_py.history import Op
 from tests.checkers.linearizable.histgen import generate
 

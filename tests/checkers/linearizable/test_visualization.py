@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jepsen_py.checkers.linearizable import check, get_model
+from jepsen_py.checkers.linearizable.visualization import failure_view, failures_in, render
+from jepsen_py.checkers.pictures.runview import load_run
+from jepsen_py.checkers.pictures.timeline import render as render_timeline
 
-from checkers.linearizable import check, get_model
-from checkers.linearizable.visualization import failure_view, failures_in, render
-from checkers.pictures.runview import load_run
-from checkers.pictures.timeline import render as render_timeline
 from jepsen_py.history import HistoryWriter, Op, read_history
 from tests.browser import chromium, chromium_available, screenshot, severe_console_errors, wait_rendered
 from tests.conftest import require

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.raft import (
+from jepsen_py.cluster.raft import (
     LEADER,
     Config,
     Entry,
@@ -32,7 +32,7 @@ from cluster.raft import (
     RawNode,
     ReadState,
 )
-from cluster.raft.messages import MSG_SNAP
+from jepsen_py.cluster.raft.messages import MSG_SNAP
 
 
 class InvariantViolation(AssertionError):

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from cluster.raft import CANDIDATE, FOLLOWER, LEADER, Config, Message
-from cluster.raft.messages import MSG_APP, MSG_HEARTBEAT, MSG_VOTE, MSG_VOTE_RESP
+from jepsen_py.cluster.raft import CANDIDATE, FOLLOWER, LEADER, Config, Message
+from jepsen_py.cluster.raft.messages import MSG_APP, MSG_HEARTBEAT, MSG_VOTE, MSG_VOTE_RESP
 
 from .sim import Cluster, drain, make_node, storage_with_log
 

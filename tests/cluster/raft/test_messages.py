@@ -7,9 +7,8 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from cluster.raft import Entry, Message, MessageDecodeError, Snapshot
-from cluster.raft.messages import MESSAGE_TYPES, MSG_APP, MSG_SNAP
+from jepsen_py.cluster.raft import Entry, Message, MessageDecodeError, Snapshot
+from jepsen_py.cluster.raft.messages import MESSAGE_TYPES, MSG_APP, MSG_SNAP
 
 names = st.sampled_from(["n1", "n2", "n3"])
 data = st.none() | st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=3)

@@ -8,9 +8,8 @@ leader when it returns.
 from __future__ import annotations
 
 import pytest
-
-from cluster.raft import FOLLOWER, LEADER, PRE_CANDIDATE, Config, Message
-from cluster.raft.messages import MSG_APP_RESP, MSG_PRE_VOTE, MSG_VOTE
+from jepsen_py.cluster.raft import FOLLOWER, LEADER, PRE_CANDIDATE, Config, Message
+from jepsen_py.cluster.raft.messages import MSG_APP_RESP, MSG_PRE_VOTE, MSG_VOTE
 
 from .sim import Cluster, drain, make_node
 
@@ -100,7 +99,7 @@ def test_without_checkquorum_an_isolated_leader_stays_leader():
 def test_follower_with_a_live_leader_ignores_vote_requests():
     raw, st = make_node("n1", PEERS, Config(check_quorum=True, pre_vote=False))
     raw.step(Message(type=MSG_APP_RESP, src="n2", dst="n1", term=1))  # learn term 1
-    from cluster.raft.messages import MSG_HEARTBEAT
+    from jepsen_py.cluster.raft.messages import MSG_HEARTBEAT
 
     raw.step(Message(type=MSG_HEARTBEAT, src="n2", dst="n1", term=1))
     drain(raw, st)
@@ -135,7 +134,7 @@ def test_leader_transfer_hands_over_to_an_up_to_date_follower():
 
 
 def test_proposals_are_refused_during_a_transfer():
-    from cluster.raft import ProposalDropped
+    from jepsen_py.cluster.raft import ProposalDropped
 
     c = Cluster(3, Config(election_tick=10))
     lead = c.stabilize()

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import pytest
-
-from cluster.raft.progress import PROBE, REPLICATE, SNAPSHOT, Inflights, Progress
-from cluster.raft.quorum import VOTE_LOST, VOTE_PENDING, VOTE_WON, committed_index, quorum_active, vote_result
+from jepsen_py.cluster.raft.progress import PROBE, REPLICATE, SNAPSHOT, Inflights, Progress
+from jepsen_py.cluster.raft.quorum import (
+    VOTE_LOST,
+    VOTE_PENDING,
+    VOTE_WON,
+    committed_index,
+    quorum_active,
+    vote_result,
+)
 
 
 @pytest.mark.parametrize(

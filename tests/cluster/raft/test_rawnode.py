@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from cluster.raft import (
+from jepsen_py.cluster.raft import (
     FOLLOWER,
     LEADER,
     Config,
@@ -16,7 +15,7 @@ from cluster.raft import (
     SoftState,
     StepLocalMessageError,
 )
-from cluster.raft.messages import MSG_APP, MSG_HEARTBEAT, MSG_HUP, MSG_VOTE, MSG_VOTE_RESP
+from jepsen_py.cluster.raft.messages import MSG_APP, MSG_HEARTBEAT, MSG_HUP, MSG_VOTE, MSG_VOTE_RESP
 
 from .sim import drain, make_node
 
@@ -58,7 +57,7 @@ def test_leader_ready_carries_entries_then_commits_after_acks():
     assert [e.data for e in rd.entries] == [{"op": "x"}]
     st.append(rd.entries)
     raw.advance(rd)
-    from cluster.raft.messages import MSG_APP_RESP
+    from jepsen_py.cluster.raft.messages import MSG_APP_RESP
 
     raw.step(Message(type=MSG_APP_RESP, src="n2", dst="n1", term=1, index=2))
     rd = raw.ready()
@@ -98,7 +97,7 @@ def test_invalid_configs_are_refused(cfg):
 
 
 def test_duplicate_or_empty_peers_are_refused():
-    from cluster.raft import MemoryStorage
+    from jepsen_py.cluster.raft import MemoryStorage
 
     with pytest.raises(ConfigError):
         RawNode("n1", ["n1", "n1"], MemoryStorage(), Config())

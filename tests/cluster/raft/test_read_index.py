@@ -10,10 +10,9 @@ hearing from it, so no other leader can exist meanwhile (assuming bounded clock 
 from __future__ import annotations
 
 import pytest
-
-from cluster.raft import LEADER, Config, Message, ProposalDropped, RawNode, ReadState
-from cluster.raft.messages import MSG_HEARTBEAT, MSG_HEARTBEAT_RESP, MSG_READ_INDEX, MSG_VOTE
-from cluster.raft.raft import Raft
+from jepsen_py.cluster.raft import LEADER, Config, Message, ProposalDropped, RawNode, ReadState
+from jepsen_py.cluster.raft.messages import MSG_HEARTBEAT, MSG_HEARTBEAT_RESP, MSG_READ_INDEX, MSG_VOTE
+from jepsen_py.cluster.raft.raft import Raft
 
 from .sim import Cluster, InvariantViolation, drain, make_node
 
@@ -175,7 +174,7 @@ def test_a_restarted_node_honours_the_lease_it_may_have_granted():
 
 
 def test_lease_read_invalid_config_is_rejected():
-    from cluster.raft import ConfigError
+    from jepsen_py.cluster.raft import ConfigError
 
     with pytest.raises(ConfigError):
         make_node("n1", ["n1"], Config(read_only="lease", check_quorum=False))

@@ -4,10 +4,9 @@ commit propagation, forwarding, pipelining and retransmission."""
 from __future__ import annotations
 
 import pytest
-
-from cluster.raft import LEADER, Config, Entry, Message, ProposalDropped
-from cluster.raft.messages import MSG_APP, MSG_APP_RESP, MSG_HEARTBEAT_RESP, MSG_PROP, MSG_VOTE_RESP
-from cluster.raft.progress import PROBE, REPLICATE
+from jepsen_py.cluster.raft import LEADER, Config, Entry, Message, ProposalDropped
+from jepsen_py.cluster.raft.messages import MSG_APP, MSG_APP_RESP, MSG_HEARTBEAT_RESP, MSG_PROP, MSG_VOTE_RESP
+from jepsen_py.cluster.raft.progress import PROBE, REPLICATE
 
 from .sim import Cluster, drain, make_node, storage_with_log
 

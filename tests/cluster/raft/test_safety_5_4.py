@@ -4,11 +4,10 @@ leader completeness across failover and crashes."""
 from __future__ import annotations
 
 import pytest
-
-from cluster.raft import LEADER, Config, Entry, HardState, Message, RawNode
-from cluster.raft.messages import MSG_APP, MSG_APP_RESP, MSG_VOTE, MSG_VOTE_RESP
-from cluster.raft.quorum import committed_index
-from cluster.raft.raft import Raft
+from jepsen_py.cluster.raft import LEADER, Config, Entry, HardState, Message, RawNode
+from jepsen_py.cluster.raft.messages import MSG_APP, MSG_APP_RESP, MSG_VOTE, MSG_VOTE_RESP
+from jepsen_py.cluster.raft.quorum import committed_index
+from jepsen_py.cluster.raft.raft import Raft
 
 from .sim import Cluster, InvariantViolation, drain, make_node, storage_with_log
 
@@ -128,7 +127,7 @@ def test_restart_skips_entries_already_applied():
 
 
 def test_a_snapshot_newer_than_the_durable_commit_supersedes_it():
-    from cluster.raft import Snapshot
+    from jepsen_py.cluster.raft import Snapshot
 
     st = storage_with_log(PEERS, [])
     st.apply_snapshot(Snapshot(index=7, term=2, peers=tuple(PEERS), data={}))
@@ -138,7 +137,7 @@ def test_a_snapshot_newer_than_the_durable_commit_supersedes_it():
 
 
 def test_corrupt_hard_state_is_refused():
-    from cluster.raft import ConfigError
+    from jepsen_py.cluster.raft import ConfigError
 
     st = storage_with_log(PEERS, [1])
     st.set_hard_state(HardState(term=1, vote=None, commit=5))

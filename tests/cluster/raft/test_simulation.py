@@ -13,10 +13,9 @@ import os
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
-from cluster.raft import Config, RawNode
-from cluster.raft.messages import MSG_PRE_VOTE, MSG_PRE_VOTE_RESP, MSG_VOTE, MSG_VOTE_RESP, Message
-from cluster.raft.raft import Raft
+from jepsen_py.cluster.raft import Config, RawNode
+from jepsen_py.cluster.raft.messages import MSG_PRE_VOTE, MSG_PRE_VOTE_RESP, MSG_VOTE, MSG_VOTE_RESP, Message
+from jepsen_py.cluster.raft.raft import Raft
 
 from .sim import Cluster, InvariantViolation
 

@@ -4,8 +4,7 @@ compacted log, restore, restart from a snapshot, and the transport's snapshot re
 from __future__ import annotations
 
 import pytest
-
-from cluster.raft import (
+from jepsen_py.cluster.raft import (
     CompactedError,
     Config,
     Entry,
@@ -16,8 +15,8 @@ from cluster.raft import (
     Snapshot,
     UnavailableError,
 )
-from cluster.raft.messages import MSG_APP, MSG_APP_RESP, MSG_HEARTBEAT_RESP, MSG_SNAP, MSG_VOTE_RESP
-from cluster.raft.progress import PROBE, REPLICATE, SNAPSHOT
+from jepsen_py.cluster.raft.messages import MSG_APP, MSG_APP_RESP, MSG_HEARTBEAT_RESP, MSG_SNAP, MSG_VOTE_RESP
+from jepsen_py.cluster.raft.progress import PROBE, REPLICATE, SNAPSHOT
 
 from .sim import Cluster, drain, make_node, storage_with_log
 

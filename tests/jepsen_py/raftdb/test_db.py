@@ -7,14 +7,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from jepsen_py.nemeses.clock import ClockNemesis
+from jepsen_py.nemeses.partition import PartitionNemesis
 
 from jepsen_py.backends.docker import DockerBackend
 from jepsen_py.errors import BadInput
 from jepsen_py.history import Op
 from jepsen_py.raftdb import RaftMetadataDB
 from jepsen_py.raftdb.client import ClusterClient
-from nemeses.clock import ClockNemesis
-from nemeses.partition import PartitionNemesis
 from tests.nemeses.support import make_spec, make_test
 
 NODES = ["n1", "n2", "n3"]

@@ -6,8 +6,9 @@ import argparse
 import subprocess
 import sys
 
-import cluster.bugs
-import cluster.node
+from jepsen_py.cluster import bugs as cluster_bugs
+from jepsen_py.cluster import node as cluster_node
+
 from jepsen_py import spec as specmod
 from jepsen_py.plugins import load_object
 from jepsen_py.raftdb import RaftMetadataDB
@@ -30,8 +31,8 @@ def test_the_old_name_still_loads_and_is_recorded_under_the_new_one():
 
 
 def test_read_modes_and_bug_names_are_the_nodes_own():
-    assert specmod.READ_MODES is cluster.node.READ_MODES
-    assert RaftMetadataDB.known_bugs() == cluster.bugs.NAMES
+    assert specmod.READ_MODES is cluster_node.READ_MODES
+    assert RaftMetadataDB.known_bugs() == cluster_bugs.NAMES
 
 
 def test_an_unknown_bug_is_refused_before_anything_is_provisioned(tmp_path):

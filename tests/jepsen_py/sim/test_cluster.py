@@ -9,7 +9,8 @@ import subprocess
 import sys
 from typing import Any
 
-from cluster.framing import MAX_CLIENT_FRAME, encode, read_frame
+from jepsen_py.cluster.framing import MAX_CLIENT_FRAME, encode, read_frame
+
 from jepsen_py.sim.cluster import CLIENT_PORT, SimCluster, sim_node_config
 from jepsen_py.sim.disk import DiskProfile
 
@@ -195,7 +196,7 @@ def test_the_run_does_not_depend_on_the_string_hash_seed() -> None:
 def test_an_uncaught_error_in_a_node_ends_only_its_process_with_exit_1(monkeypatch: Any) -> None:
     import asyncio
 
-    from cluster.node import Node
+    from jepsen_py.cluster.node import Node
 
     real_run = Node.run
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 
 import pytest
+from jepsen_py.cluster.raft.messages import Entry, HardState
+from jepsen_py.cluster.wal import WAL
 
-from cluster.raft.messages import Entry, HardState
-from cluster.wal import WAL
 from jepsen_py.sim.disk import DiskProfile, SimDisk
 
 NO_TEARS = DiskProfile(torn_p=0.0)

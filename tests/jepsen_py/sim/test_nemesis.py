@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jepsen_py.nemeses import build
+from jepsen_py.nemeses.partition import PartitionNemesis
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import INFO, INVOKE, NEMESIS, Op
 from jepsen_py.protocols import Test, TestSpec
 from jepsen_py.sim.nemesis import SimDB, SimNemesis, check_names, grudge_cuts
-from nemeses import build
-from nemeses.partition import PartitionNemesis
 from tests.jepsen_py.sim.vloop import VirtualLoop
 
 NODES = ["n1", "n2", "n3", "n4", "n5"]
