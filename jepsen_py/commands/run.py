@@ -53,18 +53,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 # Packages that add their own `run` flags: (module, adds the flags, collects their values into
-# TestSpec.options). Both hooks are optional; a package that is absent is skipped.
+# TestSpec.options). Both hooks are optional; the packages are ours and always present, so a failed
+# import is an error, never a silently missing flag.
 _OPTION_HOOKS = (
-    ("workloads", "add_workload_arguments", "workload_options"),
-    ("nemeses", "add_nemesis_arguments", "nemesis_options"),
+    ("jepsen_py.workloads", "add_workload_arguments", "workload_options"),
+    ("jepsen_py.nemeses", "add_nemesis_arguments", "nemesis_options"),
 )
 
 
 def _hook(module: str, name: str) -> Any:
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError:
-        return None
+    mod = importlib.import_module(module)
     fn = getattr(mod, name, None)
     return fn if callable(fn) else None
 
