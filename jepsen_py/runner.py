@@ -61,7 +61,36 @@ from jepsen_py.workload import Workload
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RunOutcome", "client_stats", "count_anomalies", "run_checkers", "run_test", "unique_name"]
+__all__ = ["RunOutcome", "cleanup_step", "client_stats", "count_anomalies", "record_heal", "run_checkers",
+           "run_test", "unique_name"]
+
+
+def record_heal(nemesis: Nemesis, test: Test, record: Callable[[Op], Op], now_ns: Callable[[], int]) -> None:
+    """The heal phase's nemesis op: invoke, heal, then "healed" or "heal failed" (re-raised)."""
+    inv = record(Op(-1, now_ns(), INVOKE, NEMESIS, "heal"))
+    try:
+        nemesis.heal(test)
+        record(Op(-1, now_ns(), INFO, NEMESIS, "heal", value="healed"))
+    except BaseException as e:
+        record(Op(-1, now_ns(), INFO, NEMESIS, "heal", value="heal failed",
+                  error=f"{type(e).__name__}: {e}"))
+        raise
+    log.debug("heal recorded at op %d", inv.index)
+
+
+def cleanup_step(failures: list[str]) -> Callable[[str, Callable[[], None]], None]:
+    """Runs one cleanup step on its own: a failure is logged and appended to `failures`, and the
+    next step still runs."""
+
+    def step(what: str, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except BaseException as e:
+            log.error("%s failed: %s", what, e)
+            log.debug("%s failure in full", what, exc_info=True)
+            failures.append(f"{what}: {type(e).__name__}: {e}")
+
+    return step
 
 
 @dataclass
@@ -267,31 +296,17 @@ class Run:
         if self.nemesis is None or self.healed:
             self.healed = True
             return
-        inv = self.record(Op(-1, self.clock.ns(), INVOKE, NEMESIS, "heal"))
         try:
-            self.nemesis.heal(self.test)
-            self.record(Op(-1, self.clock.ns(), INFO, NEMESIS, "heal", value="healed"))
-        except BaseException as e:
-            self.record(Op(-1, self.clock.ns(), INFO, NEMESIS, "heal", value="heal failed",
-                           error=f"{type(e).__name__}: {e}"))
-            raise
+            record_heal(self.nemesis, self.test, self.record, self.clock.ns)
         finally:
             self.healed = True
-        log.debug("heal recorded at op %d", inv.index)
 
     # ---- cleanup ----------------------------------------------------------------------------
 
     def cleanup(self) -> list[str]:
         """Undoes everything that was set up, each step on its own; returns what failed."""
         failures: list[str] = []
-
-        def step(what: str, fn: Callable[[], None]) -> None:
-            try:
-                fn()
-            except BaseException as e:
-                log.error("%s failed: %s", what, e)
-                log.debug("%s failure in full", what, exc_info=True)
-                failures.append(f"{what}: {type(e).__name__}: {e}")
+        step = cleanup_step(failures)
 
         if self.nemesis is not None and self.nemesis_set_up and not self.healed:
             self.phase("heal")

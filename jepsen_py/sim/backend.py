@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 
 from jepsen_py.backends import given_backend_options
+from jepsen_py.backends.none import NoneBackend
 from jepsen_py.errors import BadInput
-from jepsen_py.protocols import Remote, Test, TestSpec
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -19,22 +19,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise BadInput(f"{given[0]}: not an option of the simulator (--backend sim provisions nothing)")
 
 
-class SimBackend:
-    """Nodes are simulated hosts named as the nodes, inside the controller's own process."""
+class SimBackend(NoneBackend):
+    """Nodes are simulated hosts named as the nodes, inside the controller's own process: like
+    `none`, nothing to provision and names pass through as addresses."""
 
     name = "sim"
-
-    def __init__(self, spec: TestSpec) -> None:
-        self.spec = spec
-
-    def setup(self, test: Test) -> dict[str, Remote]:
-        return {}
-
-    def peer_address(self, node: str) -> str:
-        return node
-
-    def client_endpoint(self, node: str, port: int) -> tuple[str, int]:
-        return node, port
-
-    def teardown(self, test: Test) -> None:
-        pass

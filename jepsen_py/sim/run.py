@@ -29,7 +29,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,9 +39,9 @@ from jepsen_py import store
 from jepsen_py.analysis import PostRun, analyse, count_anomalies, run_post_steps, write_results
 from jepsen_py.errors import EXIT_BAD_INPUT, BadInput, FrameworkFailure, RunInterrupted
 from jepsen_py.generator import Generator
-from jepsen_py.history import INFO, INVOKE, NEMESIS, HistoryWriter, Op
+from jepsen_py.history import HistoryWriter, Op
 from jepsen_py.protocols import Test, TestSpec
-from jepsen_py.runner import RunOutcome
+from jepsen_py.runner import RunOutcome, cleanup_step, record_heal
 from jepsen_py.sim.backend import SimBackend
 from jepsen_py.sim.client import SimClient
 from jepsen_py.sim.interpreter import SimInterpreter
@@ -279,14 +279,8 @@ class SimRun:
         if self.nemesis is None or self.healed:
             self.healed = True
             return
-        self.record(Op(-1, self.now_ns(), INVOKE, NEMESIS, "heal"))
         try:
-            self.nemesis.heal(self.test)
-            self.record(Op(-1, self.now_ns(), INFO, NEMESIS, "heal", value="healed"))
-        except BaseException as e:
-            self.record(Op(-1, self.now_ns(), INFO, NEMESIS, "heal", value="heal failed",
-                           error=f"{type(e).__name__}: {e}"))
-            raise
+            record_heal(self.nemesis, self.test, self.record, self.now_ns)
         finally:
             self.healed = True
 
@@ -295,14 +289,7 @@ class SimRun:
     def cleanup(self) -> list[str]:
         """Undoes everything that was set up, each step on its own; returns what failed."""
         failures: list[str] = []
-
-        def step(what: str, fn: Callable[[], None]) -> None:
-            try:
-                fn()
-            except BaseException as e:
-                log.error("%s failed: %s", what, e)
-                log.debug("%s failure in full", what, exc_info=True)
-                failures.append(f"{what}: {type(e).__name__}: {e}")
+        step = cleanup_step(failures)
 
         if self.nemesis is not None and self.nemesis_set_up and not self.healed:
             self.phase("heal")

@@ -10,6 +10,7 @@ import pytest
 
 from jepsen_py import cli
 from jepsen_py.dbversion import UNVERSIONED, db_version, git_describe
+from tests.conftest import require
 from tests.jepsen_py.test_cli import fake_run, use_fakes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -17,8 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_our_cluster_is_the_git_describe_of_the_uploaded_code() -> None:
     from jepsen_py import cluster
-    if not (REPO / ".git").exists():
-        pytest.skip("not a git checkout")
+    require("a git checkout", (REPO / ".git").exists())
     code = Path(cluster.__file__).parent
     want = subprocess.run(["git", "-C", str(code), "describe", "--always", "--dirty"],
                           capture_output=True, text=True, check=True).stdout.strip()

@@ -11,6 +11,7 @@ import pytest
 
 from jepsen_py.backends import local
 from jepsen_py.errors import EnvironmentProblem
+from tests.conftest import require
 
 
 def test_the_default_root_is_per_user(monkeypatch, tmp_path) -> None:
@@ -30,8 +31,7 @@ def test_the_root_is_created_0700(tmp_path) -> None:
 
 
 def test_a_root_owned_by_someone_else_is_refused(tmp_path) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("only root can give a directory to another user")
+    require("root (to give a directory to another user)", os.geteuid() == 0)
     root = tmp_path / "theirs"
     root.mkdir(mode=0o700)
     os.chown(root, 65534, 65534)
@@ -85,8 +85,7 @@ def test_setup_marks_its_run_directory(tmp_path: Path, monkeypatch) -> None:
     from tests.jepsen_py.test_backend_local import local_available
     from tests.nemeses.support import make_spec
 
-    if not local_available():
-        pytest.skip("needs root with network namespaces")
+    require("root with network namespaces", local_available())
     monkeypatch.setenv("JEPSEN_PY_LOCAL_ROOT", str(tmp_path / "root"))
     backend = local.LocalBackend(make_spec(["n1"], tmp_path, backend="local"))
     try:
