@@ -73,6 +73,9 @@ class PeerSender:
         self.max_queue = max_queue
         self.queue: collections.deque[Message] = collections.deque()
         self.wakeup = asyncio.Event()
+        #: what the pump awaits while the queue is empty: resolved by enqueue() or by the peer closing
+        #: the stream (one plain future per batch, no task: this wait happens once per frame sent)
+        self._work: asyncio.Future[None] | None = None
         self.connected = False
         self.task: asyncio.Task[None] | None = None
 
@@ -83,6 +86,12 @@ class PeerSender:
             return
         self.queue.append(msg)
         self.wakeup.set()
+        self._wake()
+
+    def _wake(self, _watcher: object = None) -> None:
+        w = self._work
+        if w is not None and not w.done():
+            w.set_result(None)
 
     def _lost(self, msgs: Iterable[Message], why: str) -> None:
         msgs = list(msgs)
@@ -124,6 +133,7 @@ class PeerSender:
             self.t.log(f"transport: connected to {self.peer} at {self.host}:{self.port}")
             backoff = BACKOFF_MIN
             watcher = asyncio.ensure_future(self._watch_eof(reader))
+            watcher.add_done_callback(self._wake)
             try:
                 writer.write(encode({"hello": {"node": self.t.node_id, "cluster_id": self.t.cluster_id}}))
                 await self._pump(writer, watcher)
@@ -142,11 +152,14 @@ class PeerSender:
     async def _pump(self, writer: StreamWriter, watcher: asyncio.Future[None]) -> None:
         while not self.t.closing:
             if not self.queue:
-                self.wakeup.clear()
-                waiter = asyncio.ensure_future(self.wakeup.wait())
-                done, _ = await asyncio.wait({waiter, watcher}, return_when=asyncio.FIRST_COMPLETED)
-                if watcher in done:
-                    waiter.cancel()
+                if watcher.done():
+                    raise ConnectionError("peer closed the stream")
+                self._work = asyncio.get_running_loop().create_future()
+                try:
+                    await self._work
+                finally:
+                    self._work = None
+                if watcher.done():
                     raise ConnectionError("peer closed the stream")
                 continue
             batch = self._take_all()

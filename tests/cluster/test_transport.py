@@ -257,3 +257,36 @@ def test_a_backoff_begun_before_the_clock_stepped_back_ends_when_a_message_is_qu
 
     with asyncio.Runner(loop_factory=SteppedLoop) as runner:
         runner.run(main())
+
+
+def test_sending_frames_on_an_open_stream_creates_no_task_per_frame():
+    """The pump waits for work on one plain future: a task per frame sent costs every message an
+    extra round of the event loop (and a simulated cluster most of its time)."""
+
+    async def main():
+        ps = peers(2)
+        a, b = Endpoint("n1", ps), Endpoint("n2", ps)
+        await a.t.start()
+        await b.t.start()
+        loop = asyncio.get_running_loop()
+        created = []
+
+        def factory(lp, coro, **kw):
+            created.append(coro)
+            return asyncio.Task(coro, loop=lp, **kw)
+
+        try:
+            await until(lambda: a.t.connected()["n2"] and "n1" in b.t._incoming)
+            loop.set_task_factory(factory)
+            for i in range(1, 51):
+                a.t.send([app(i)])
+                await until(lambda: len(b.got) == i)  # noqa: B023
+            assert [m.entries[0].index for m in b.got] == list(range(1, 51))
+            assert a.t.stats.frames_sent >= 50
+            assert created == []
+        finally:
+            loop.set_task_factory(None)
+            await a.t.stop()
+            await b.t.stop()
+
+    asyncio.run(main())
