@@ -19,7 +19,7 @@ import threading
 import time
 import tomllib
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from jepsen_py.errors import BadInput
 DEFAULT_EXPECTATIONS = Path(__file__).with_name("expectations.toml")
 EXIT_NAMES = {0: "valid", 1: "invalid", 2: "unknown", 254: "bad-input", 255: "framework-failure"}
 CORRECT = "correct"
+TUNED = "tuned"  # the config of a bug's own cell; broad configs are named in the expectations
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,12 @@ class Cell:
     min_detection: float = 0.95
     args: tuple[str, ...] = ()  # extra `jepsen-py run` flags (e.g. a higher --rate)
     gate: bool = True  # False: measured and reported, but a miss does not fail the matrix
+    config: str = TUNED  # "tuned" (the bug's own cell, or a correct-build run), else a broad config's name
 
     @property
     def label(self) -> str:
+        if self.config != TUNED:
+            return f"{self.bug}-{self.config}"
         mode = "" if self.read_mode == "read-index" else f"-{self.read_mode}"
         return f"{self.bug}-{self.workload}-{self.nemesis.replace(',', '+')}{mode}"
 
@@ -89,6 +93,7 @@ class Row:
     expectation: str
     passed: bool
     gate: bool = True
+    config: str = TUNED
 
 
 def _num(d: dict[str, Any], key: str, where: str) -> float:
@@ -100,7 +105,9 @@ def _num(d: dict[str, Any], key: str, where: str) -> float:
 
 def load_expectations(path: Path, quick: bool) -> list[Cell]:
     """The cells of the matrix: every bug's cell, then the correct build's (only `quick` ones when
-    quick). BadInput naming the file and entry for anything malformed."""
+    quick), then each broad config's cells: every bug and the correct build under that one config
+    (skipped when quick unless the config says `quick = true`). BadInput naming the file and entry
+    for anything malformed."""
     try:
         data = tomllib.loads(path.read_text())
     except OSError as e:
@@ -117,8 +124,47 @@ def load_expectations(path: Path, quick: bool) -> list[Cell]:
         if quick and not entry.get("quick", False):
             continue
         cells.append(_cell(CORRECT, {**defaults, **entry}, quick, f"{path} [[correct]] #{i + 1}"))
+    cells += _broad_cells(data, defaults, quick, path)
     if not cells:
         raise BadInput(f"--expectations: {path} names no bugs and no correct-build runs")
+    return cells
+
+
+def _broad_cells(data: dict[str, Any], defaults: dict[str, Any], quick: bool, path: Path) -> list[Cell]:
+    """A broad config is what a user runs without knowing where the bug is: one workload, nemesis and
+    schedule shared by every bug. Each bug counts its own `anomalies` unless `[broad.bugs.NAME]`
+    overrides them, its gate or its rate; the correct build must be valid in every run."""
+    bugs = data.get("bugs") or {}
+    broad = data.get("broad") or []
+    if not isinstance(broad, list):
+        raise BadInput(f"--expectations: {path}: broad must be an array of tables ([[broad]])")
+    cells: list[Cell] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(broad):
+        where = f"{path} [[broad]] #{i + 1}"
+        if not isinstance(entry, dict):
+            raise BadInput(f"{where}: must be a table")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name or not all(ch.isalnum() or ch == "-" for ch in name):
+            raise BadInput(f"{where}: name must be a non-empty word (letters, digits, '-')")
+        if name in (TUNED, CORRECT) or name in seen or name in bugs:
+            raise BadInput(f"{where}: name {name!r} is taken (a bug, 'correct', 'tuned' or another config)")
+        seen.add(name)
+        if quick and not entry.get("quick", False):
+            continue
+        overrides = entry.get("bugs") or {}
+        if not isinstance(overrides, dict) or not all(isinstance(v, dict) for v in overrides.values()):
+            raise BadInput(f"{where}: bugs must hold one table per bug ([broad.bugs.NAME])")
+        unknown = sorted(set(overrides) - set(bugs))
+        if unknown:
+            raise BadInput(f"{where}: [broad.bugs] names {', '.join(unknown)}, not in [bugs]")
+        shared = {k: v for k, v in entry.items() if k not in ("name", "bugs", "quick")}
+        for bug, bug_entry in bugs.items():
+            own = {"anomalies": bug_entry.get("anomalies", [])} if isinstance(bug_entry, dict) else {}
+            e = {**defaults, **shared, **own, **overrides.get(bug, {})}
+            cells.append(replace(_cell(bug, e, quick, f"{where} ({name}) bug {bug}"), config=name))
+        cells.append(replace(_cell(CORRECT, {**defaults, **shared}, quick, f"{where} ({name}) correct"),
+                             config=name))
     return cells
 
 
@@ -154,16 +200,19 @@ def _cell(bug: str, e: dict[str, Any], quick: bool, where: str) -> Cell:
 
 
 def select(cells: list[Cell], bugs: Iterable[str] | None) -> list[Cell]:
-    """Only the cells of the named bugs ("correct" names the correct build)."""
+    """Only the cells of the named bugs ("correct" names the correct build) and configs ("tuned", or a
+    broad config's name): `zombie-leader,broad` is that bug's broad cell, `broad` every broad cell."""
     if not bugs:
         return cells
     wanted = set(bugs)
-    known = {c.bug for c in cells}
-    unknown = sorted(wanted - known)
+    known_bugs = {c.bug for c in cells}
+    known_configs = {c.config for c in cells} | {TUNED}
+    unknown = sorted(wanted - known_bugs - known_configs)
     if unknown:
         raise BadInput(f"--bugs: {', '.join(unknown)} not in the expectations "
-                       f"(known: {', '.join(sorted(known))})")
-    return [c for c in cells if c.bug in wanted]
+                       f"(known: {', '.join(sorted(known_bugs | known_configs))})")
+    names, configs = wanted & known_bugs, wanted & known_configs
+    return [c for c in cells if (not names or c.bug in names) and (not configs or c.config in configs)]
 
 
 def run_argv(cell: Cell, name: str, results_dir: Path, node_count: int, seed: int | None) -> list[str]:
@@ -272,7 +321,7 @@ def summarize(cell: Cell, records: list[RunRecord]) -> Row:
                read_mode=cell.read_mode, time_limit=cell.time_limit, runs=runs, valid=count["valid"],
                invalid=count["invalid"], unknown=count["unknown"], errors=errors, anomalies=kinds,
                detection_rate=rate, median_first_anomaly_s=median, expectation=expectation, passed=passed,
-               gate=cell.gate)
+               gate=cell.gate, config=cell.config)
 
 
 def run_matrix(cells: list[Cell], *, test_count: int, results_dir: Path, matrix: str, node_count: int,
@@ -364,5 +413,5 @@ def write_summary(path: Path, *, matrix: str, quick: bool, test_count: int, rows
     return summary
 
 
-__all__ = ["CORRECT", "DEFAULT_EXPECTATIONS", "Cell", "Row", "RunRecord", "load_expectations",
+__all__ = ["CORRECT", "DEFAULT_EXPECTATIONS", "TUNED", "Cell", "Row", "RunRecord", "load_expectations",
            "run_cell", "run_matrix", "select", "summarize", "write_summary"]

@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expectations", type=Path, default=mx.DEFAULT_EXPECTATIONS, metavar="FILE",
                         help="the expectations TOML (default: jepsen_py/expectations.toml)")
     parser.add_argument("--bugs", default=None, metavar="NAMES",
-                        help="only these bugs, comma separated ('correct' names the correct build)")
+                        help="only these bugs, comma separated ('correct' names the correct build; "
+                             "'tuned' or a broad config's name, e.g. 'broad', keeps only those cells)")
     parser.add_argument("--time-limit", type=number(0, MAX_SECONDS, lo_open=True), default=None, metavar="S",
                         help="override every cell's main-phase seconds")
     parser.add_argument("--node-count", type=integer(1, 250), default=5, metavar="N",
@@ -123,7 +124,7 @@ def _print_table(rows: list[mx.Row], summary: dict, path: Path) -> None:
     from rich.table import Table
 
     t = Table(title=f"{summary['matrix']}: {'PASSED' if summary['passed'] else 'FAILED'}")
-    for col in ("bug", "workload", "nemesis", "s", "runs", "valid", "invalid", "unknown",
+    for col in ("bug", "config", "workload", "nemesis", "s", "runs", "valid", "invalid", "unknown",
                 "anomalies found", "detection", "median 1st anomaly", "ok"):
         t.add_column(col)
     for r in rows:
@@ -131,7 +132,8 @@ def _print_table(rows: list[mx.Row], summary: dict, path: Path) -> None:
         anomalies = ", ".join(f"{k} {n}" for k, n in sorted(r.anomalies.items())) or "-"
         rate = "-" if r.detection_rate is None else f"{r.detection_rate:.0%}"
         first = "-" if r.median_first_anomaly_s is None else f"{r.median_first_anomaly_s:.1f} s"
-        t.add_row(r.bug, r.workload, nem, f"{r.time_limit:g}", str(r.runs), str(r.valid), str(r.invalid),
+        t.add_row(r.bug, r.config, r.workload, nem, f"{r.time_limit:g}", str(r.runs), str(r.valid),
+                  str(r.invalid),
                   str(r.unknown) + (f" +{r.errors} err" if r.errors else ""), anomalies, rate, first,
                   ("yes" if r.passed else "NO") + ("" if r.gate else " (not gating)"))
     console = Console(width=200) if not sys.stdout.isatty() else Console()
