@@ -217,7 +217,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         deadline = started + args.budget
         while time.monotonic() < deadline:
+            system.deadline = deadline  # a trial still running when the budget ends is cut short
             trial = search.step()
+            system.deadline = None
+            if trial.cut:
+                break
             if not live_ok and not args.no_progress and time.monotonic() - last_line >= 10:
                 last_line = time.monotonic()
                 st = search.stats
@@ -242,7 +246,8 @@ def run(args: argparse.Namespace) -> int:
     st = search.stats
     summary = {
         "seed": seed, "budget_s": args.budget, "bugs": bugs, "space": asdict(space),
-        "schedules_tried": st.tried, "simulated_s": round(st.sim_seconds, 3), "errors": st.errors,
+        "schedules_tried": st.tried, "trials_cut_by_budget": st.cut, "simulated_s": round(st.sim_seconds, 3),
+        "errors": st.errors,
         "wall_s": round(time.monotonic() - started, 3), "coverage_features": st.features,
         "corpus": st.corpus, "findings": [asdict(f) for f in findings],
     }
@@ -286,10 +291,14 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
     best = original
     if shrink_budget > 0:
         shrinker = Shrinker(fails, budget_s=shrink_budget, max_attempts=400)
-        reproduced = shrinker.reproduces(original)
+        system.deadline = t0 + shrink_budget  # a candidate still running when it ends is cut short
+        try:
+            reproduced = shrinker.reproduces(original)
+            result = shrinker.shrink(original) if reproduced else None
+        finally:
+            system.deadline = None
         report.reproduced = reproduced
-        if reproduced:
-            result = shrinker.shrink(original)
+        if result is not None:
             best = result.schedule
             report.shrink_attempts = result.attempts
             if result.exhausted:

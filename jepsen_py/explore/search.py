@@ -51,6 +51,7 @@ class Trial:
     config: Config | None = None
     run_dir: Path | None = None
     error: str | None = None
+    cut: bool = False  # stopped by the search's wall budget before it ended: no verdict
 
     @property
     def failed(self) -> bool:
@@ -75,6 +76,7 @@ class Stats:
     corpus: int = 0
     features: int = 0
     findings: int = 0
+    cut: int = 0  # trials the budget stopped before they ended (not counted as tried)
     last: str = ""
 
 
@@ -106,6 +108,9 @@ class Search:
         cfg = self.next_config()
         trial = self.system.trial(cfg)
         trial.config = trial.config or cfg
+        if trial.cut:
+            self.stats.cut += 1
+            return trial
         self.stats.tried += 1
         self.stats.sim_seconds += trial.sim_seconds
         self.stats.last = cfg.label()

@@ -9,6 +9,7 @@ The search runs trials in simulation (`run_sim`), where thousands fit in a budge
 from __future__ import annotations
 
 import json
+import logging
 import random
 import shutil
 import time
@@ -22,7 +23,8 @@ from jepsen_py.explore.replay import ClientReplay, FinalReplay, NemesisReplay, P
 from jepsen_py.explore.schedule import Schedule
 from jepsen_py.explore.search import Trial
 from jepsen_py.explore.space import Config, nemesis_events
-from jepsen_py.generator import Generator, rate
+from jepsen_py.generator import Context, Generator, Step, rate
+from jepsen_py.history import Op
 from jepsen_py.protocols import TestSpec
 from jepsen_py.spec import DEFAULT_DB, DEFAULT_RATE
 from jepsen_py.workload import Workload
@@ -151,6 +153,43 @@ def sim_seconds(results: dict[str, Any], fallback: float) -> float:
     return fallback
 
 
+class TrialCut(Exception):
+    """Raised by a generator when the wall-clock deadline has passed: the run stops where it is."""
+
+
+class _HideCuts(logging.Filter):
+    """A trial cut by the budget is expected, not an error to print: the simulator's loggers drop
+    the lines that report it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "TrialCut" not in record.getMessage()
+
+
+_HIDE_CUTS = _HideCuts()
+for _name in ("jepsen_py.sim.interpreter", "jepsen_py.sim.run"):
+    logging.getLogger(_name).addFilter(_HIDE_CUTS)
+
+
+class Deadline(Generator):
+    """Passes `gen`'s ops through until the wall clock reaches `deadline` (time.monotonic()), then
+    raises TrialCut, which ends the run as a failed one. A search's budget bounds its wall time this
+    way even when one trial alone would outlast what is left of it."""
+
+    def __init__(self, gen: Generator, deadline: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.gen = gen
+        self.deadline = deadline
+        self.clock = clock
+
+    def op(self, ctx: Context) -> Step:
+        if self.clock() >= self.deadline:
+            raise TrialCut("the search's wall budget ended during this trial")
+        return self.gen.op(ctx)
+
+    def update(self, ctx: Context, invoke: Op, complete: Op) -> None:
+        self.gen.update(ctx, invoke, complete)
+
+
 @dataclass
 class SimSystem:
     """The search's System on the simulator (or any RunFn): trials in `work_dir`, clean ones removed."""
@@ -163,6 +202,8 @@ class SimSystem:
     options: dict[str, Any] = field(default_factory=dict)
     keep_clean: bool = False
     count: int = 0
+    # time.monotonic() at which a trial or replay still running is cut short (None: never)
+    deadline: float | None = None
 
     def _name(self) -> str:
         self.count += 1
@@ -187,7 +228,11 @@ class SimSystem:
             workload.final_generator = Recorder(workload.final_generator, PhaseClock(), final, timed=False,
                                                 rng=private)
         started = time.monotonic()
-        outcome = self.run(spec, workload, NemesisReplay(skeleton, clock), ())
+        nemesis_gen: Generator = NemesisReplay(skeleton, clock)
+        if self.deadline is not None:
+            workload.generator = Deadline(workload.generator, self.deadline)
+            nemesis_gen = Deadline(nemesis_gen, self.deadline)
+        outcome = self.run(spec, workload, nemesis_gen, ())
         wall = time.monotonic() - started
         recorded = skeleton.with_events([*skeleton.nemesis_events, *tape.events], final=list(final.events),
                                         t0=clock.t0)
@@ -198,13 +243,32 @@ class SimSystem:
         spec = spec_for(schedule, backend="sim", results_dir=keep or self.work_dir,
                         name=name or self._name(), db=self.db)
         started = time.monotonic()
-        outcome = replay_run(schedule, spec, self.run, post_run)
+        outcome = replay_run(schedule, spec, self._cut_short(self.run), post_run)
         return self._trial(schedule, outcome, time.monotonic() - started, None, keep=keep is not None)
+
+    def _cut_short(self, run: RunFn) -> RunFn:
+        """`run` with the client and nemesis generators stopped at the deadline."""
+        deadline = self.deadline
+        if deadline is None:
+            return run
+
+        def cut(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
+                post_run: Sequence[Any]) -> Outcome:
+            workload.generator = Deadline(workload.generator, deadline)
+            return run(spec, workload, Deadline(nemesis_generator, deadline), post_run)
+
+        return cut
 
     def _trial(self, s: Schedule, outcome: Outcome, wall: float, config: Config | None, *,
                keep: bool = False) -> Trial:
         run_dir = Path(outcome.run_dir)
         results = outcome.results or {}
+        cut = self.deadline is not None and time.monotonic() >= self.deadline and outcome.exit_code >= 254
+        if cut:  # stopped by the budget, not a finding and not a failure of the run: nothing to keep
+            shutil.rmtree(run_dir.parent if run_dir.parent.name.startswith("trial-") else run_dir,
+                          ignore_errors=True)
+            return Trial(schedule=s, anomalies={}, coverage=frozenset(), sim_seconds=0.0, wall_seconds=wall,
+                         config=config, run_dir=None, cut=True)
         kinds = anomaly_kinds(results) if outcome.exit_code == 1 else {}
         error = (outcome.error or f"exit {outcome.exit_code}") if outcome.exit_code >= 254 else None
         cov = features(s.events, read_history(run_dir), read_logs(run_dir), read_mode=s.read_mode,
