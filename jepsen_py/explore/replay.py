@@ -5,10 +5,14 @@ an op (a shared `PhaseClock`), so a schedule does not depend on how long setup t
 wraps the generators a run already has; the replayers stand in for them:
 
   - `NemesisReplay`: the recorded nemesis ops at their offsets (on Docker too: the same faults at
-    the same moments of the main phase), then nothing until the time limit;
+    the same moments of the main phase), then nothing until the time limit; on a real backend each
+    op keeps its recorded gap from the moment the previous one took effect (`keep_gaps`);
   - `ClientReplay`: each worker's recorded client ops at their offsets (in simulation, where the
     same seed makes the same answers come back);
   - `FinalReplay`: the final phase's reads, in order, taken by whichever worker is free.
+
+`for_real_backend` maps a schedule recorded in simulation onto a real backend, which reacts more
+slowly: see its docstring.
 """
 
 from __future__ import annotations
@@ -102,25 +106,66 @@ def _template(e: Event) -> Template:
 
 
 class NemesisReplay(Generator):
-    """The schedule's nemesis ops at their offsets; exhausted at the time limit."""
+    """The schedule's nemesis ops at their offsets; exhausted at the time limit.
 
-    def __init__(self, schedule: Schedule, clock: PhaseClock) -> None:
+    `keep_gaps`: a fault op that took effect late (a docker exec takes a second where the simulator
+    acts at once) delays the ops after it by as much, so a fault window lasts as long as recorded,
+    counted from the moment the fault was in place."""
+
+    def __init__(self, schedule: Schedule, clock: PhaseClock, *, keep_gaps: bool = False) -> None:
         self.events = list(schedule.nemesis_events)
         self.end = schedule.time_limit
         self.clock = clock
         self.next = 0
+        self.keep_gaps = keep_gaps
+        self.lag = 0.0  # seconds the remaining ops run behind their offsets (keep_gaps only)
 
     def op(self, ctx: Context) -> Step:
         now = self.clock.offset(ctx.time)
         if self.next < len(self.events):
             e = self.events[self.next]
-            if now + 1e-9 < e.at:
-                return Pending(self.clock.at(e.at))
+            due = e.at + self.lag
+            if now + 1e-9 < due:
+                return Pending(self.clock.at(due))
             self.next += 1
             return _template(e)
         if now + 1e-9 < self.end:
             return Pending(self.clock.at(self.end))
         return None
+
+    def update(self, ctx: Context, invoke: Op, complete: Op) -> None:
+        if self.keep_gaps and self.next > 0:
+            done = self.clock.offset(ctx.time)
+            self.lag = max(self.lag, done - self.events[self.next - 1].at)
+
+
+# A real backend's fault ops take effect seconds after they are due (each pause, iptables cut and
+# clock step is a docker exec; a loaded machine makes that a second or two), where the simulator
+# acts at once. Per nemesis op, what the replay allows for that.
+REAL_FAULT_LAG_S = 3.0
+# What must follow the last fault op on a real backend: election timeouts (0.5-1 s each) and then
+# several seconds of client ops, so an anomaly the fault caused still has time to be seen.
+REAL_MARGIN_S = 10.0
+
+
+def for_real_backend(s: Schedule) -> Schedule:
+    """The schedule as a real backend replays it, where a recorded simulation is not repeated op for
+    op but reproduced in kind:
+
+      - the main phase lasts until at least REAL_MARGIN_S after the last fault op, allowing
+        REAL_FAULT_LAG_S for each fault op to take effect (a fault recorded 12 s into a 15 s run
+        would otherwise be healed before the cluster reacted to it);
+      - with faults, every node gets a client: which node leads is decided by the real election,
+        not by the recording, and a fault aimed at "the leader" must find a client asking that
+        node (a schedule without faults keeps its clients: its anomaly came from them alone);
+      - the fault ops keep their offsets and their gaps (NemesisReplay's keep_gaps), their targets
+        resolved at the moment they land, as in simulation ("leader" is the leader then).
+    """
+    nemesis = s.nemesis_events
+    if not nemesis:
+        return s.with_events(s.events)
+    end = max(s.time_limit, nemesis[-1].at + REAL_FAULT_LAG_S * len(nemesis) + REAL_MARGIN_S)
+    return s.with_events(s.events, time_limit=end, concurrency=max(s.concurrency, len(s.nodes)))
 
 
 class ClientReplay(Generator):

@@ -7,12 +7,14 @@ import random
 
 from jepsen_py import generator as gen
 from jepsen_py.explore.replay import (
+    REAL_MARGIN_S,
     ClientReplay,
     FinalReplay,
     NemesisReplay,
     PhaseClock,
     Recorder,
     Tape,
+    for_real_backend,
 )
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule
 from jepsen_py.explore.space import Config, nemesis_events
@@ -136,3 +138,52 @@ def test_the_recorded_waits_are_told_again_in_order() -> None:
     assert [a.until for a in asks if isinstance(a, gen.Pending)] == list(e.w)
     done = replay.op(gen.Context(e.t, e.thread, e.thread, rng, (e.thread,)))
     assert isinstance(done, gen.Template) and done.f == "read"
+
+
+def _late_fault() -> Schedule:
+    # zombie-leader's shrunk schedule as explore wrote it: one leader-clock fault 12 s into a 15 s
+    # run, never stopped, and two clients on three nodes
+    return Schedule(workload="topics", nodes=["n1", "n2", "n3"], seed=854001193, time_limit=15.0,
+                    concurrency=2, bugs=["zombie-leader"], anomaly="stale-read", options={"rate": 100.0},
+                    events=[Event(12.0, NEMESIS_THREAD, "start-leader-clock"),
+                            Event(14.4, 1, "create", key="topic-28", value={"partitions": 2, "rf": 3}),
+                            Event(14.6, 0, "describe", key="topic-28")])
+
+
+def test_a_real_backend_replay_keeps_a_margin_after_the_last_fault() -> None:
+    s = _late_fault()
+    real = for_real_backend(s)
+    # the fault lands seconds late on Docker: the phase must outlast it by the margin and more
+    assert real.time_limit >= 12.0 + REAL_MARGIN_S + 1.0
+    assert real.nemesis_events == s.nemesis_events and real.client_events == s.client_events
+    # the recorded leader had a client; on Docker any node may lead, so every node gets one
+    assert real.concurrency == 3
+    assert (s.time_limit, s.concurrency) == (15.0, 2)  # the schedule itself is left as it was
+
+
+def test_a_real_backend_replay_of_a_schedule_with_room_to_spare_is_not_stretched() -> None:
+    s = _schedule()
+    roomy = s.with_events(s.events, time_limit=40.0, concurrency=5)
+    assert (for_real_backend(roomy).time_limit, for_real_backend(roomy).concurrency) == (40.0, 5)
+    # no fault: the anomaly came from the clients alone, and more of them could hide it (a never-ok
+    # op type that one more client might get through)
+    quiet = s.with_events(s.client_events, time_limit=0.2, concurrency=1)
+    assert (for_real_backend(quiet).time_limit, for_real_backend(quiet).concurrency) == (0.2, 1)
+
+
+def test_keep_gaps_holds_a_fault_window_as_long_as_recorded_after_a_slow_start() -> None:
+    n = NEMESIS_THREAD
+    s = Schedule(workload="offsets", nodes=["n1", "n2", "n3"], seed=1, time_limit=20.0, concurrency=1,
+                 events=[Event(1.0, n, "kill", value="leader"), Event(3.0, n, "start"),
+                         Event(4.0, n, "pause", value="one"), Event(4.5, n, "resume")])
+
+    def times(keep_gaps: bool) -> list[tuple[str, float]]:
+        clock = PhaseClock()
+        # the kill takes 1.5 s to take effect, as a docker exec on a loaded machine can
+        ops = gen.simulate(gen.time_limit(20.0, gen.nemesis(NemesisReplay(s, clock, keep_gaps=keep_gaps))),
+                           nemesis_thread=True, latency=lambda t, r: 1.5 if t.f == "kill" else 0.1)
+        return [(o.template.f, round(o.time, 6)) for o in ops]
+
+    assert times(False) == [("kill", 1.0), ("start", 3.0), ("pause", 4.0), ("resume", 4.5)]
+    # the node stays down 2 s from when the kill was done (2.5 s), not 0.5 s; later gaps are kept
+    assert times(True) == [("kill", 1.0), ("start", 4.5), ("pause", 5.6), ("resume", 6.2)]
