@@ -147,7 +147,7 @@ def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
     if spec.backend == "sim":  # the simulator drives its own cluster in virtual time
         from jepsen_py.sim.run import run_sim
 
-        return run_sim(spec, post_run=CLI_POST_RUN)
+        return run_sim(spec, post_run=CLI_POST_RUN, show_progress=show_progress)
     workload = build_workload(spec, workload_registry())
     db = load_db(spec.db, spec)
     nemesis, nemesis_gen = build_nemesis(list(spec.nemesis), spec)

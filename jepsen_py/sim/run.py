@@ -47,6 +47,7 @@ from jepsen_py.sim.client import SimClient
 from jepsen_py.sim.interpreter import SimInterpreter
 from jepsen_py.sim.nemesis import SimDB, SimNemesis, check_names
 from jepsen_py.sim.observer import SimObserver
+from jepsen_py.sim.progress import SimProgress, SimStatus
 from jepsen_py.workload import Workload
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ class SimRun:
     def __init__(self, spec: TestSpec, *, cluster: Any, workload: Workload, client: SimClient,
                  nemesis: SimNemesis | None, nemesis_generator: Generator | None, db: SimDB,
                  run_dir: Path, writer: HistoryWriter, observer_interval: float,
-                 setup_timeout: float) -> None:
+                 setup_timeout: float, status: SimStatus | None = None) -> None:
         self.spec = spec
         self.cluster = cluster
         self.workload = workload
@@ -159,6 +160,10 @@ class SimRun:
         self.phase_times: dict[str, float] = {}
         self.phase_sim: dict[str, float] = {}
         self._mark: tuple[str, float, float] | None = None
+        self.status = status if status is not None else SimStatus(spec.time_limit)
+        self.status.simulated_s = self.now_s
+        self.status.counts = self.interpreter.counts
+        self.progress: SimProgress | None = None
 
     # ---- time and recording -------------------------------------------------------------------
 
@@ -169,6 +174,7 @@ class SimRun:
         return round((self.cluster.now() - self.t0) * 1e9)
 
     def record(self, op: Op) -> Op:
+        self.status.saw(op)
         return self.writer.append(op)
 
     def phase(self, name: str) -> None:
@@ -177,6 +183,10 @@ class SimRun:
         self._mark = (name, time.monotonic(), self.now_s())
         self.phases.append(name)
         log.info("phase: %s (at %.3f simulated s)", name, self.now_s())
+        if self.progress is not None:
+            self.progress.phase(name)
+        else:
+            self.status.enter(name)
 
     def end_phases(self) -> None:
         if self._mark is not None:
@@ -332,13 +342,16 @@ def build_workload(spec: TestSpec) -> Workload:
 
 def run_sim(spec: TestSpec, *, workload: Workload | None = None,
             nemesis_generator: Generator | None = None, post_run: Sequence[PostRun] = (),
-            observer_interval: float = 0.1, setup_timeout: float = 60.0) -> SimOutcome:
+            observer_interval: float = 0.1, setup_timeout: float = 60.0, show_progress: bool = False,
+            status: SimStatus | None = None) -> SimOutcome:
     """Runs one test in the simulator and returns its outcome, as runner.run_test does for Docker.
 
     `workload` replaces the one spec.workload names; `nemesis_generator` replaces the nemesis
     schedule (the nemesis itself is still built from spec.nemesis); `post_run` steps run after
-    results.json (the CLI passes pictures and Parquet; leave them out for speed). KeyboardInterrupt
-    is re-raised after heal and results.json; any other failure is in the outcome."""
+    results.json (the CLI passes pictures and Parquet; leave them out for speed). `show_progress`
+    draws the live line (jepsen_py.sim.progress); `status` is the caller's own view of the same
+    counters (test-all's bar reads it). KeyboardInterrupt is re-raised after heal and results.json;
+    any other failure is in the outcome."""
     wall0, cpu0 = time.monotonic(), time.process_time()
     check_spec(spec)
     from jepsen_py.plugins import build_nemesis
@@ -372,7 +385,10 @@ def run_sim(spec: TestSpec, *, workload: Workload | None = None,
         writer = HistoryWriter(history_path)
         run = SimRun(spec, cluster=cluster, workload=workload, client=client, nemesis=sim_nemesis,
                      nemesis_generator=schedule, db=db, run_dir=run_dir, writer=writer,
-                     observer_interval=observer_interval, setup_timeout=setup_timeout)
+                     observer_interval=observer_interval, setup_timeout=setup_timeout, status=status)
+        if show_progress:
+            run.progress = SimProgress(spec.name, run.status)
+            run.progress.__enter__()
         try:
             try:
                 run.execute()
@@ -387,6 +403,8 @@ def run_sim(spec: TestSpec, *, workload: Workload | None = None,
             failures = run.cleanup()
         finally:
             writer.close()
+            if run.progress is not None:
+                run.progress.__exit__(None, None, None)
         if error is None and failures:
             error = FrameworkFailure("; ".join(failures))
 
