@@ -4,9 +4,14 @@ Nothing here knows a bug. The features come from what every run records anyway:
 
   - the fault timeline: each family and target, which families overlapped, which followed which;
   - the observer's samples of every node's own view: how high terms went, how many leaders there
-    were, roles seen, two nodes calling themselves leader at once, restarts (a new pid), snapshots;
+    were, roles seen, two nodes calling themselves leader at once, restarts (a new pid), snapshots,
+    a leader's log running ahead of its commit index (an unreplicated tail), a log that shrank
+    while its process lived (a conflicting tail overwritten), a process restarted after that (a
+    recovery that reads both versions back), a node restarted behind the cluster's commit index,
+    every node restarted;
   - the clients' completions: each op's outcome, which role served the reads that succeeded (a
-    leader in lease mode serves lease reads), the kinds of error;
+    leader in lease mode serves lease reads), which fault families were in force when an op
+    succeeded, the kinds of error;
   - the node logs: each distinct message shape (digits and names stripped), so a recovery path, a
     rejected message or a lease given up shows up the first time a run takes it.
 
@@ -19,7 +24,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from jepsen_py.explore.schedule import Event, fault_windows
+from jepsen_py.explore.schedule import STOP_FAMILY, Event, family_of, fault_windows
 
 
 def bucket(n: int) -> str:
@@ -67,15 +72,27 @@ def history_features(ops: Iterable[Mapping[str, Any]]) -> set[str]:
     leaders: set[tuple[Any, Any]] = set()
     pids: dict[str, set[Any]] = {}
     claims: dict[Any, set[str]] = {}
+    raft = _RaftLog()
+    active: set[str] = set()
     for raw in ops:
         op = raw if isinstance(raw, Mapping) else _as_dict(raw)
         proc, typ, f = op.get("process"), op.get("type"), op.get("f")
+        if proc == "nemesis" and typ == "ok" and isinstance(f, str):
+            fam = family_of(f)
+            if f == "heal":
+                active.clear()
+            elif fam is not None and f in STOP_FAMILY:
+                active.discard(fam)
+            elif fam is not None:
+                active.add(fam)
+            continue
         if proc == "observer":
             st = op.get("value")
             if typ != "ok" or not isinstance(st, Mapping):
                 out.add("observer:no-answer")
                 continue
             node = str(op.get("node"))
+            raft.sample(node, st, out)
             term = st.get("term")
             if isinstance(term, int):
                 max_term = max(max_term, term)
@@ -100,6 +117,8 @@ def history_features(ops: Iterable[Mapping[str, Any]]) -> set[str]:
             role = (op.get("meta") or {}).get("role")
             if role:
                 out.add(f"served:{f}:{role}")
+            for fam in active:
+                out.add(f"ok-during:{fam}:{f}")
         elif op.get("error"):
             err = op.get("error")
             out.add(f"error:{f}:{_error_kind(err)}")
@@ -109,7 +128,39 @@ def history_features(ops: Iterable[Mapping[str, Any]]) -> set[str]:
     out.add(f"restarts:{bucket(restarts)}")
     if any(len(nodes) > 1 for nodes in claims.values()):
         out.add("two-leaders-claimed")
+    if pids and all(len(p) > 1 for p in pids.values()):
+        out.add("every-node-restarted")
     return out
+
+
+class _RaftLog:
+    """Follows each node's log through the observer's samples: what happened to it across faults."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, tuple[Any, int]] = {}  # node -> (pid, last index)
+        self.shrank: set[str] = set()
+        self.commit = 0
+
+    def sample(self, node: str, st: Mapping[str, Any], out: set[str]) -> None:
+        pid, last, commit = st.get("pid"), st.get("last_index"), st.get("commit")
+        if isinstance(commit, int):
+            self.commit = max(self.commit, commit)
+        if not isinstance(last, int):
+            return
+        if st.get("role") == "leader" and isinstance(commit, int) and last > commit:
+            out.add(f"leader-tail:{bucket(last - commit)}")
+        before = self.last.get(node)
+        self.last[node] = (pid, last)
+        if before is None:
+            return
+        if before[0] == pid and last < before[1]:
+            out.add("log-shrank")
+            self.shrank.add(node)
+        elif before[0] != pid:
+            if node in self.shrank:
+                out.add("restarted-after-log-shrank")
+            if last < self.commit:
+                out.add("restarted-behind-commit")
 
 
 def _error_kind(err: Any) -> str:

@@ -4,8 +4,13 @@ A configuration names a workload, which fault families it mixes (partitions of e
 jumps and strobes, pauses, kills, the isolated leader with its clock stepped back), whom pause and
 kill may hit, the interval between fault ops, the shape of the fault timeline (random toggles, one
 fault at a time in turn, or bursts of several at once), the read mode, the node count, the length of
-the main phase and the seed. `nemesis_events` turns a configuration into the explicit list of nemesis
-ops a run performs, so every run is a schedule from the start.
+the main phase, the client request rate and the seed. `nemesis_events` turns a configuration into the
+explicit list of nemesis ops a run performs, so every run is a schedule from the start.
+
+Sampling is swarm testing: each configuration enables a small random subset of the fault families
+(most often one or two), so each trial drives a few faults hard instead of all of them lightly, and
+over many trials every combination comes up. Short main phases and low request rates come up as
+often as long and busy ones: a cheap trial that shows a bug is found sooner than an expensive one.
 """
 
 from __future__ import annotations
@@ -39,11 +44,17 @@ class Config:
     time_limit: float
     seed: int
     clients_per_node: int = 2
+    rate: float | None = None  # client requests per second over all clients; None: the system's own
 
     def label(self) -> str:
         faults = "+".join(self.families) or "none"
-        return (f"{self.workload} {faults} every {self.interval:g}s ({self.mode}) {self.read_mode} "
-                f"{self.node_count} nodes {self.time_limit:g}s seed {self.seed}")
+        hit = " ".join(
+            ([f"shapes {'/'.join(self.shapes)}"] if "partition" in self.families else [])
+            + ([f"targets {'/'.join(self.targets)}"] if {"kill", "pause"} & set(self.families) else []))
+        rate = f" {self.rate:g}/s" if self.rate is not None else ""
+        return (f"{self.workload} {faults}{' (' + hit + ')' if hit else ''} every {self.interval:g}s "
+                f"({self.mode}) {self.read_mode} {self.node_count} nodes {self.time_limit:g}s{rate} "
+                f"seed {self.seed}")
 
 
 @dataclass(frozen=True)
@@ -58,13 +69,23 @@ class Space:
     modes: tuple[str, ...] = MODES
     read_modes: tuple[str, ...] = SAFE_READ_MODES
     node_counts: tuple[int, ...] = (3, 5)
-    time_limits: tuple[float, ...] = (10.0, 20.0, 30.0)
+    time_limits: tuple[float, ...] = (8.0, 15.0, 25.0)
     clients_per_node: tuple[int, ...] = (1, 2)
+    rates: tuple[float, ...] = (10.0, 25.0, 100.0)
     max_families: int = 3
+    # how often a configuration enables 0, 1, 2, 3, ... fault families (swarm testing)
+    family_weights: tuple[float, ...] = (1.0, 3.0, 4.0, 2.0)
     extra: dict[str, object] = field(default_factory=dict)
 
+    def family_count(self, rng: random.Random) -> int:
+        top = min(self.max_families, len(self.families))
+        counts = list(range(top + 1))
+        weights = [self.family_weights[k] if k < len(self.family_weights) else self.family_weights[-1]
+                   for k in counts]
+        return rng.choices(counts, weights=weights, k=1)[0]
+
     def sample(self, rng: random.Random) -> Config:
-        k = rng.choice([n for n in (0, 1, 1, 2, 2, 3) if n <= min(self.max_families, len(self.families))])
+        k = self.family_count(rng)
         families = tuple(sorted(rng.sample(list(self.families), k)))
         node_count = rng.choice(self.node_counts)
         return Config(
@@ -79,6 +100,7 @@ class Space:
             time_limit=rng.choice(self.time_limits),
             seed=rng.randrange(2**31),
             clients_per_node=rng.choice(self.clients_per_node),
+            rate=rng.choice(self.rates) if self.rates else None,
         )
 
     def _shapes(self, rng: random.Random, node_count: int) -> tuple[str, ...]:
@@ -90,7 +112,7 @@ class Space:
         out = replace(cfg, seed=rng.randrange(2**31))
         for _ in range(rng.choice((0, 1, 1, 2))):
             dim = rng.choice(("workload", "families", "targets", "interval", "mode", "read_mode",
-                              "node_count", "time_limit", "shapes", "clients"))
+                              "node_count", "time_limit", "shapes", "clients", "rate"))
             if dim == "workload":
                 out = replace(out, workload=rng.choice(self.workloads))
             elif dim == "families" and self.families:
@@ -117,6 +139,8 @@ class Space:
                 out = replace(out, time_limit=rng.choice(self.time_limits))
             elif dim == "shapes":
                 out = replace(out, shapes=self._shapes(rng, out.node_count))
+            elif dim == "rate":
+                out = replace(out, rate=rng.choice(self.rates) if self.rates else None)
             else:
                 out = replace(out, clients_per_node=rng.choice(self.clients_per_node))
         return out

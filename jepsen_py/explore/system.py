@@ -23,7 +23,8 @@ from jepsen_py.explore.replay import ClientReplay, FinalReplay, NemesisReplay, P
 from jepsen_py.explore.schedule import Schedule
 from jepsen_py.explore.search import Trial
 from jepsen_py.explore.space import Config, nemesis_events
-from jepsen_py.generator import Context, Generator, Step, rate
+from jepsen_py.generator import Context, Generator, Step
+from jepsen_py.generator import rate as limit_rate
 from jepsen_py.history import Op
 from jepsen_py.protocols import TestSpec
 from jepsen_py.spec import DEFAULT_DB, DEFAULT_RATE
@@ -102,7 +103,7 @@ def replay_run(s: Schedule, spec: TestSpec, run: RunFn, post_run: Sequence[Any] 
         workload.generator = ClientReplay(s.events, clock, end=s.time_limit, early=_timer_slack(spec))
         workload.final_generator = FinalReplay(s.final) if s.final else None
     elif "rate" in s.options:
-        workload.generator = rate(float(s.options["rate"]), workload.generator)
+        workload.generator = limit_rate(float(s.options["rate"]), workload.generator)
     return run(spec, workload, NemesisReplay(s, clock), post_run)
 
 
@@ -211,11 +212,12 @@ class SimSystem:
 
     def trial(self, config: Config) -> Trial:
         nodes = [f"n{i + 1}" for i in range(config.node_count)]
+        rate = self.rate if config.rate is None else config.rate
         skeleton = Schedule(workload=config.workload, nodes=nodes, seed=config.seed,
                             time_limit=config.time_limit,
                             concurrency=config.node_count * config.clients_per_node,
                             events=nemesis_events(config), read_mode=config.read_mode, bugs=list(self.bugs),
-                            nemesis_interval=config.interval, options={**self.options, "rate": self.rate})
+                            nemesis_interval=config.interval, options={**self.options, "rate": rate})
         spec = spec_for(skeleton, backend="sim", results_dir=self.work_dir, name=self._name(), db=self.db)
         if config.families:  # every family of the configuration, even one its timeline never started
             spec.nemesis = sorted({*spec.nemesis, *config.families})
@@ -223,7 +225,7 @@ class SimSystem:
         workload = _build_workload(spec)
         clock, tape, final = PhaseClock(), Tape(), Tape()
         private = random.Random(config.seed ^ 0x5EED)
-        workload.generator = Recorder(rate(self.rate, workload.generator), clock, tape, rng=private)
+        workload.generator = Recorder(limit_rate(rate, workload.generator), clock, tape, rng=private)
         if workload.final_generator is not None:
             workload.final_generator = Recorder(workload.final_generator, PhaseClock(), final, timed=False,
                                                 rng=private)

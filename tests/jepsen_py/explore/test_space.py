@@ -74,3 +74,40 @@ def test_coverage_features() -> None:
               "served:fetch:leader@lease", "error:commit:not_leader", "log:recovered snapshot at index term",
               "fault:kill", "workload:offsets"):
         assert f in fs, f
+
+
+def test_swarm_sampling_favours_few_families_cheap_trials_and_records_the_rate() -> None:
+    space = Space()
+    rng = random.Random(7)
+    cfgs = [space.sample(rng) for _ in range(2000)]
+    by_count = [sum(1 for c in cfgs if len(c.families) == k) for k in range(4)]
+    assert by_count[2] > by_count[3] and by_count[1] > by_count[0] > 0, by_count
+    assert {c.rate for c in cfgs} == set(space.rates)
+    assert min(c.time_limit for c in cfgs) <= 10.0
+    assert all(c.rate in space.rates for c in (space.mutate(c, rng) for c in cfgs[:200]))
+    assert "/s" in cfgs[0].label()
+
+
+def test_coverage_follows_each_nodes_log_across_faults() -> None:
+    def obs(node: str, pid: int, last: int, commit: int, role: str = "follower") -> dict[str, object]:
+        return {"process": "observer", "type": "ok", "f": "status", "node": node, "time": 0,
+                "value": {"role": role, "term": 2, "pid": pid, "last_index": last, "commit": commit}}
+
+    ops = [
+        obs("n1", 1, 10, 6, role="leader"),  # a leader ahead of its commit: an unreplicated tail
+        {"process": "nemesis", "type": "ok", "f": "start-leader-clock"},
+        {"process": 0, "type": "ok", "f": "fetch"},
+        {"process": "nemesis", "type": "ok", "f": "stop-leader-clock"},
+        {"process": 1, "type": "ok", "f": "commit"},
+        obs("n1", 1, 8, 8),  # the same process, a shorter log: its tail overwritten
+        obs("n2", 5, 9, 9),
+        obs("n1", 2, 8, 9),  # restarted after that, behind the commit index
+        obs("n2", 6, 3, 9),  # restarted behind the commit index
+    ]
+    fs = features([], ops)
+    for f in ("leader-tail:4-7", "log-shrank", "restarted-after-log-shrank", "restarted-behind-commit",
+              "every-node-restarted", "ok-during:leader-clock:fetch"):
+        assert f in fs, f
+    assert "ok-during:leader-clock:commit" not in fs
+    calm = features([], [obs("n1", 1, 5, 5), obs("n1", 1, 6, 6), obs("n2", 3, 6, 6)])
+    assert not {"log-shrank", "every-node-restarted", "restarted-behind-commit"} & calm
