@@ -197,6 +197,9 @@ class Node:
         self.readies = 0
         self.transport: Transport | None = None
         self._last_tick = self.clock.monotonic()
+        #: the task that ticks the core while the node runs
+        self._ticking = False
+        self._ticker: asyncio.Future[None] | None = None
         self._open_storage()
 
     # ---- startup ----------------------------------------------------------------------------------
@@ -361,15 +364,23 @@ class Node:
                 self.schedule_ready()
             return
         if now < self._last_tick - interval:
-            # The clock went backwards (a clock fault). How much real time passed is unknown, so
-            # no lease may survive it: an election timeout of ticks is spent at once, and ticking
-            # resumes from the clock's new reading. This is the drift bound the lease-no-drift-bound
-            # bug drops (with it, a leader whose clock went back keeps serving from its lease).
+            # The clock went backwards (a clock fault). How much real time passed is unknown, so a
+            # leader gives up its lease: an election timeout of ticks is spent at once (this is the
+            # drift bound the lease-no-drift-bound bug drops; with it, a leader whose clock went back
+            # keeps serving from its lease). A follower spends nothing: its clock reading less only
+            # makes it wait longer before it campaigns or grants a vote, which no lease can be hurt
+            # by, while spending a timeout would make every node whose clock went back (a fault on
+            # all of them, a strobe) campaign at the same instant, splitting the vote, time after time.
             if self._last_tick - now > 0.5:
-                self.log(f"clock went back {self._last_tick - now:.3f} s: lease given up")
-            for _ in range(self.cfg.election_tick + 1):
-                self.raw.tick()
+                self.log(f"clock went back {self._last_tick - now:.3f} s"
+                         + (": lease given up" if self.raw.soft_state().role == LEADER else ""))
+            if self.raw.soft_state().role == LEADER:
+                for _ in range(self.cfg.election_tick + 1):
+                    self.raw.tick()
             self._last_tick = now
+            # The tick timer was set by the clock before the step: it would fire the size of the
+            # step late, and until then the node would tick only when some input came in.
+            self._restart_ticker()
             self.schedule_ready()
             return
         due = int((now - self._last_tick) / interval)
@@ -626,17 +637,26 @@ class Node:
             f"clients on {server.host}:{server.port}"
         )
         self._last_tick = self.clock.monotonic()  # recovery time is not election time
-        ticker = asyncio.ensure_future(self._ticker())
+        self._ticking = True
+        self._restart_ticker()
         try:
             await self.stopping.wait()
         finally:
             self.log("stopping")
-            ticker.cancel()
+            self._ticking = False
+            self._restart_ticker()  # stops it
             await server.stop()
             await self.transport.stop()
             self.wal.close()
 
-    async def _ticker(self) -> None:
+    def _restart_ticker(self) -> None:
+        """Starts the tick timer afresh from the clock's current reading (stops it if the node is
+        stopping), so a timer set before the clock stepped back does not hold up the next tick."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+        self._ticker = asyncio.ensure_future(self._tick_forever()) if self._ticking else None
+
+    async def _tick_forever(self) -> None:
         interval = self.cfg.tick_ms / 1000
         while True:
             await asyncio.sleep(max(0.0, self._last_tick + interval - self.clock.monotonic()))

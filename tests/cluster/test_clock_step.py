@@ -1,0 +1,109 @@
+"""A node whose clock steps back (libfaketime moves time.monotonic and so asyncio's timers) keeps
+ticking, and only a leader gives up an election timeout for it (its lease); followers do not all
+campaign at once."""
+
+from __future__ import annotations
+
+import asyncio
+
+from jepsen_py.cluster.node import Node, NodeConfig
+from jepsen_py.cluster.raft.messages import LEADER
+from jepsen_py.cluster.realio import real_env
+
+ELECTION_TICK = NodeConfig(id="n1", peers={"n1": ("127.0.0.1", 1)}, data_dir="/unused",
+                           client_port=9).election_tick
+
+
+class SteppedLoop(asyncio.SelectorEventLoop):
+    """An event loop whose clock a test can step, as libfaketime steps a node's monotonic clock (the
+    clock asyncio's timers run on) under a clock fault."""
+
+    offset = 0.0
+
+    def time(self) -> float:
+        return super().time() + self.offset
+
+
+class LoopClock:
+    """The node's clock readings from the same stepped loop (both move under a clock fault)."""
+
+    def __init__(self, loop: SteppedLoop) -> None:
+        self.loop = loop
+
+    def monotonic(self) -> float:
+        return self.loop.time()
+
+    def wall(self) -> float:
+        return 1_700_000_000.0 + self.loop.time()
+
+
+async def until(cond, timeout: float) -> None:
+    """Polls `cond` every 10 ms until it holds; fails after `timeout` seconds of real time."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        assert loop.time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+def test_a_node_keeps_ticking_after_its_clock_steps_back(tmp_path):
+    # A tick timer set before the clock stepped back fired the size of the step late: a node then
+    # ticked only when some input came in, so a leader sent no heartbeats and, on Docker, every node
+    # of a cluster whose clocks were reset from +27 s campaigned together at each client request.
+    step = 60.0
+    loop = SteppedLoop()
+    loop.offset = step
+    env = real_env()
+    env = type(env)(net=env.net, disk=env.disk, clock=LoopClock(loop), entropy=env.entropy, exit=env.exit,
+                    pid=env.pid)
+    logs: list[str] = []
+    node = Node(NodeConfig(id="n1", peers={"n1": ("127.0.0.1", 0)}, data_dir=str(tmp_path / "d"),
+                           client_port=0, client_host="127.0.0.1"), logs.append, env=env)
+
+    async def main() -> None:
+        running = asyncio.ensure_future(node.run())
+        try:
+            await until(lambda: node.raw.soft_state().role == LEADER, timeout=5.0)
+            loop.offset = 0.0  # the clock steps back a minute
+            await node.read_barrier()  # one input: the node sees the clock went back
+            ticks = node.raw.raft.ticks
+            # no input from here on: only the tick timer can move the core
+            await until(lambda: node.raw.raft.ticks >= ticks + 5, timeout=3.0)
+            assert node.raw.soft_state().role == LEADER
+        finally:
+            node.stopping.set()
+            await running
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert any("clock went back 59.9" in line and "lease given up" in line for line in logs), logs
+
+
+def _node(tmp_path, peers: dict[str, tuple[str, int]]) -> Node:
+    node = Node(NodeConfig(id="n1", peers=peers, data_dir=str(tmp_path), client_port=9, read_mode="lease"),
+                log=lambda _m: None, env=real_env())
+    node.schedule_ready = lambda: None  # no event loop here: the Ready is not needed
+    return node
+
+
+def test_a_clock_going_back_spends_an_election_timeout_on_a_leader_only(tmp_path):
+    three = {"n1": ("127.0.0.1", 1), "n2": ("127.0.0.1", 2), "n3": ("127.0.0.1", 3)}
+    follower = _node(tmp_path / "f", three)
+    before = follower.raw.raft.ticks
+    follower._last_tick += 5.0  # the clock now reads 5 s earlier than at the last tick
+    follower.catch_up_ticks()
+    # a follower waits longer instead: spending a timeout made every node whose clock went back
+    # campaign at the same instant and split the vote
+    assert follower.raw.raft.ticks == before and follower.raw.soft_state().role != "pre-candidate"
+    follower.wal.close()
+
+    leader = _node(tmp_path / "l", {"n1": ("127.0.0.1", 1)})
+    leader.raw.campaign()
+    assert leader.raw.soft_state().role == LEADER
+    before = leader.raw.raft.ticks
+    leader._last_tick += 5.0
+    leader.catch_up_ticks()
+    assert leader.raw.raft.ticks == before + ELECTION_TICK + 1  # its lease is given up
+    leader.wal.close()
