@@ -88,20 +88,26 @@ class Space:
         k = self.family_count(rng)
         families = tuple(sorted(rng.sample(list(self.families), k)))
         node_count = rng.choice(self.node_counts)
+        time_limit = rng.choice(self.time_limits)
         return Config(
             workload=rng.choice(self.workloads),
             families=families,
             shapes=self._shapes(rng, node_count),
             targets=tuple(sorted(rng.sample(list(self.targets), rng.randint(1, len(self.targets))))),
-            interval=rng.choice(self.intervals),
+            interval=self._interval(rng, time_limit),
             mode=rng.choice(self.modes),
             read_mode=rng.choice(self.read_modes),
             node_count=node_count,
-            time_limit=rng.choice(self.time_limits),
+            time_limit=time_limit,
             seed=rng.randrange(2**31),
             clients_per_node=rng.choice(self.clients_per_node),
             rate=rng.choice(self.rates) if self.rates else None,
         )
+
+    def _interval(self, rng: random.Random, time_limit: float) -> float:
+        """An interval that fits at least two fault ops (a start and its stop) in the main phase."""
+        fits = [i for i in self.intervals if 2.5 * i <= time_limit]
+        return rng.choice(fits or [min(self.intervals)])
 
     def _shapes(self, rng: random.Random, node_count: int) -> tuple[str, ...]:
         usable = [s for s in self.shapes if s != "ring" or node_count >= 4] or ["leader"]
@@ -127,7 +133,7 @@ class Space:
                 ts = set(out.targets) ^ {rng.choice(self.targets)}
                 out = replace(out, targets=tuple(sorted(ts)) or (rng.choice(self.targets),))
             elif dim == "interval":
-                out = replace(out, interval=rng.choice(self.intervals))
+                out = replace(out, interval=self._interval(rng, out.time_limit))
             elif dim == "mode":
                 out = replace(out, mode=rng.choice(self.modes))
             elif dim == "read_mode":
@@ -136,7 +142,9 @@ class Space:
                 n = rng.choice(self.node_counts)
                 out = replace(out, node_count=n, shapes=self._shapes(rng, n))
             elif dim == "time_limit":
-                out = replace(out, time_limit=rng.choice(self.time_limits))
+                limit = rng.choice(self.time_limits)
+                interval = out.interval if 2.5 * out.interval <= limit else self._interval(rng, limit)
+                out = replace(out, time_limit=limit, interval=interval)
             elif dim == "shapes":
                 out = replace(out, shapes=self._shapes(rng, out.node_count))
             elif dim == "rate":

@@ -111,3 +111,14 @@ def test_coverage_follows_each_nodes_log_across_faults() -> None:
     assert "ok-during:leader-clock:commit" not in fs
     calm = features([], [obs("n1", 1, 5, 5), obs("n1", 1, 6, 6), obs("n2", 3, 6, 6)])
     assert not {"log-shrank", "every-node-restarted", "restarted-behind-commit"} & calm
+
+
+def test_every_sampled_configuration_with_faults_has_a_fault_window() -> None:
+    space = Space()
+    rng = random.Random(11)
+    cfgs = [space.sample(rng) for _ in range(500)]
+    cfgs += [space.mutate(c, rng) for c in cfgs]
+    for c in cfgs:
+        assert 2.5 * c.interval <= c.time_limit or c.interval == min(space.intervals), c.label()
+        if c.families:
+            assert fault_windows(nemesis_events(c)), c.label()
