@@ -17,6 +17,9 @@ HEADER = struct.Struct(">I")
 MAX_CLIENT_FRAME = 1 << 20
 #: Peer frames carry batches of entries and whole snapshots.
 MAX_PEER_FRAME = 64 << 20
+#: built once: json.dumps with non-default separators builds a new encoder on every call, which
+#: doubled the cost of encoding a frame
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 
 class FrameError(Exception):
@@ -30,7 +33,7 @@ class FrameError(Exception):
 
 def encode(obj: dict[str, Any]) -> bytes:
     """One frame holding `obj` as compact JSON."""
-    payload = json.dumps(obj, separators=(",", ":")).encode()
+    payload = _ENCODER.encode(obj).encode()
     return HEADER.pack(len(payload)) + payload
 
 

@@ -1,0 +1,35 @@
+"""Frames: the bytes on the wire stay compact JSON behind a 4-byte length, and read back exactly."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from jepsen_py.cluster.framing import HEADER, MAX_PEER_FRAME, FrameDecoder, encode, read_frame
+
+
+def test_encode_is_compact_json_behind_its_length_and_reads_back():
+    obj = {"m": [{"type": "MsgApp", "src": "n1", "dst": "n2", "term": 3, "ctx": "é\u2028",
+                  "entries": [{"term": 3, "index": 7, "data": {"op": "x", "f": 1.5, "n": None}}]}]}
+    frame = encode(obj)
+    payload = json.dumps(obj, separators=(",", ":")).encode()
+    assert frame == HEADER.pack(len(payload)) + payload
+    assert FrameDecoder(MAX_PEER_FRAME).feed(frame + frame) == [obj, obj]
+
+    async def read() -> object:
+        r = asyncio.StreamReader()
+        r.feed_data(frame)
+        r.feed_eof()
+        return await read_frame(r, MAX_PEER_FRAME), await read_frame(r, MAX_PEER_FRAME)
+
+    assert asyncio.run(read()) == (obj, None)
+
+
+def test_encode_refuses_what_json_cannot_hold():
+    with pytest.raises(TypeError):
+        encode({"x": object()})
+    circular: dict[str, object] = {}
+    circular["self"] = circular
+    with pytest.raises(ValueError):
+        encode(circular)
