@@ -119,9 +119,7 @@ class PeerSender:
         backoff = BACKOFF_MIN
         while not self.t.closing:
             try:
-                reader, writer = await asyncio.wait_for(
-                    self.t.net.open_connection(self.host, self.port), CONNECT_TIMEOUT
-                )
+                reader, writer = await self._dial()
             except (TimeoutError, OSError) as e:
                 self._lost(self._take_all(), f"cannot connect to {self.host}:{self.port}: {e or 'timeout'}")
                 await self._sleep(backoff)
@@ -148,6 +146,38 @@ class PeerSender:
                     await writer.wait_closed()
                 self._lost(self._take_all(), "stream closed")
             await self._sleep(BACKOFF_MIN)
+
+    async def _dial(self) -> tuple[asyncio.StreamReader, StreamWriter]:
+        """Dials the peer; TimeoutError after CONNECT_TIMEOUT by the loop's clock.
+
+        Like a backoff (see _sleep), a dial's timeout set before the clock stepped back waits the
+        size of the step on top, and meanwhile a dial across a cut that has healed completes only at
+        the kernel's next SYN retransmission, seconds later the longer the cut lasted. So once the
+        clock reads earlier than when the dial began, a message queued for the peer ends the dial: a
+        fresh one goes through as soon as the network does.
+        """
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        end = start + CONNECT_TIMEOUT
+        dial = asyncio.ensure_future(self.t.net.open_connection(self.host, self.port))
+        try:
+            while True:
+                now = loop.time()
+                if now >= end:
+                    raise TimeoutError()
+                if now < start and self.queue:
+                    raise TimeoutError("the clock stepped back during the dial")
+                self._work = loop.create_future()  # resolved by enqueue()
+                try:
+                    await asyncio.wait({dial, self._work}, timeout=end - now,
+                                       return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    self._work = None
+                if dial.done():
+                    return dial.result()
+        finally:
+            if not dial.done():
+                dial.cancel()
 
     async def _pump(self, writer: StreamWriter, watcher: asyncio.Future[None]) -> None:
         while not self.t.closing:
