@@ -23,6 +23,7 @@ from jepsen_py.explore.replay import ClientReplay, FinalReplay, NemesisReplay, P
 from jepsen_py.explore.schedule import Schedule
 from jepsen_py.explore.search import Trial
 from jepsen_py.explore.space import Config, nemesis_events
+from jepsen_py.explore.watchdog import livelock_watchdog
 from jepsen_py.generator import Context, Generator, Step
 from jepsen_py.generator import rate as limit_rate
 from jepsen_py.history import Op
@@ -234,7 +235,8 @@ class SimSystem:
         if self.deadline is not None:
             workload.generator = Deadline(workload.generator, self.deadline)
             nemesis_gen = Deadline(nemesis_gen, self.deadline)
-        outcome = self.run(spec, workload, nemesis_gen, ())
+        with livelock_watchdog():
+            outcome = self.run(spec, workload, nemesis_gen, ())
         wall = time.monotonic() - started
         recorded = skeleton.with_events([*skeleton.nemesis_events, *tape.events], final=list(final.events),
                                         t0=clock.t0)
@@ -245,7 +247,8 @@ class SimSystem:
         spec = spec_for(schedule, backend="sim", results_dir=keep or self.work_dir,
                         name=name or self._name(), db=self.db)
         started = time.monotonic()
-        outcome = replay_run(schedule, spec, self._cut_short(self.run), post_run)
+        with livelock_watchdog():
+            outcome = replay_run(schedule, spec, self._cut_short(self.run), post_run)
         return self._trial(schedule, outcome, time.monotonic() - started, None, keep=keep is not None)
 
     def _cut_short(self, run: RunFn) -> RunFn:
