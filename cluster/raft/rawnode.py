@@ -140,15 +140,22 @@ class RawNode:
     # ---- outputs ----
 
     def has_ready(self) -> bool:
+        """Whether ready() would have anything. Asked after every input, so it compares the fields
+        in place rather than building the soft and hard states it compares."""
         r = self.raft
         r.flush()
+        log = r.raft_log
+        soft, hard = self._prev_soft, self._prev_hard
+        term, vote, commit = r.term, r.vote, log.committed
         return bool(
-            r.soft_state() != self._prev_soft
-            or (not (hs := r.hard_state()).is_empty() and hs != self._prev_hard)
-            or r.raft_log.has_pending_snapshot()
-            or r.raft_log.unstable_entries()
+            r.lead != soft.leader
+            or r.state != soft.role
+            or ((term or vote is not None or commit)
+                and (term != hard.term or vote != hard.vote or commit != hard.commit))
+            or log.unstable.snapshot is not None
+            or log.unstable.entries
             or r.msgs
-            or r.raft_log.has_next_committed_entries()
+            or log.has_next_committed_entries()
             or r.read_states
         )
 

@@ -135,3 +135,51 @@ def test_a_heartbeat_committing_past_the_log_is_refused():
     with pytest.raises(InvalidMessageError):
         raw.step(Message(type=MSG_HEARTBEAT, src="n2", dst="n1", term=1, commit=7))
     assert raw.status()["commit"] == 0
+
+
+class ComparingRawNode(RawNode):
+    """has_ready() checked against its definition: the soft or hard state changed (a non-empty hard
+    state), or there is a snapshot, entries, messages, committed entries or read states to hand out."""
+
+    calls = 0
+
+    def has_ready(self) -> bool:
+        got = super().has_ready()
+        r = self.raft
+        hs = r.hard_state()
+        want = bool(r.soft_state() != self._prev_soft
+                    or (not hs.is_empty() and hs != self._prev_hard)
+                    or r.raft_log.has_pending_snapshot() or r.raft_log.unstable_entries() or r.msgs
+                    or r.raft_log.has_next_committed_entries() or r.read_states)
+        assert got == want, (got, want, r.status())
+        ComparingRawNode.calls += 1
+        return got
+
+
+def test_has_ready_agrees_with_what_ready_would_hold_through_elections_writes_reads_and_crashes():
+    import random
+
+    from .sim import Cluster
+
+    rng = random.Random(5)
+    c = Cluster(3, node_class=ComparingRawNode, seed=5)
+    for step in range(600):
+        r = rng.random()
+        node = rng.choice(c.ids)
+        if r < 0.3:
+            c.tick_all()
+        elif r < 0.5:
+            c.propose(node, step)
+        elif r < 0.6:
+            c.read(node)
+        elif r < 0.63:
+            c.crash(node)
+            c.restart(node)
+        elif r < 0.66:
+            c.isolate(node)
+        elif r < 0.7:
+            c.heal()
+        c.deliver_all()
+        c.pump()
+    assert ComparingRawNode.calls > 1000
+    assert max(n.applied for n in c.nodes.values()) > 50  # it did elect, replicate and apply
