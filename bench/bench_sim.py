@@ -44,12 +44,16 @@ async def client_load(c: SimCluster, rate: float, until: float, answered: list[i
             answered[0] += 1
 
     i = 0
+    target: str | None = None
+    look_at = 0.0
     while loop.time() < until:
         await asyncio.sleep(1.0 / rate)
-        leaders = c.leaders()
-        if not leaders:
+        if loop.time() >= look_at:  # who leads, ten times a simulated second (asking costs a status())
+            leaders = c.leaders()
+            target = leaders[0] if leaders else None
+            look_at = loop.time() + 0.1
+        if target is None:
             continue
-        target = leaders[0]
         if target not in streams:
             reader, writer = await c.client_net.open_connection(target, CLIENT_PORT)
             streams[target] = writer
