@@ -24,7 +24,7 @@ from types import FrameType
 
 # Node code handles one message, timer or Ready batch per step: microseconds to a few milliseconds,
 # a snapshot or a long WAL recovery well under a second. Seconds of CPU in one step is a livelock.
-LIMIT_S = 5.0
+LIMIT_S = 2.0
 TICK_S = 0.25
 _STEP = ("_step", ("sim", "loop.py"))
 
