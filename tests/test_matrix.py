@@ -201,3 +201,21 @@ def test_test_all_quick_catches_every_bug_and_never_accuses_the_correct_build(do
     for r in summary["runs"]:  # every run is in the store, inspectable afterwards
         assert r["run_dir"] and (Path(r["run_dir"]) / "history.jsonl").exists()
     assert "PASSED" in proc.stdout
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_test_all_runs_a_broad_cell_for_real_and_reports_it_apart(docker_engine, node_image, tmp_path):
+    # One broad cell, short: the bug caught with or without faults, under the broad config's mixed
+    # workload and faults; the row is the broad one, in the table and in summary.json.
+    argv = [sys.executable, "-m", "jepsen_py.cli", "test-all", "--bugs", "split-brain-metadata,broad",
+            "--time-limit", "15", "--test-count", "1", "--results-dir", str(tmp_path), "--name", "m",
+            "--no-progress"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=10 * 60)
+    summary = json.loads((tmp_path / "m" / "summary.json").read_text())
+    [row] = summary["rows"]
+    assert row["cell"] == "split-brain-metadata-broad" and row["config"] == "broad", row
+    assert row["workload"] == "metadata" and row["passed"], (row, proc.stderr[-3000:])
+    [run] = summary["runs"]
+    assert run["detected"] and Path(run["run_dir"], "history.jsonl").exists()
+    assert proc.returncode == 0 and "broad" in proc.stdout
