@@ -6,7 +6,8 @@ wraps the generators a run already has; the replayers stand in for them:
 
   - `NemesisReplay`: the recorded nemesis ops at their offsets (on Docker too: the same faults at
     the same moments of the main phase), then nothing until the time limit; on a real backend each
-    op keeps its recorded gap from the moment the previous one took effect (`keep_gaps`);
+    op keeps its recorded gap from the moment the previous one took effect, and the phase ends a
+    margin after the last one did (`margin`, with `UntilPhaseEnd` around the clients);
   - `ClientReplay`: each worker's recorded client ops at their offsets (in simulation, where the
     same seed makes the same answers come back);
   - `FinalReplay`: the final phase's reads, in order, taken by whichever worker is free.
@@ -28,11 +29,14 @@ from jepsen_py.history import Op
 
 class PhaseClock:
     """When the main phase began, as the generators saw it (test seconds). `recorded_t0`: when the
-    recorded phase began; a replay that begins at that very moment uses the events' exact times."""
+    recorded phase began; a replay that begins at that very moment uses the events' exact times.
+    `end`: the offset the phase ends at, once a real-backend replay knows it (NemesisReplay sets it
+    when its last op has taken effect; UntilPhaseEnd stops the clients there)."""
 
     def __init__(self, recorded_t0: float | None = None) -> None:
         self.t0: float | None = None
         self.recorded_t0 = recorded_t0
+        self.end: float | None = None
 
     def when(self, e: Event) -> float:
         """The test time `e` is due."""
@@ -108,17 +112,21 @@ def _template(e: Event) -> Template:
 class NemesisReplay(Generator):
     """The schedule's nemesis ops at their offsets; exhausted at the time limit.
 
-    `keep_gaps`: a fault op that took effect late (a docker exec takes a second where the simulator
-    acts at once) delays the ops after it by as much, so a fault window lasts as long as recorded,
-    counted from the moment the fault was in place."""
+    With `margin` (a real backend): a fault op that took effect late (a docker exec takes a second,
+    more on a loaded machine, where the simulator acts at once) delays the ops after it by as much,
+    so a fault window lasts as long as recorded, counted from the moment the fault was in place; and
+    the phase ends (clock.end) `margin` seconds after the last op took effect, or at the schedule's
+    time limit if that is later, however late that was."""
 
-    def __init__(self, schedule: Schedule, clock: PhaseClock, *, keep_gaps: bool = False) -> None:
+    def __init__(self, schedule: Schedule, clock: PhaseClock, *, margin: float | None = None) -> None:
         self.events = list(schedule.nemesis_events)
         self.end = schedule.time_limit
         self.clock = clock
         self.next = 0
-        self.keep_gaps = keep_gaps
-        self.lag = 0.0  # seconds the remaining ops run behind their offsets (keep_gaps only)
+        self.margin = margin
+        self.lag = 0.0  # seconds the remaining ops run behind their offsets (with a margin only)
+        if margin is not None and not self.events:
+            clock.end = self.end
 
     def op(self, ctx: Context) -> Step:
         now = self.clock.offset(ctx.time)
@@ -129,42 +137,78 @@ class NemesisReplay(Generator):
                 return Pending(self.clock.at(due))
             self.next += 1
             return _template(e)
-        if now + 1e-9 < self.end:
-            return Pending(self.clock.at(self.end))
+        end = self.end if self.margin is None else self.clock.end
+        if end is None:  # the last op has not taken effect yet: its completion wakes us
+            return Pending(None)
+        if now + 1e-9 < end:
+            return Pending(self.clock.at(end))
         return None
 
     def update(self, ctx: Context, invoke: Op, complete: Op) -> None:
-        if self.keep_gaps and self.next > 0:
-            done = self.clock.offset(ctx.time)
-            self.lag = max(self.lag, done - self.events[self.next - 1].at)
+        if self.margin is None or self.next == 0:
+            return
+        done = self.clock.offset(ctx.time)
+        self.lag = max(self.lag, done - self.events[self.next - 1].at)
+        if self.next == len(self.events):
+            self.clock.end = max(self.end, done + self.margin)
 
 
-# A real backend's fault ops take effect seconds after they are due (each pause, iptables cut and
-# clock step is a docker exec; a loaded machine makes that a second or two), where the simulator
-# acts at once. Per nemesis op, what the replay allows for that.
-REAL_FAULT_LAG_S = 3.0
+class UntilPhaseEnd(Generator):
+    """`gen`'s ops until the phase end a real-backend NemesisReplay set on the shared clock: the
+    clients keep going as long as the margin after the last fault needs, and no longer."""
+
+    def __init__(self, gen: Generator, clock: PhaseClock) -> None:
+        self.gen = gen
+        self.clock = clock
+
+    def op(self, ctx: Context) -> Step:
+        now = self.clock.offset(ctx.time)
+        end = self.clock.end
+        if end is not None and now + 1e-9 >= end:
+            return None
+        step = self.gen.op(ctx)
+        if end is not None and isinstance(step, Pending) and (step.until is None
+                                                                 or step.until > self.clock.at(end)):
+            return Pending(self.clock.at(end))
+        return step
+
+    def update(self, ctx: Context, invoke: Op, complete: Op) -> None:
+        self.gen.update(ctx, invoke, complete)
+
+
 # What must follow the last fault op on a real backend: election timeouts (0.5-1 s each) and then
 # several seconds of client ops, so an anomaly the fault caused still has time to be seen.
 REAL_MARGIN_S = 10.0
+# A real backend's fault ops take effect seconds after they are due (each pause, iptables cut and
+# clock step is a docker exec: 0.5-1.5 s on an idle machine, 4.7 s measured under a load of 20),
+# where the simulator acts at once. The main phase ends a margin after the last op took effect;
+# this many seconds per op bounds how long that may take before the phase ends anyway.
+REAL_FAULT_LAG_CAP_S = 15.0
 
 
 def for_real_backend(s: Schedule) -> Schedule:
     """The schedule as a real backend replays it, where a recorded simulation is not repeated op for
-    op but reproduced in kind:
+    op but reproduced in kind. With faults:
 
-      - the main phase lasts until at least REAL_MARGIN_S after the last fault op, allowing
-        REAL_FAULT_LAG_S for each fault op to take effect (a fault recorded 12 s into a 15 s run
-        would otherwise be healed before the cluster reacted to it);
-      - with faults, every node gets a client: which node leads is decided by the real election,
-        not by the recording, and a fault aimed at "the leader" must find a client asking that
-        node (a schedule without faults keeps its clients: its anomaly came from them alone);
-      - the fault ops keep their offsets and their gaps (NemesisReplay's keep_gaps), their targets
+      - the main phase lasts until REAL_MARGIN_S after the last fault op took effect (a fault
+        recorded 12 s into a 15 s run would otherwise be healed before the cluster reacted to it):
+        NemesisReplay's margin ends it; the time limit here only caps it, at REAL_FAULT_LAG_CAP_S
+        per fault op;
+      - every node gets a client, the workload's own at the schedule's rate: which node leads is
+        decided by the real election, not by the recording, and a fault aimed at "the leader" must
+        find clients asking that node, in whatever role it plays then;
+      - the fault ops keep their offsets and their gaps (NemesisReplay's margin), their targets
         resolved at the moment they land, as in simulation ("leader" is the leader then).
+
+    Without faults the anomaly came from the recorded client ops alone, and they are replayed as
+    recorded (ClientReplay), by as many clients; a real worker runs late, so the phase may outlast
+    the recorded time limit by REAL_MARGIN_S until the last of them has been handed out (it ends
+    then: one more op might succeed where the recording's failed).
     """
     nemesis = s.nemesis_events
     if not nemesis:
-        return s.with_events(s.events)
-    end = max(s.time_limit, nemesis[-1].at + REAL_FAULT_LAG_S * len(nemesis) + REAL_MARGIN_S)
+        return s.with_events(s.events, time_limit=s.time_limit + REAL_MARGIN_S)
+    end = max(s.time_limit, nemesis[-1].at + REAL_FAULT_LAG_CAP_S * len(nemesis) + REAL_MARGIN_S)
     return s.with_events(s.events, time_limit=end, concurrency=max(s.concurrency, len(s.nodes)))
 
 

@@ -6,7 +6,8 @@ land at the same offsets of the main phase, with the workload's own clients besi
 schedule's rate; the answers differ run to run, so the report says whether the schedule's anomaly
 came back. A real cluster reacts more slowly than the simulated one, so its replay is stretched to
 fit (replay.for_real_backend): a margin after the last fault, a client on every node, and fault
-windows as long as recorded from the moment each fault took effect.
+windows as long as recorded from the moment each fault took effect. A schedule without faults
+replays its recorded client ops there too: they alone made the anomaly.
 """
 
 from __future__ import annotations
@@ -19,7 +20,15 @@ from typing import Any
 
 from jepsen_py.errors import EXIT_BAD_INPUT, BadInput
 from jepsen_py.explore import schedule as sched
-from jepsen_py.explore.replay import NemesisReplay, PhaseClock, for_real_backend
+from jepsen_py.explore.replay import (
+    REAL_MARGIN_S,
+    ClientReplay,
+    FinalReplay,
+    NemesisReplay,
+    PhaseClock,
+    UntilPhaseEnd,
+    for_real_backend,
+)
 from jepsen_py.explore.schedule import Schedule
 from jepsen_py.explore.system import Outcome, anomaly_kinds, replay_run, run_real, run_sim, spec_for
 from jepsen_py.generator import rate
@@ -52,10 +61,8 @@ def run_schedule(args: argparse.Namespace) -> int:
     if simulated:
         outcome: Any = replay_run(s, spec, run_sim, CLI_POST_RUN)
     else:
-        print(f"replaying on {backend}: main phase {played.time_limit:g} s (recorded {s.time_limit:g} s), "
-              f"{played.concurrency} clients (recorded {s.concurrency}), "
-              f"{len(s.nemesis_events)} fault ops at their offsets")
-        outcome = replay_real(played, spec, CLI_POST_RUN)
+        print(f"replaying on {backend}: {_plan(s, played)}")
+        outcome = replay_real(s, spec, CLI_POST_RUN)
     if outcome.exit_code == EXIT_BAD_INPUT:
         print(f"jepsen-py: {outcome.error} (run stored in {outcome.run_dir})", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -76,13 +83,33 @@ def run_schedule(args: argparse.Namespace) -> int:
 
 
 def replay_real(s: Schedule, spec: TestSpec, post_run: Sequence[Any] = ()) -> Outcome:
-    """`s` (already mapped by for_real_backend) on a real backend: its fault ops at their offsets,
-    each window as long as recorded from when its fault took effect, and the workload's own clients
-    at the schedule's rate (their answers differ from the recorded ones anyway)."""
+    """`s` on a real backend, under `spec` (made from for_real_backend(s)): its fault ops at their
+    offsets, each window as long as recorded from when its fault took effect, and the workload's own
+    clients at the schedule's rate (their answers differ from the recorded ones anyway) until the
+    margin after the last fault has passed; without faults, its recorded client ops and final reads."""
     from jepsen_py.commands.run import workload_registry
     from jepsen_py.plugins import build_workload
 
     workload = build_workload(spec, workload_registry())
-    if "rate" in s.options:
-        workload.generator = rate(float(s.options["rate"]), workload.generator)
-    return run_real(spec, workload, NemesisReplay(s, PhaseClock(), keep_gaps=True), post_run)
+    clock = PhaseClock()
+    if s.nemesis_events:
+        clients = workload.generator
+        if "rate" in s.options:
+            clients = rate(float(s.options["rate"]), clients)
+        workload.generator = UntilPhaseEnd(clients, clock)
+    else:
+        workload.generator = ClientReplay(s.events, clock, end=spec.time_limit)
+        workload.final_generator = FinalReplay(s.final) if s.final else None
+    return run_real(spec, workload, NemesisReplay(s, clock, margin=REAL_MARGIN_S), post_run)
+
+
+def _plan(s: Schedule, played: Schedule) -> str:
+    """What a real-backend replay does with the schedule, in one line."""
+    clients = f"{played.concurrency} clients (recorded {s.concurrency})"
+    if not s.nemesis_events:
+        return (f"no fault ops; the {len(s.client_events)} recorded client ops at their offsets, the main "
+                f"phase until the last is handed out (recorded {s.time_limit:g} s, at most "
+                f"{played.time_limit:g} s), {clients}")
+    return (f"{len(s.nemesis_events)} fault ops at their offsets, the main phase until {REAL_MARGIN_S:g} s "
+            f"after the last took effect (recorded {s.time_limit:g} s, at most {played.time_limit:g} s), "
+            f"{clients}")

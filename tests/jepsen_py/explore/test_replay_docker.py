@@ -35,10 +35,10 @@ def test_a_late_fault_is_replayed_with_room_after_it(node_image: str, tmp_path: 
                  "--no-progress"])
     out = capsys.readouterr().out
     assert code in (0, 1), out
-    assert "replaying on docker: main phase" in out and "3 clients (recorded 2)" in out
+    assert "replaying on docker: 2 fault ops at their offsets" in out and "3 clients (recorded 2)" in out
     [run_dir] = [p for p in (tmp_path / "r").glob("*/2*") if p.is_dir()]
     test = json.loads((run_dir / "test.json").read_text())
-    assert test["time_limit"] >= 3.0 + REAL_MARGIN_S and test["concurrency"] == 3
+    assert test["time_limit"] >= 3.0 + REAL_MARGIN_S + 5.0 and test["concurrency"] == 3
 
     ops = _ops(run_dir)
     nemesis = [o for o in ops if o["process"] == "nemesis"]
@@ -48,7 +48,9 @@ def test_a_late_fault_is_replayed_with_room_after_it(node_image: str, tmp_path: 
     heal = next(o["time"] for o in nemesis if o["f"] == "heal" and o["type"] == "invoke")
     # the node stayed down the recorded second, counted from when the kill was done
     assert (start_invoked - kill_done) / 1e9 >= 1.0 - 0.05
-    # and clients kept asking for at least the margin after the restart, before the heal
-    assert (heal - start_done) / 1e9 >= REAL_MARGIN_S - 1.0
-    after = [o for o in ops if isinstance(o["process"], int) and start_done < o["time"] < heal]
+    # and clients kept asking for the margin after the restart, then the phase ended
+    clients = [o for o in ops if isinstance(o["process"], int) and o["time"] < heal]
+    last_invoke = max(o["time"] for o in clients if o["type"] == "invoke")
+    assert REAL_MARGIN_S - 1.0 <= (last_invoke - start_done) / 1e9 <= REAL_MARGIN_S + 0.5
+    after = [o for o in clients if o["time"] > start_done]
     assert {o["node"] for o in after} == {"n1", "n2", "n3"}
