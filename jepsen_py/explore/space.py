@@ -74,7 +74,7 @@ class Space:
     rates: tuple[float, ...] = (10.0, 25.0, 100.0)
     max_families: int = 3
     # how often a configuration enables 0, 1, 2, 3, ... fault families (swarm testing)
-    family_weights: tuple[float, ...] = (1.0, 3.0, 4.0, 2.0)
+    family_weights: tuple[float, ...] = (1.0, 2.0, 4.0, 3.0)
     extra: dict[str, object] = field(default_factory=dict)
 
     def family_count(self, rng: random.Random) -> int:
