@@ -349,8 +349,17 @@ class Node:
         Called on every input, not only by the timer: after a stall (SIGSTOP, a long fsync, a
         starved CPU) the ticks that elapsed are applied before the first request or message is
         handled, so a leader that slept through its lease or its CheckQuorum window learns it before
-        it serves a lease read. Bursts are capped at two election timeouts plus one, which is enough
-        for any timer in the core to fire.
+        it serves a lease read.
+
+        A stall cannot be told from the clock stepping forward (libfaketime steps the monotonic
+        clock too), so one reading is trusted only as far as safety needs. A leader takes at most an
+        election timeout of ticks at once: its lease ends, and CheckQuorum judges once what it heard
+        before the gap (a second judgement within the same burst could only see silence, since no
+        message arrives between the ticks of one burst, and would depose a leader its followers had
+        been answering). Any other node takes at most a quarter of one: counting less time than
+        passed only makes it wait longer before it campaigns or grants a vote, which no lease can be
+        hurt by, while a whole timeout at once made every node whose clock jumped (a fault on all of
+        them, a strobe) campaign at the same instant, hundreds of terms a minute.
 
         Unless ticks do not follow the clock (LeaderRules): then the node trusts its own tick count
         as the time that passed (one tick per timer firing, as a ticker that drops missed ticks does).
@@ -375,7 +384,7 @@ class Node:
                 self.log(f"clock went back {self._last_tick - now:.3f} s"
                          + (": lease given up" if self.raw.soft_state().role == LEADER else ""))
             if self.raw.soft_state().role == LEADER:
-                for _ in range(self.cfg.election_tick + 1):
+                for _ in range(self.cfg.election_tick):
                     self.raw.tick()
             self._last_tick = now
             # The tick timer was set by the clock before the step: it would fire the size of the
@@ -386,7 +395,10 @@ class Node:
         due = int((now - self._last_tick) / interval)
         if due <= 0:
             return
-        cap = 2 * self.cfg.election_tick + 1
+        if self.raw.soft_state().role == LEADER:
+            cap = self.cfg.election_tick
+        else:
+            cap = max(1, self.cfg.election_tick // 4)
         for _ in range(min(due, cap)):
             self.raw.tick()
         self._last_tick = now if due > cap else self._last_tick + due * interval

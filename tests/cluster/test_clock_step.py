@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from jepsen_py.cluster.node import Node, NodeConfig
-from jepsen_py.cluster.raft.messages import LEADER
+from jepsen_py.cluster.raft.messages import LEADER, MSG_HEARTBEAT, Message
 from jepsen_py.cluster.realio import real_env
 
 ELECTION_TICK = NodeConfig(id="n1", peers={"n1": ("127.0.0.1", 1)}, data_dir="/unused",
@@ -105,5 +105,30 @@ def test_a_clock_going_back_spends_an_election_timeout_on_a_leader_only(tmp_path
     before = leader.raw.raft.ticks
     leader._last_tick += 5.0
     leader.catch_up_ticks()
-    assert leader.raw.raft.ticks == before + ELECTION_TICK + 1  # its lease is given up
+    assert leader.raw.raft.ticks == before + ELECTION_TICK  # its lease is given up
+    leader.wal.close()
+
+
+def test_a_jump_forward_spends_a_quarter_timeout_on_a_follower_and_a_timeout_on_a_leader(tmp_path):
+    # A stall cannot be told from the clock stepping forward. Two election timeouts at once made
+    # every node whose clock jumped campaign at the same instant, and a leader judge CheckQuorum twice
+    # in one burst (the second time on silence, as no message arrives within a burst) and step down.
+    three = {"n1": ("127.0.0.1", 1), "n2": ("127.0.0.1", 2), "n3": ("127.0.0.1", 3)}
+    follower = _node(tmp_path / "f", three)
+    follower.raw.step(Message(type=MSG_HEARTBEAT, src="n2", dst="n1", term=1))
+    assert follower.raw.soft_state().leader == "n2"
+    before = follower.raw.raft.ticks
+    follower._last_tick -= 30.0  # the clock now reads 30 s later than at the last tick
+    follower.catch_up_ticks()
+    assert follower.raw.raft.ticks == before + ELECTION_TICK // 4
+    assert follower.raw.soft_state().role == "follower" and follower.raw.soft_state().leader == "n2"
+    follower.wal.close()
+
+    leader = _node(tmp_path / "l", {"n1": ("127.0.0.1", 1)})
+    leader.raw.campaign()
+    before = leader.raw.raft.ticks
+    leader._last_tick -= 30.0
+    leader.catch_up_ticks()
+    assert leader.raw.raft.ticks == before + ELECTION_TICK
+    assert leader.raw.soft_state().role == LEADER
     leader.wal.close()
