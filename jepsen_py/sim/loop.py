@@ -49,15 +49,16 @@ class SimDeadlock(RuntimeError):
 
 
 class SimFuture(asyncio.Future):  # type: ignore[type-arg]
-    """A Future whose hash is a creation counter: sets of futures iterate in the same order every
-    run (the default hash is the object's address)."""
-
-    def __init__(self, *, loop: SimLoop) -> None:
-        self._sim_hash = next(loop.scheduler.hashes)
-        super().__init__(loop=loop)
+    """A Future whose hash is a counter drawn when it is first hashed: sets of futures iterate in
+    the same order every run (the default hash is the object's address). Drawn lazily because most
+    futures are never hashed, and the order of first hashes is as deterministic as the run."""
 
     def __hash__(self) -> int:
-        return self._sim_hash
+        try:
+            return self._sim_hash  # type: ignore[no-any-return]
+        except AttributeError:
+            h = self._sim_hash = next(self._loop.scheduler.hashes)  # type: ignore[attr-defined]
+            return h
 
     def __eq__(self, other: object) -> bool:
         return self is other
@@ -264,17 +265,19 @@ class Scheduler:
         """Runs the simulation until `aw` (scheduled on `loop`) is done; its result or exception.
         `timeout` bounds the virtual time spent (TimeoutError past it)."""
         fut = asyncio.ensure_future(aw, loop=loop)
-        deadline = None if timeout is None else self.now + timeout
+        deadline = float("inf") if timeout is None else self.now + timeout
+        ready, step, done = self._ready, self._step, fut.done
         try:
-            while not fut.done():
-                nt = self.next_time()
-                if nt is None:
-                    raise SimDeadlock(f"nothing left to run at t={self.now:.6f} and {fut!r} is not done")
-                if deadline is not None and nt > deadline:
-                    self.now = deadline
-                    fut.cancel()
-                    raise TimeoutError(f"not done after {timeout} virtual seconds")
-                self._step()
+            while not done():
+                if not ready:  # the clock moves: check the deadline first
+                    heap = self._heap
+                    if not heap:
+                        raise SimDeadlock(f"nothing left to run at t={self.now:.6f} and {fut!r} is not done")
+                    if heap[0][0] > deadline:
+                        self.now = deadline
+                        fut.cancel()
+                        raise TimeoutError(f"not done after {timeout} virtual seconds")
+                step()
         finally:
             self._leave()
         return fut.result()
@@ -322,6 +325,22 @@ def _close_coroutine(coro: Any) -> None:
             return
         with contextlib.suppress(BaseException):  # whatever the dead code raises on its way out
             coro.close()
+
+
+class SoonHandle(asyncio.Handle):
+    """asyncio's Handle for call_soon, built without its debug-mode check (a call_soon per event)."""
+
+    __slots__ = ()
+
+    def __init__(self, callback: Callable[..., object], args: tuple[object, ...], loop: SimLoop,
+                 context: contextvars.Context | None) -> None:
+        self._callback = callback
+        self._args = args
+        self._loop = loop
+        self._context = contextvars.copy_context() if context is None else context
+        self._cancelled = False
+        self._repr = None
+        self._source_traceback = None
 
 
 class KernelEvent:
@@ -443,7 +462,7 @@ class SimLoop(asyncio.AbstractEventLoop):
 
     def call_soon(self, callback: Callable[..., object], *args: Any,
                   context: contextvars.Context | None = None) -> asyncio.Handle:
-        h = asyncio.Handle(callback, args, self, context)
+        h = SoonHandle(callback, args, self, context)
         if not self._dead:
             s = self.scheduler
             b = self._busy_until
@@ -477,7 +496,7 @@ class SimLoop(asyncio.AbstractEventLoop):
         self.scheduler.timer_cancelled()
 
     def create_future(self) -> asyncio.Future[Any]:
-        return SimFuture(loop=self)
+        return SimFuture(loop=self)  # type: ignore[no-any-return]
 
     def create_task(self, coro: Coroutine[Any, Any, T] | Generator[Any, None, T], *, name: str | None = None,
                     context: contextvars.Context | None = None) -> asyncio.Task[T]:

@@ -275,3 +275,16 @@ def test_sets_of_tasks_iterate_in_creation_order_every_run() -> None:
         return out
 
     assert order() == order()
+
+
+def test_sets_of_futures_iterate_the_same_way_every_run() -> None:
+    def order() -> list[int]:
+        _s, (lp,) = make()
+        made = [lp.create_future() for _ in range(50)]
+        spread = [lp.create_future() for _ in range(5000)]  # allocations between them vary the addresses
+        picked = made[::-1] + spread[::997]
+        return [picked.index(f) for f in set(picked)]
+
+    first = order()
+    assert first == order() == order()
+    assert sorted(first) == list(range(len(first)))
