@@ -200,6 +200,8 @@ class Node:
         #: the task that ticks the core while the node runs
         self._ticking = False
         self._ticker: asyncio.Future[None] | None = None
+        #: the event loop the node runs on (set by run())
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._open_storage()
 
     # ---- startup ----------------------------------------------------------------------------------
@@ -581,6 +583,16 @@ class Node:
     # ---- status -------------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
+        """What the node is (role, term, indexes, transport), as of now.
+
+        A status request over the wire is an input like any other: the ticks due are given first, so
+        a cluster whose clocks all stepped back, with no client traffic, is woken by the controller
+        asking who leads (its tick timers, set before the step, would otherwise hold it still for
+        the size of the step). Called from outside the node's own loop (the simulator's observer,
+        a test), it only reads.
+        """
+        if self._loop is not None and asyncio._get_running_loop() is self._loop:
+            self.catch_up_ticks()
         st = self.raw.status()
         out = {
             "id": self.cfg.id,
@@ -649,6 +661,7 @@ class Node:
             f"clients on {server.host}:{server.port}"
         )
         self._last_tick = self.clock.monotonic()  # recovery time is not election time
+        self._loop = loop
         self._ticking = True
         self._restart_ticker()
         try:
