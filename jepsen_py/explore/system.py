@@ -45,10 +45,12 @@ RunFn = Callable[[TestSpec, Workload, Generator, Sequence[Any]], Outcome]
 
 def run_sim(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
             post_run: Sequence[Any]) -> Outcome:
-    """One run in the simulator, with our workload and nemesis schedule."""
+    """One run in the simulator, with our workload and nemesis schedule; a node caught in an endless
+    loop is stopped by the livelock watchdog instead of hanging the run."""
     from jepsen_py.sim.run import run_sim as sim
 
-    return sim(spec, workload=workload, nemesis_generator=nemesis_generator, post_run=post_run)  # type: ignore[no-any-return]
+    with livelock_watchdog():
+        return sim(spec, workload=workload, nemesis_generator=nemesis_generator, post_run=post_run)  # type: ignore[no-any-return]
 
 
 def run_real(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
@@ -235,8 +237,7 @@ class SimSystem:
         if self.deadline is not None:
             workload.generator = Deadline(workload.generator, self.deadline)
             nemesis_gen = Deadline(nemesis_gen, self.deadline)
-        with livelock_watchdog():
-            outcome = self.run(spec, workload, nemesis_gen, ())
+        outcome = self.run(spec, workload, nemesis_gen, ())
         wall = time.monotonic() - started
         recorded = skeleton.with_events([*skeleton.nemesis_events, *tape.events], final=list(final.events),
                                         t0=clock.t0)
@@ -247,8 +248,7 @@ class SimSystem:
         spec = spec_for(schedule, backend="sim", results_dir=keep or self.work_dir,
                         name=name or self._name(), db=self.db)
         started = time.monotonic()
-        with livelock_watchdog():
-            outcome = replay_run(schedule, spec, self._cut_short(self.run), post_run)
+        outcome = replay_run(schedule, spec, self._cut_short(self.run), post_run)
         return self._trial(schedule, outcome, time.monotonic() - started, None, keep=keep is not None)
 
     def _cut_short(self, run: RunFn) -> RunFn:

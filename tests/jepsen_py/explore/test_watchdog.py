@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
+import pytest
+
+from jepsen_py.explore.space import Config
+from jepsen_py.explore.system import SimSystem
 from jepsen_py.explore.watchdog import NodeLivelock, livelock_watchdog
 from jepsen_py.sim.loop import Scheduler, SimLoop
 
@@ -34,3 +39,18 @@ def test_busy_code_outside_a_simulator_step_is_not_stopped() -> None:
         while time.process_time() < end:
             n += 1
     assert n > 0
+
+
+@pytest.mark.slow
+def test_a_node_spinning_after_a_wal_recovery_is_a_crash_not_a_hang(tmp_path: Path) -> None:
+    # recovery-duplicates: a restarted node replays two versions of its overwritten tail and its
+    # Ready loop can never catch up; before the watchdog this trial never ended
+    cfg = Config(workload="offsets", families=("kill", "partition"), shapes=("leader",), targets=("all",),
+                 interval=3.0, mode="cycle", read_mode="read-index", node_count=3, time_limit=25.0, seed=0,
+                 rate=25.0)
+    system = SimSystem(work_dir=tmp_path / "trials", bugs=["recovery-duplicates"])
+    trial = system.trial(cfg)
+    assert trial.error is None and "crash" in trial.anomalies, trial.anomalies
+    assert trial.run_dir is not None
+    logs = "".join(p.read_text() for p in trial.run_dir.glob("nodes/*/*.log"))
+    assert "NodeLivelock" in logs
