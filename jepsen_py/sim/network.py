@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import itertools
 import math
 import socket
+import statistics
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -53,15 +55,29 @@ FIRST_EPHEMERAL_PORT = 40_000
 _EOF = b""  # the FIN marker in a pipe: an empty chunk (writes of b"" are never queued)
 
 
+#: a latency is one of this many equally likely quantiles of its distribution (2**QUANTILE_BITS)
+QUANTILE_BITS = 12
+
+
 @dataclass(frozen=True)
 class LinkProfile:
-    """One-way latency of a link: lognormal with this median and shape (seconds)."""
+    """One-way latency of a link: lognormal with this median and shape (seconds).
+
+    Drawn as one of 4096 equally likely quantiles (the midpoints of 4096 equal-probability bins, so
+    the tails reach 3.5 sigma): one draw of 12 random bits per chunk sent instead of a Gaussian
+    draw and an exp, which together were a tenth of the fabric's time."""
 
     median_s: float = 0.0005
     sigma: float = 0.3
 
+    @functools.cached_property
+    def _quantiles(self) -> tuple[float, ...]:
+        n = 1 << QUANTILE_BITS
+        z = statistics.NormalDist()
+        return tuple(self.median_s * math.exp(self.sigma * z.inv_cdf((i + 0.5) / n)) for i in range(n))
+
     def draw(self, rng: Any) -> float:
-        return float(self.median_s * math.exp(self.sigma * rng.gauss(0.0, 1.0)))
+        return self._quantiles[rng.getrandbits(QUANTILE_BITS)]
 
 
 class Endpoint:
@@ -348,6 +364,8 @@ class SimNetwork:
         return hn
 
     def latency(self, src: str, dst: str) -> float:
+        if not self.links:
+            return self.default.draw(self.rng)
         return (self.links.get((src, dst)) or self.default).draw(self.rng)
 
     # ---- partitions -------------------------------------------------------------------------------

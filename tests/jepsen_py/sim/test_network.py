@@ -205,3 +205,20 @@ def test_same_seed_same_latencies() -> None:
 
     assert arrivals(5) == arrivals(5)
     assert arrivals(5) != arrivals(6)
+
+
+def test_link_latency_is_lognormal_around_its_median_and_seeded() -> None:
+    import math
+    import random
+    import statistics
+
+    from jepsen_py.sim.network import LinkProfile
+
+    p = LinkProfile(median_s=0.002, sigma=0.5)
+    rng = random.Random(3)
+    xs = [p.draw(rng) for _ in range(40_000)]
+    assert xs[:100] == [p.draw(r) for r in [random.Random(3)] for _ in range(100)]  # seeded
+    logs = [math.log(x / 0.002) for x in xs]
+    assert abs(statistics.median(xs) / 0.002 - 1) < 0.03
+    assert abs(statistics.pstdev(logs) - 0.5) < 0.02
+    assert 3.0 < max(logs) / 0.5 < 4.0 and 3.0 < -min(logs) / 0.5 < 4.0  # tails of about 3.5 sigma
