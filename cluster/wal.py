@@ -65,8 +65,12 @@ def _crc(rtype: int, payload: bytes) -> int:
     return zlib.crc32(payload, zlib.crc32(bytes((rtype,))))
 
 
+#: built once: json.dumps with non-default separators builds a new encoder per call (one per Ready)
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+
 def encode_record(rtype: int, body: Any) -> bytes:
-    payload = json.dumps(body, separators=(",", ":")).encode()
+    payload = _ENCODER.encode(body).encode()
     return HEADER.pack(len(payload), _crc(rtype, payload), rtype) + payload
 
 

@@ -223,3 +223,18 @@ def test_any_torn_write_recovers_the_log_of_whole_records(tmp_path_factory, scri
     rec = reopen(d)
     assert rec.entries == (new_model if cut >= entries_end else old_model)
     assert [e.index for e in rec.entries] == list(range(1, len(rec.entries) + 1))
+
+
+def test_a_record_is_length_crc_type_then_compact_json():
+    import json
+    import zlib
+
+    from jepsen_py.cluster.wal import ENTRIES, HEADER, encode_record
+
+    body = [[3, 7, {"op": "commit_offset", "topic": "é", "offset": 5}], [3, 8, None]]
+    rec = encode_record(ENTRIES, body)
+    payload = json.dumps(body, separators=(",", ":")).encode()
+    assert rec[HEADER.size:] == payload
+    length, crc, rtype = HEADER.unpack_from(rec)
+    assert (length, rtype) == (len(payload), ENTRIES)
+    assert crc == zlib.crc32(payload, zlib.crc32(bytes((ENTRIES,))))
