@@ -184,6 +184,11 @@ REAL_MARGIN_S = 10.0
 # where the simulator acts at once. The main phase ends a margin after the last op took effect;
 # this many seconds per op bounds how long that may take before the phase ends anyway.
 REAL_FAULT_LAG_CAP_S = 15.0
+# Clients per node on a real backend when the schedule has faults. A client of a node cut off from
+# the majority sits in a write that cannot commit until the op times out (5 s): with one client per
+# node, the cut-off node is asked nothing else meanwhile (measured: a zombie-leader replay whose
+# only client of the isolated leader drew three writes in a row and never read from it).
+REAL_CLIENTS_PER_NODE = 2
 
 
 def for_real_backend(s: Schedule) -> Schedule:
@@ -194,9 +199,9 @@ def for_real_backend(s: Schedule) -> Schedule:
         recorded 12 s into a 15 s run would otherwise be healed before the cluster reacted to it):
         NemesisReplay's margin ends it; the time limit here only caps it, at REAL_FAULT_LAG_CAP_S
         per fault op;
-      - every node gets a client, the workload's own at the schedule's rate: which node leads is
-        decided by the real election, not by the recording, and a fault aimed at "the leader" must
-        find clients asking that node, in whatever role it plays then;
+      - every node gets REAL_CLIENTS_PER_NODE clients, the workload's own at the schedule's rate:
+        which node leads is decided by the real election, not by the recording, and a fault aimed
+        at "the leader" must find clients asking that node, in whatever role it plays then;
       - the fault ops keep their offsets and their gaps (NemesisReplay's margin), their targets
         resolved at the moment they land, as in simulation ("leader" is the leader then).
 
@@ -209,7 +214,8 @@ def for_real_backend(s: Schedule) -> Schedule:
     if not nemesis:
         return s.with_events(s.events, time_limit=s.time_limit + REAL_MARGIN_S)
     end = max(s.time_limit, nemesis[-1].at + REAL_FAULT_LAG_CAP_S * len(nemesis) + REAL_MARGIN_S)
-    return s.with_events(s.events, time_limit=end, concurrency=max(s.concurrency, len(s.nodes)))
+    return s.with_events(s.events, time_limit=end,
+                         concurrency=max(s.concurrency, REAL_CLIENTS_PER_NODE * len(s.nodes)))
 
 
 class ClientReplay(Generator):
