@@ -288,3 +288,20 @@ def test_sets_of_futures_iterate_the_same_way_every_run() -> None:
     first = order()
     assert first == order() == order()
     assert sorted(first) == list(range(len(first)))
+
+
+def test_a_failing_callback_is_reported_on_its_loop_and_the_simulation_goes_on() -> None:
+    s, (lp,) = make()
+    ran: list[str] = []
+
+    def boom() -> None:
+        raise ValueError("boom")
+
+    lp.call_soon(boom)
+    lp.call_later(1.0, boom)
+    lp.call_later(2.0, ran.append, "after")
+    s.run_until_idle()
+    assert ran == ["after"]
+    assert [type(e["exception"]) for e in lp.errors] == [ValueError, ValueError]
+    for e in lp.errors:
+        assert e["message"].startswith("Exception in callback ") and "boom()" in e["message"]
