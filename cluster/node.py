@@ -542,7 +542,7 @@ class Node:
 
     def _after_ready(self) -> None:
         soft = self.raw.soft_state()
-        role, term, leader = soft.role, self.raw.hard_state().term, soft.leader
+        role, term, leader = soft.role, self.raw.term(), soft.leader
         seen = (role, term, leader)
         if seen != self._last_seen:
             prev = self._last_seen
@@ -621,7 +621,7 @@ class Node:
     def whoami(self) -> dict[str, Any]:
         """The node / role / term / leader every answer carries (cheap: called per answer)."""
         soft = self.raw.soft_state()
-        return {"node": self.cfg.id, "role": soft.role, "term": self.raw.hard_state().term,
+        return {"node": self.cfg.id, "role": soft.role, "term": self.raw.term(),
                 "leader": soft.leader}
 
     def leader(self) -> str | None:

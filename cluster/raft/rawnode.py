@@ -223,6 +223,10 @@ class RawNode:
     def soft_state(self) -> SoftState:
         return self.raft.soft_state()
 
+    def term(self) -> int:
+        """hard_state().term without building the record (the edges ask after every Ready)."""
+        return self.raft.term
+
 
 def _validate_append(msg: Message) -> None:
     """Entries must follow (index, log_term) contiguously with non-decreasing terms <= msg.term."""

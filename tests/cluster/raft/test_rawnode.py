@@ -183,3 +183,11 @@ def test_has_ready_agrees_with_what_ready_would_hold_through_elections_writes_re
         c.pump()
     assert ComparingRawNode.calls > 1000
     assert max(n.applied for n in c.nodes.values()) > 50  # it did elect, replicate and apply
+
+
+def test_term_is_the_hard_states_term_through_a_campaign():
+    raw, st = make_node("n1", PEERS)
+    assert raw.term() == raw.hard_state().term == 0
+    raw.campaign()
+    drain(raw, st)
+    assert raw.term() == raw.hard_state().term == 1
