@@ -135,12 +135,14 @@ class Pipe:
         f = self.fabric
         self.pending.append(data)
         self.pending_bytes += len(data)
-        src, dst = self.src.host, self.dst.host
-        if (src, dst) in f._cuts:
-            self._mark_unacked()
-            return
-        if (dst, src) in f._cuts:
-            self._mark_unacked()
+        cuts = f._cuts
+        if cuts:
+            src, dst = self.src.host, self.dst.host
+            if (src, dst) in cuts:
+                self._mark_unacked()
+                return
+            if (dst, src) in cuts:
+                self._mark_unacked()
         if self.in_flight == len(self.pending) - 1:
             self._launch(at)
 
@@ -164,14 +166,14 @@ class Pipe:
         f = self.fabric
         if f.on_deliver is not None:
             f.on_deliver(f.scheduler.now, self.src.host, dst.host, chunk)
-        if dst.gone:
+        if dst.closed or dst.error is not None or dst.loop._dead:  # dst.gone
             if chunk:
                 self.fabric._reset_back(self)
         elif chunk:
             dst.reader.feed_data(chunk)
         else:
             dst.reader.feed_eof()
-        if self.pending_bytes <= SEND_BUFFER // 2:
+        if self.src.writer._drain_waiter is not None and self.pending_bytes <= SEND_BUFFER // 2:
             self.src.writer._wake(None)
 
     def hold(self) -> None:
@@ -225,9 +227,10 @@ class SimStreamWriter:
 
     def write(self, data: bytes) -> None:
         ep = self._ep
-        if not data or ep.gone or ep.out is None:
+        out = ep.out
+        if not data or out is None or ep.closed or ep.error is not None or ep.loop._dead:  # ep.gone
             return
-        ep.out.send(bytes(data), ep.loop.global_now())
+        out.send(bytes(data), ep.loop.global_now())
 
     async def drain(self) -> None:
         ep = self._ep
