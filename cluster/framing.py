@@ -20,6 +20,7 @@ MAX_PEER_FRAME = 64 << 20
 #: built once: json.dumps with non-default separators builds a new encoder on every call, which
 #: doubled the cost of encoding a frame
 _ENCODER = json.JSONEncoder(separators=(",", ":"))
+_DECODER = json.JSONDecoder()
 
 
 class FrameError(Exception):
@@ -40,7 +41,12 @@ def encode(obj: dict[str, Any]) -> bytes:
 def decode_payload(payload: bytes) -> dict[str, Any]:
     """The JSON object in one frame's payload, or FrameError saying what is wrong with it."""
     try:
-        obj = json.loads(payload)
+        if payload[:1] == b"{" and payload[1:2] != b"\x00":
+            # what json.loads would detect as UTF-8 (every frame we send), decoded without the
+            # detection and the wrapper
+            obj = _DECODER.decode(payload.decode("utf-8", "surrogatepass"))
+        else:
+            obj = json.loads(payload)
     except (UnicodeDecodeError, ValueError) as e:
         raise FrameError(f"frame is not valid JSON: {e}", fatal=False) from None
     except RecursionError:

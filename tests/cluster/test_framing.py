@@ -33,3 +33,18 @@ def test_encode_refuses_what_json_cannot_hold():
     circular["self"] = circular
     with pytest.raises(ValueError):
         encode(circular)
+
+
+def test_payloads_decode_as_json_loads_decodes_them():
+    import json
+
+    from jepsen_py.cluster.framing import FrameError, decode_payload
+
+    good = [b'{"a":[1,2.5,null,true],"b":"\\u00e9"}', '{"é":1}'.encode(), '{"x":1}'.encode("utf-16-le"),
+            '{"x":1}'.encode("utf-16"), '{"x":1}'.encode("utf-8-sig"), b"{}", b' {"x":1}']
+    for p in good:
+        assert decode_payload(p) == json.loads(p)
+    for bad in [b"{", b'{"x":1} junk', b"[1]", b'{"x":\xff}', b"", b"{\x00"]:
+        with pytest.raises(FrameError) as e:
+            decode_payload(bad)
+        assert not e.value.fatal
