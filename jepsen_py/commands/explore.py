@@ -126,6 +126,8 @@ class FindingReport:
     kinds: dict[str, int]
     found_after_s: float
     schedules_tried: int
+    # CPU seconds of this process until the finding: the search's cost on a machine others load too
+    found_after_cpu_s: float
     config: str
     original: dict[str, Any]
     shrunk: dict[str, Any] | None = None
@@ -206,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"explore: seed {seed}, budget {args.budget:g} s, bugs {', '.join(bugs) or 'none'}; "
           f"in {out_dir}", file=sys.stderr)
 
-    started = time.monotonic()
+    started, cpu0 = time.monotonic(), time.process_time()
     view = _View(search, args.budget, started)
     findings: list[FindingReport] = []
     trials_with_finding: list[Trial] = []
@@ -235,7 +237,8 @@ def run(args: argparse.Namespace) -> int:
             trials_with_finding.append(trial)
             view.status = "shrinking"
             findings.append(_handle_finding(trial, system, search, out_dir, len(findings) + 1,
-                                            time.monotonic() - started, args.shrink_budget))
+                                            time.monotonic() - started, time.process_time() - cpu0,
+                                            args.shrink_budget))
             view.status = "searching"
             if not args.keep_going:
                 break
@@ -248,16 +251,19 @@ def run(args: argparse.Namespace) -> int:
         "seed": seed, "budget_s": args.budget, "bugs": bugs, "space": asdict(space),
         "schedules_tried": st.tried, "trials_cut_by_budget": st.cut, "simulated_s": round(st.sim_seconds, 3),
         "errors": st.errors,
-        "wall_s": round(time.monotonic() - started, 3), "coverage_features": st.features,
+        "wall_s": round(time.monotonic() - started, 3), "cpu_s": round(time.process_time() - cpu0, 3),
+        "coverage_features": st.features,
         "corpus": st.corpus, "findings": [asdict(f) for f in findings],
     }
     (out_dir / "explore.json").write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
     print(f"explore: {st.tried} schedules, {st.sim_seconds:,.0f} simulated s in "
-          f"{time.monotonic() - started:.1f} wall s, {len(findings)} finding(s), {st.errors} error(s); "
+          f"{time.monotonic() - started:.1f} wall s ({time.process_time() - cpu0:.1f} CPU s), "
+          f"{len(findings)} finding(s), {st.errors} error(s); "
           f"{out_dir / 'explore.json'}")
     for f in findings:
         size = f.shrunk or f.original
-        print(f"finding: {f.kind} after {f.found_after_s:.1f} s ({f.schedules_tried} schedules): {f.config}; "
+        print(f"finding: {f.kind} after {f.found_after_s:.1f} s, {f.found_after_cpu_s:.1f} CPU s "
+              f"({f.schedules_tried} schedules): {f.config}; "
               f"shrunk to {size['faults']} fault(s), {size['client_ops']} client op(s), "
               f"{size['clients']} client(s), {size['keys']} key(s), {size['nodes']} node(s), "
               f"{size['time_limit']:g} s; schedule {f.schedule_file}")
@@ -271,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n: int, found_after: float,
-                    shrink_budget: float) -> FindingReport:
+                    found_after_cpu: float, shrink_budget: float) -> FindingReport:
     kind = primary_kind(trial.anomalies) or "anomaly"
     original = trial.schedule.with_events(trial.schedule.events)
     original.anomaly = kind
@@ -279,7 +285,7 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
     fdir.mkdir(parents=True, exist_ok=True)
     sched.save(original, fdir / "schedule-found.json")
     report = FindingReport(kind=kind, kinds=dict(trial.anomalies), found_after_s=round(found_after, 3),
-                           schedules_tried=search.stats.tried,
+                           schedules_tried=search.stats.tried, found_after_cpu_s=round(found_after_cpu, 3),
                            config=trial.config.label() if trial.config else "", original=original.size())
     if trial.run_dir is not None:
         report.notes.append(f"the run that found it: {trial.run_dir}")
