@@ -1,12 +1,14 @@
 """Shrinking a failing schedule to a small one that still fails with the same anomaly kind.
 
 As hypothesis does, shrinking tries smaller candidates and keeps any that still fail, pass after
-pass, until a whole round changes nothing or the budget ends. The passes, in order of what a reader
-of the result cares about most:
+pass, until a whole round changes nothing or the budget ends. The passes: first what makes every
+later attempt cheaper (less time to replay), then in order of what a reader of the result cares
+about most:
 
-  1. faults:      drop fault windows (a start with the stop that ends it), all at once first, then
-                  halves, quarters, ... down to single windows (delta debugging);
-  2. time:        end the main phase earlier (just after the last fault op, then halving);
+  1. time:        end the main phase earlier (a quarter, half, three quarters of it, or just after
+                  the last fault op; shortest first), so every later attempt replays less;
+  2. faults:      drop fault windows (a start with the stop that ends it), all at once first, then
+                  halves, quarters, ... down to single windows (delta debugging), then time again;
   3. nodes:       fewer nodes (ops sent to a node that no longer exists go with it);
   4. clients:     drop every op of a worker, workers renumbered;
   5. keys:        drop every op on a key, in the main phase and the final reads;
@@ -125,8 +127,11 @@ class Shrinker:
 
     def shorten(self, s: Schedule) -> Schedule:
         last_fault = max((e.at for e in s.nemesis_events), default=0.0)
-        candidates = sorted({round(x, 1) for x in (last_fault + 1.0, last_fault + 3.0, s.time_limit / 2,
-                                                     s.time_limit * 3 / 4) if 0 < x < s.time_limit - 0.05})
+        # shortest first: a shorter schedule makes every later attempt cheaper (a cut that falls
+        # inside a fault window leaves that fault on until the final heal)
+        candidates = sorted({round(x, 1) for x in (last_fault + 1.0, last_fault + 3.0, s.time_limit / 4,
+                                                     s.time_limit / 2, s.time_limit * 3 / 4)
+                             if 0 < x < s.time_limit - 0.05})
         for limit in candidates:
             cand = s.with_events([e for e in s.events if e.at <= limit], time_limit=limit)
             if self._try(cand):
@@ -178,8 +183,9 @@ class Shrinker:
         return best or s
 
     def shrink(self, s: Schedule) -> ShrinkResult:
-        passes = (self.drop_faults, self.shorten, self.fewer_nodes, self.fewer_clients, self.fewer_keys,
-                  self.fewer_client_ops)
+        # time first: each later attempt then replays a shorter run
+        passes = (self.shorten, self.drop_faults, self.shorten, self.fewer_nodes, self.fewer_clients,
+                  self.fewer_keys, self.fewer_client_ops)
         try:
             while True:
                 before = _measure(s)

@@ -71,7 +71,7 @@ class Space:
     node_counts: tuple[int, ...] = (3, 5)
     time_limits: tuple[float, ...] = (8.0, 15.0, 25.0)
     clients_per_node: tuple[int, ...] = (1, 2)
-    rates: tuple[float, ...] = (10.0, 25.0, 100.0)
+    rates: tuple[float, ...] = (10.0, 25.0, 50.0)
     max_families: int = 3
     # how often a configuration enables 0, 1, 2, 3, ... fault families (swarm testing)
     family_weights: tuple[float, ...] = (1.0, 2.0, 4.0, 3.0)
@@ -87,7 +87,7 @@ class Space:
     def sample(self, rng: random.Random) -> Config:
         k = self.family_count(rng)
         families = tuple(sorted(rng.sample(list(self.families), k)))
-        node_count = rng.choice(self.node_counts)
+        node_count = self._node_count(rng)
         time_limit = rng.choice(self.time_limits)
         return Config(
             workload=rng.choice(self.workloads),
@@ -103,6 +103,11 @@ class Space:
             clients_per_node=rng.choice(self.clients_per_node),
             rate=rng.choice(self.rates) if self.rates else None,
         )
+
+    def _node_count(self, rng: random.Random) -> int:
+        """The smallest cluster twice as often as each larger one: it costs least per trial."""
+        smallest = min(self.node_counts)
+        return rng.choices(self.node_counts, weights=[2 if n == smallest else 1 for n in self.node_counts])[0]
 
     def _interval(self, rng: random.Random, time_limit: float) -> float:
         """An interval that fits at least two fault ops (a start and its stop) in the main phase."""
@@ -139,7 +144,7 @@ class Space:
             elif dim == "read_mode":
                 out = replace(out, read_mode=rng.choice(self.read_modes))
             elif dim == "node_count":
-                n = rng.choice(self.node_counts)
+                n = self._node_count(rng)
                 out = replace(out, node_count=n, shapes=self._shapes(rng, n))
             elif dim == "time_limit":
                 limit = rng.choice(self.time_limits)

@@ -27,7 +27,7 @@ def test_explore_finds_shrinks_and_replays(tmp_path: Path, capsys: pytest.Captur
     assert finding["kind"] in ("duplicate-create", "stale-read", "nonlinearizable")
     assert finding["reproduced"] is True
     # the search's CPU cost is reported beside its wall time (a loaded machine inflates the latter)
-    assert 0 < finding["found_after_cpu_s"] and summary["cpu_s"] >= finding["found_after_cpu_s"]
+    assert finding["found_after_cpu_s"] > 0 and summary["cpu_s"] >= finding["found_after_cpu_s"]
     schedule_path = Path(finding["schedule_file"])
     assert schedule_path.parent == Path(finding["run_dir"])
     assert (schedule_path.parent / "timeline.html").is_file()

@@ -98,3 +98,19 @@ def test_shrinking_keeps_what_the_build_without_bugs_does_not_show() -> None:
     naive = shrink(s, lambda c: "lost-commit" in system.replay(c).anomalies, max_attempts=3000).schedule
     assert naive.fault_count == 0 and len(naive.client_events) <= 1
     assert lost_writes(out) and out.fault_count == 2 and len(out.client_events) == 2
+
+
+def test_time_is_cut_first_so_later_attempts_replay_less() -> None:
+    s = big_failing()
+    replayed: list[float] = []
+
+    def fails(c: Schedule) -> bool:
+        replayed.append(c.time_limit)
+        return bool(lost_writes(c))
+
+    result = shrink(s, fails, max_attempts=2000, budget_s=60)
+    assert lost_writes(result.schedule)
+    # the first attempt already replays a shorter run than the one found
+    assert replayed[0] < s.time_limit
+    # and most attempts replay at most half of the time the found schedule took
+    assert sum(1 for t in replayed if t <= s.time_limit / 2) > len(replayed) / 2, replayed
