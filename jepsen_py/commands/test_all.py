@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -49,6 +50,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=integer(0, 2**63 - 1), default=None,
                         help="seed of the first run of each cell (+1 per run)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sim = parser.add_argument_group("in the simulator (--backend sim)")
+    sim.add_argument("--backend", choices=("docker", "sim"), default="docker",
+                     help="docker (default): each run its own cluster; sim: every run in the "
+                          "deterministic simulator, in this process, seeds --seed (default 1) + run")
+    sim.add_argument("--correct-runs", type=integer(1, 1_000_000), default=None, metavar="N",
+                     help="sim: at least N correct-build runs spread evenly over its cells and the "
+                          "sweep (default 500 with the sweep, else --test-count per cell)")
+    sim.add_argument("--sweep", action=argparse.BooleanOptionalAction, default=None,
+                     help="sim: the correct build also under every workload our cluster serves x every "
+                          "nemesis x read modes read-index and lease (default: on, off with --quick)")
+    sim.add_argument("--sweep-time-limit", type=number(0, MAX_SECONDS, lo_open=True), default=20.0,
+                     metavar="S", help="sim: the sweep's main-phase seconds (default 20)")
+    sim.add_argument("--sweep-nemesis-interval", type=number(0, MAX_SECONDS, lo_open=True), default=5.0,
+                     metavar="S", help="sim: the sweep's seconds between fault ops (default 5)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
     cells = mx.load_expectations(args.expectations, args.quick)
     bugs = [b.strip() for b in args.bugs.split(",") if b.strip()] if args.bugs else None
     cells = mx.select(cells, bugs)
+    if args.backend == "sim":
+        return _run_sim(cells, bugs, args, test_count)
     if args.time_limit is not None:
         cells = [replace(c, time_limit=args.time_limit) for c in cells]
     matrix = args.name or ("matrix-quick" if args.quick else "matrix")
@@ -117,6 +134,104 @@ def _run_with_progress(cells: list[mx.Cell], args: argparse.Namespace, test_coun
                                   f"({', '.join(sorted(rec.anomaly_kinds)) or 'no anomalies'}) "
                                   f"{rec.wall_s:.0f} s")
         return mx.run_matrix(cells, on_run=step, **kw)
+
+
+def _run_sim(cells: list[mx.Cell], bugs: list[str] | None, args: argparse.Namespace, test_count: int) -> int:
+    """The matrix in the simulator (jepsen_py.sim.matrix): the same cells, table, summary and exit
+    code; the correct build also over the sweep, with --correct-runs runs in all."""
+    from dataclasses import replace
+
+    from jepsen_py import store
+    from jepsen_py.sim import matrix as smx
+
+    sweep = args.sweep if args.sweep is not None else not args.quick
+    if sweep and (not bugs or mx.CORRECT in bugs):
+        taken = {c.label for c in cells}
+        cells += [c for c in smx.sweep_cells(args.sweep_time_limit, args.sweep_nemesis_interval)
+                  if c.label not in taken]  # a [[correct]] cell already covers that configuration
+    if args.time_limit is not None:
+        cells = [replace(c, time_limit=args.time_limit) for c in cells]
+    correct_runs = args.correct_runs if args.correct_runs is not None else (500 if sweep else None)
+    planned = smx.plan(cells, test_count, correct_runs)
+    matrix = args.name or ("matrix-sim-quick" if args.quick else "matrix-sim")
+    seed = args.seed if args.seed is not None else smx.DEFAULT_SEED
+    summary_path = args.results_dir / matrix / "summary.json"
+    t0 = time.monotonic()
+
+    def write(rows: list[mx.Row], records: list[mx.RunRecord], complete: bool) -> dict:
+        summary = mx.write_summary(summary_path, matrix=matrix, quick=args.quick, test_count=test_count,
+                                   rows=rows, records=records, wall_s=time.monotonic() - t0,
+                                   complete=complete)
+        summary.update(backend="sim", seed=seed, correct_runs=correct_runs)
+        store.write_json(summary_path, summary)
+        return summary
+
+    kw = {"results_dir": args.results_dir, "matrix": matrix, "node_count": args.node_count, "seed": seed,
+          "parallel": args.parallel, "on_tally": lambda rows, records: write(rows, records, False)}
+    total = sum(p.runs for p in planned)
+    if args.no_progress or not sys.stderr.isatty():
+        def plain(cell: mx.Cell, i: int, rec: smx.SimRunRecord | None, status: object) -> None:
+            if rec is not None:
+                print(f"test-all: {_sim_run_line(cell, i, rec)}", file=sys.stderr, flush=True)
+        rows, records = smx.run_matrix(planned, on_run=plain, **kw)
+    else:
+        rows, records = _sim_with_bar(planned, total, kw)
+    summary = write(rows, records, True)
+    _print_table(rows, summary, summary_path)
+    if records and all(r.error is not None for r in records):
+        print(f"test-all: no run could be carried out; first error: {records[0].error}", file=sys.stderr)
+        return 255
+    return 0 if summary["passed"] else 1
+
+
+def _sim_run_line(cell: mx.Cell, i: int, rec: mx.RunRecord) -> str:
+    kinds = ", ".join(sorted(rec.anomaly_kinds)) or "no anomalies"
+    seed = getattr(rec, "seed", None)
+    simulated = getattr(rec, "simulated_s", None)
+    return (f"{cell.label} run {i + 1} (seed {seed}): {rec.verdict} ({kinds}) "
+            + (f"{simulated:.0f} simulated s in " if simulated is not None else "")
+            + f"{rec.wall_s:.0f} s" + (f"; {rec.error}" if rec.error else ""))
+
+
+def _sim_with_bar(planned: list, total: int, kw: dict) -> tuple[list[mx.Row], list[mx.RunRecord]]:
+    """The bar over every run, and under it the live line of the run in progress (in-process runs)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from jepsen_py.sim import matrix as smx
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("{task.fields[live]}", markup=False),
+                  transient=False) as bar:
+        task = bar.add_task("test-all (sim)", total=total, live="")
+        current: list = [None]
+
+        def live() -> None:  # the bar's refresh thread calls this through the column's field
+            status = current[0]
+            bar.update(task, live="" if status is None else status.line())
+
+        def step(cell: mx.Cell, i: int, rec: smx.SimRunRecord | None, status: object) -> None:
+            if rec is None:
+                current[0] = status
+                bar.update(task, description=f"{cell.label} ({i + 1})")
+            else:
+                current[0] = None
+                bar.advance(task)
+                bar.console.print(_sim_run_line(cell, i, rec))
+            live()
+
+        stop = threading.Event()
+
+        def refresh() -> None:
+            while not stop.wait(0.25):
+                live()
+
+        ticker = threading.Thread(target=refresh, name="test-all-live", daemon=True)
+        ticker.start()
+        try:
+            return smx.run_matrix(planned, on_run=step, **kw)
+        finally:
+            stop.set()
+            ticker.join()
 
 
 def _print_table(rows: list[mx.Row], summary: dict, path: Path) -> None:

@@ -1,0 +1,217 @@
+"""`jepsen-py test-all --backend sim`: the detection matrix in the simulator.
+
+The same cells, expectations, table and summary.json as on Docker (jepsen_py.matrix); only how one
+run is carried out changes. Each run is the `jepsen-py run` a Docker cell would start, with
+`--backend sim` added, parsed by the same parser and run in this process (no pictures: a run takes
+seconds, so thousands fit where Docker runs tens). Every run has an explicit seed (`--seed` of the
+matrix plus the iteration), so any run the table names replays byte for byte with `jepsen-py run
+--backend sim ... --seed N`.
+
+The correct build gets the [[correct]] cells plus a sweep: every workload our cluster serves x
+every nemesis the simulator models (and none) x the safe read modes, so "never accused" covers
+every fault and workload, not just the tuned cells. `--correct-runs N` spreads at least N runs over
+those cells.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import math
+import multiprocessing
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jepsen_py import matrix as mx
+from jepsen_py.errors import BadInput, JepsenError
+from jepsen_py.sim.progress import SimStatus
+
+#: the read modes a correct build must be linearizable under (`local` is unsafe by design)
+SAFE_READ_MODES = ("read-index", "lease")
+#: the seed of each cell's first run when --seed is not given: a fixed default, so a matrix run
+#: twice is the same matrix (and any failure in it replays)
+DEFAULT_SEED = 1
+
+
+@dataclass
+class SimRunRecord(mx.RunRecord):
+    """A run record plus what a simulated run adds: its seed (to replay it) and its cost."""
+
+    seed: int = 0
+    simulated_s: float | None = None
+    cpu_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A cell and how many runs it gets."""
+
+    cell: mx.Cell
+    runs: int
+
+
+def sweep_cells(time_limit: float, nemesis_interval: float) -> list[mx.Cell]:
+    """The correct build under every workload our cluster serves x every nemesis the simulator
+    models (and none) x every safe read mode."""
+    from jepsen_py.sim.nemesis import SUPPORTED
+    from jepsen_py.workloads import CLUSTER_WORKLOADS
+
+    return [mx.Cell(bug=mx.CORRECT, workload=w, nemesis=n, read_mode=mode, time_limit=time_limit,
+                    nemesis_interval=nemesis_interval)
+            for w in CLUSTER_WORKLOADS for n in ("none", *SUPPORTED) for mode in SAFE_READ_MODES]
+
+
+def plan(cells: list[mx.Cell], test_count: int, correct_runs: int | None) -> list[Planned]:
+    """Each bug cell `test_count` runs; the correct build's cells share `correct_runs` evenly (at
+    least one each), or `test_count` each when it is not given."""
+    correct = [c for c in cells if c.bug == mx.CORRECT]
+    per_correct = test_count
+    if correct_runs is not None and correct:
+        per_correct = max(1, math.ceil(correct_runs / len(correct)))
+    return [Planned(c, per_correct if c.bug == mx.CORRECT else test_count) for c in cells]
+
+
+def run_flags(cell: mx.Cell, name: str, results_dir: Path, node_count: int, seed: int) -> list[str]:
+    """The `jepsen-py run` flags of the Docker cell, for the simulator."""
+    argv = mx.run_argv(cell, name, results_dir, node_count, seed)
+    return [*argv[argv.index("run") + 1:], "--backend", "sim"]
+
+
+_VERSION: dict[str, str] = {}
+
+
+def spec_for(flags: list[str]) -> Any:
+    """The TestSpec `jepsen-py run FLAGS` would build, checked as it checks it (BadInput if not)."""
+    from jepsen_py import spec as specmod
+    from jepsen_py.cli import build_parser
+    from jepsen_py.commands import run as runcmd
+    from jepsen_py.dbversion import db_version
+    from jepsen_py.sim.backend import check_args
+
+    try:
+        args = build_parser().parse_args(["run", *flags])
+    except SystemExit as e:  # the parser printed its one line already
+        raise BadInput(f"bad run flags for the simulator: {' '.join(flags)}") from e
+    spec = specmod.from_args(args, runcmd.collect_options(args))
+    if spec.db not in _VERSION:  # git describe once per matrix, not once per run
+        _VERSION[spec.db] = db_version(spec.db, args.db_version)
+    spec.options["db_version"] = _VERSION[spec.db]
+    runcmd.check_names(spec)
+    check_args(args)
+    return spec
+
+
+def run_cell_sim(cell: mx.Cell, iteration: int, results_dir: Path, matrix: str, node_count: int,
+                 seed: int, status: SimStatus | None = None) -> SimRunRecord:
+    """Runs one cell once in the simulator, in this process, and reads back its verdict."""
+    from jepsen_py.sim.run import run_sim
+
+    name = f"{matrix}-{cell.label}"
+    t0 = time.monotonic()
+    rec = SimRunRecord(cell=cell.label, iteration=iteration, exit_code=255, verdict="framework-failure",
+                       wall_s=0.0, seed=seed)
+    try:
+        spec = spec_for(run_flags(cell, name, results_dir, node_count, seed))
+        outcome = run_sim(spec, status=status)
+    except JepsenError as e:
+        rec.exit_code, rec.verdict = e.exit_code, mx.EXIT_NAMES.get(e.exit_code, str(e.exit_code))
+        rec.error = str(e)[:300]
+        rec.wall_s = round(time.monotonic() - t0, 1)
+        return rec
+    rec.exit_code = outcome.exit_code
+    rec.verdict = mx.EXIT_NAMES.get(outcome.exit_code, str(outcome.exit_code))
+    rec.wall_s = round(time.monotonic() - t0, 1)
+    rec.simulated_s, rec.cpu_s = round(outcome.simulated_s, 3), round(outcome.cpu_s, 1)
+    rec.run_dir = str(outcome.run_dir)
+    if outcome.exit_code in (254, 255):
+        rec.error = (outcome.error or "the run failed")[:300]
+        return rec
+    rec.anomaly_kinds = mx.anomaly_kinds(outcome.results)
+    rec.first_anomaly_s = mx.first_anomaly_s(Path(outcome.run_dir), outcome.results)
+    rec.detected = outcome.exit_code == 1 and any(k in rec.anomaly_kinds for k in cell.anomalies)
+    return rec
+
+
+def _in_child(cell: mx.Cell, iteration: int, results_dir: Path, matrix: str, node_count: int,
+              seed: int) -> SimRunRecord:
+    """One run in a worker process; a crash of the controller becomes the run's record."""
+    try:
+        return run_cell_sim(cell, iteration, results_dir, matrix, node_count, seed)
+    except Exception as e:
+        return SimRunRecord(cell=cell.label, iteration=iteration, exit_code=255, verdict="framework-failure",
+                            wall_s=0.0, seed=seed, error=f"{type(e).__name__}: {e}"[:300])
+
+
+OnRun = Callable[[mx.Cell, int, "SimRunRecord | None", "SimStatus | None"], None]
+
+
+def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_count: int, seed: int,
+               parallel: int = 1, on_run: OnRun = lambda c, i, r, s: None,
+               on_tally: Callable[[list[mx.Row], list[mx.RunRecord]], None] | None = None,
+               ) -> tuple[list[mx.Row], list[mx.RunRecord]]:
+    """Runs every planned cell its number of times, iteration by iteration (so a matrix stopped
+    early has covered every cell evenly). Run i of a cell has seed `seed + i`.
+
+    parallel 1 runs in this process, and on_run gets the live SimStatus of each run (the bar draws
+    it); parallel N runs N worker processes (the simulation is one thread: threads would not help)."""
+    jobs = [(p.cell, i) for i in range(max((p.runs for p in planned), default=0)) for p in planned
+            if i < p.runs]
+    done: dict[tuple[str, int], mx.RunRecord] = {}
+    lock = threading.Lock()
+
+    def tally() -> tuple[list[mx.Row], list[mx.RunRecord]]:
+        rows: list[mx.Row] = []
+        records: list[mx.RunRecord] = []
+        for p in planned:
+            mine = [done[(p.cell.label, i)] for i in range(p.runs) if (p.cell.label, i) in done]
+            records.extend(mine)
+            rows.append(mx.summarize(p.cell, mine))
+        return rows, records
+
+    def finish(cell: mx.Cell, i: int, rec: SimRunRecord) -> None:
+        with lock:
+            done[(cell.label, i)] = rec
+            if on_tally is not None:
+                on_tally(*tally())
+        on_run(cell, i, rec, None)
+
+    if parallel <= 1:
+        for cell, i in jobs:
+            status = SimStatus(cell.time_limit)
+            on_run(cell, i, None, status)
+            try:
+                rec = run_cell_sim(cell, i, results_dir, matrix, node_count, seed + i, status)
+            except Exception as e:  # the controller broke: record it, keep the matrix going
+                rec = SimRunRecord(cell=cell.label, iteration=i, exit_code=255, verdict="framework-failure",
+                                   wall_s=0.0, seed=seed + i, error=f"{type(e).__name__}: {e}"[:300])
+            finish(cell, i, rec)
+        return tally()
+
+    ctx = multiprocessing.get_context("spawn")  # no threads or rich state forked into the workers
+    with concurrent.futures.ProcessPoolExecutor(max_workers=parallel, mp_context=ctx,
+                                                max_tasks_per_child=50) as pool:
+        futures = {}
+        for cell, i in jobs:
+            futures[pool.submit(_in_child, cell, i, results_dir, matrix, node_count, seed + i)] = (cell, i)
+        for cell, i in jobs[:parallel]:
+            on_run(cell, i, None, None)
+        pending = list(jobs[parallel:])
+        for fut in concurrent.futures.as_completed(futures):
+            cell, i = futures[fut]
+            try:
+                rec = fut.result()
+            except Exception as e:  # the worker process died
+                rec = SimRunRecord(cell=cell.label, iteration=i, exit_code=255, verdict="framework-failure",
+                                   wall_s=0.0, seed=seed + i, error=f"{type(e).__name__}: {e}"[:300])
+            finish(cell, i, rec)
+            if pending:
+                nxt = pending.pop(0)
+                on_run(nxt[0], nxt[1], None, None)
+    return tally()
+
+
+__all__ = ["DEFAULT_SEED", "SAFE_READ_MODES", "Planned", "SimRunRecord", "plan", "run_cell_sim",
+           "run_matrix", "spec_for", "sweep_cells"]
