@@ -200,7 +200,8 @@ class Node:
         #: the task that ticks the core while the node runs
         self._ticking = False
         self._ticker: asyncio.Future[None] | None = None
-        #: the event loop the node runs on (set by run())
+        #: the event loop the node runs on (set by run()): its work is scheduled there even when an
+        #: input comes from outside it (the simulator's observer asking for status)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._open_storage()
 
@@ -426,7 +427,7 @@ class Node:
     def schedule_ready(self) -> None:
         if not self._ready_scheduled:
             self._ready_scheduled = True
-            asyncio.get_running_loop().call_soon(self.process_ready)
+            (self._loop or asyncio.get_running_loop()).call_soon(self.process_ready)
 
     def process_ready(self) -> None:
         """Fail-stop: an error while persisting or applying leaves the node in an unknown state, so it
@@ -588,10 +589,10 @@ class Node:
         A status request over the wire is an input like any other: the ticks due are given first, so
         a cluster whose clocks all stepped back, with no client traffic, is woken by the controller
         asking who leads (its tick timers, set before the step, would otherwise hold it still for
-        the size of the step). Called from outside the node's own loop (the simulator's observer,
-        a test), it only reads.
+        the size of the step). The simulator's observer asks the same way (a direct call: the work
+        that follows is scheduled on the node's own loop). Before the node runs, it only reads.
         """
-        if self._loop is not None and asyncio._get_running_loop() is self._loop:
+        if self._ticking:
             self.catch_up_ticks()
         st = self.raw.status()
         out = {
@@ -633,6 +634,7 @@ class Node:
         from .server import ClientServer  # the server imports this module
 
         loop = asyncio.get_running_loop()
+        self._loop = loop
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stopping.set)
@@ -661,7 +663,6 @@ class Node:
             f"clients on {server.host}:{server.port}"
         )
         self._last_tick = self.clock.monotonic()  # recovery time is not election time
-        self._loop = loop
         self._ticking = True
         self._restart_ticker()
         try:
@@ -679,7 +680,7 @@ class Node:
         stopping), so a timer set before the clock stepped back does not hold up the next tick."""
         if self._ticker is not None:
             self._ticker.cancel()
-        self._ticker = asyncio.ensure_future(self._tick_forever()) if self._ticking else None
+        self._ticker = self._loop.create_task(self._tick_forever()) if self._ticking and self._loop else None
 
     async def _tick_forever(self) -> None:
         interval = self.cfg.tick_ms / 1000
