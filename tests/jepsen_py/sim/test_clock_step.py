@@ -63,3 +63,22 @@ def test_a_strobe_on_every_clock_elects_nobody_and_the_cluster_serves(seed: int,
             c.set_clock(n, 0.0)
         assert served_after(c, 10) == 10
         assert c.leaders() == [leader] and max((c.status(n) or {})["term"] for n in NODES) == term
+
+
+def test_asking_for_status_wakes_a_quiet_cluster_whose_clocks_all_stepped_back() -> None:
+    # With no client traffic, every tick timer (set before the step) held its node still for the
+    # size of the step; on Docker the controller's status requests woke the nodes, in the simulator
+    # its direct status reads did not, so a leader lost just then was replaced only 27 s later.
+    with SimCluster(4, NODES) as c:
+        c.start_all()
+        wait_for_leader(c, NODES, within=5.0)
+        for n in NODES:
+            c.set_clock(n, STEP_S)
+        c.run_for(0.5)
+        old = wait_for_leader(c, NODES, within=10.0)
+        for n in NODES:
+            c.set_clock(n, 0.0)
+        c.kill(old)
+        rest = [n for n in NODES if n != old]
+        new = wait_for_leader(c, rest, within=5.0)  # status read every 0.1 s, nothing else
+        assert new != old
