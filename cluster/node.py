@@ -53,8 +53,9 @@ class LeaderRules:
     leader_reads_locally: bool
     #: how much shorter than an election timeout the read lease is: the clock-drift bound
     lease_margin_ticks: int
-    #: ticks follow the monotonic clock (every due tick is applied, a clock going back gives up the
-    #: lease); otherwise a tick is one timer firing, whatever time passed
+    #: ticks follow the monotonic clock (a leader's due ticks are applied on every input, up to an
+    #: election timeout at once; a clock going back gives up the lease); otherwise a tick is one
+    #: timer firing, whatever time passed
     ticks_follow_clock: bool
 
 
