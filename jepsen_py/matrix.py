@@ -341,7 +341,7 @@ def run_matrix(cells: list[Cell], *, test_count: int, results_dir: Path, matrix:
     if parallel < 1:
         raise BadInput(f"--parallel must be at least 1, got {parallel}")
     jobs = [(cell, i) for i in range(test_count) for cell in cells]
-    done: dict[tuple[str, int], RunRecord] = {}
+    done: dict[tuple[Cell, int], RunRecord] = {}
     busy: set[str] = set()
     cond = threading.Condition()
 
@@ -367,7 +367,7 @@ def run_matrix(cells: list[Cell], *, test_count: int, results_dir: Path, matrix:
                 rec = RunRecord(cell=cell.label, iteration=i, exit_code=255, verdict="framework-failure",
                                 wall_s=0.0, error=f"{type(e).__name__}: {e}"[:300])
             with cond:
-                done[(cell.label, i)] = rec
+                done[(cell, i)] = rec  # by cell: two cells may share a label (other args)
                 busy.discard(cell.label)
                 cond.notify_all()
                 if on_tally is not None:
@@ -378,7 +378,7 @@ def run_matrix(cells: list[Cell], *, test_count: int, results_dir: Path, matrix:
         rows: list[Row] = []
         records: list[RunRecord] = []
         for cell in cells:
-            mine = [done[(cell.label, i)] for i in range(test_count) if (cell.label, i) in done]
+            mine = [done[(cell, i)] for i in range(test_count) if (cell, i) in done]
             records.extend(mine)
             rows.append(summarize(cell, mine))
         return rows, records

@@ -182,6 +182,24 @@ def test_parallel_runs_never_overlap_two_runs_of_one_cell(monkeypatch, tmp_path)
         mx.run_matrix(cells, test_count=1, results_dir=tmp_path, matrix="m", node_count=3, parallel=0)
 
 
+def test_two_cells_with_one_label_keep_their_own_runs(monkeypatch, tmp_path):
+    # The expectations have two correct-build cells labelled correct-offsets-kill (one at an
+    # unlimited rate): each must be tallied from its own runs, not from the other's.
+    plain = mx.Cell(mx.CORRECT, "offsets", "kill", "read-index", 1, 1)
+    fast = mx.Cell(mx.CORRECT, "offsets", "kill", "read-index", 1, 1, args=("--rate", "0"))
+    assert plain.label == fast.label
+
+    def fake_run_cell(cell, i, results_dir, matrix, node_count, seed=None):
+        verdict = "invalid" if cell.args else "valid"
+        return mx.RunRecord(cell=cell.label, iteration=i, exit_code=1 if cell.args else 0, verdict=verdict,
+                            wall_s=0.0)
+
+    monkeypatch.setattr(mx, "run_cell", fake_run_cell)
+    rows, records = mx.run_matrix([plain, fast], test_count=2, results_dir=tmp_path, matrix="m", node_count=3)
+    assert [(r.valid, r.invalid) for r in rows] == [(2, 0), (0, 2)]
+    assert len(records) == 4
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 def test_test_all_quick_catches_every_bug_and_never_accuses_the_correct_build(docker_engine, node_image,

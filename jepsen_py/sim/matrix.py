@@ -157,29 +157,29 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
 
     parallel 1 runs in this process, and on_run gets the live SimStatus of each run (the bar draws
     it); parallel N runs N worker processes (the simulation is one thread: threads would not help)."""
-    jobs = [(p.cell, i) for i in range(max((p.runs for p in planned), default=0)) for p in planned
-            if i < p.runs]
-    done: dict[tuple[str, int], mx.RunRecord] = {}
+    jobs = [(k, p.cell, i) for i in range(max((p.runs for p in planned), default=0))
+            for k, p in enumerate(planned) if i < p.runs]
+    done: dict[tuple[int, int], mx.RunRecord] = {}  # (planned index, run): labels may repeat
     lock = threading.Lock()
 
     def tally() -> tuple[list[mx.Row], list[mx.RunRecord]]:
         rows: list[mx.Row] = []
         records: list[mx.RunRecord] = []
-        for p in planned:
-            mine = [done[(p.cell.label, i)] for i in range(p.runs) if (p.cell.label, i) in done]
+        for k, p in enumerate(planned):
+            mine = [done[(k, i)] for i in range(p.runs) if (k, i) in done]
             records.extend(mine)
             rows.append(mx.summarize(p.cell, mine))
         return rows, records
 
-    def finish(cell: mx.Cell, i: int, rec: SimRunRecord) -> None:
+    def finish(k: int, cell: mx.Cell, i: int, rec: SimRunRecord) -> None:
         with lock:
-            done[(cell.label, i)] = rec
+            done[(k, i)] = rec
             if on_tally is not None:
                 on_tally(*tally())
         on_run(cell, i, rec, None)
 
     if parallel <= 1:
-        for cell, i in jobs:
+        for k, cell, i in jobs:
             status = SimStatus(cell.time_limit)
             on_run(cell, i, None, status)
             try:
@@ -187,29 +187,29 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
             except Exception as e:  # the controller broke: record it, keep the matrix going
                 rec = SimRunRecord(cell=cell.label, iteration=i, exit_code=255, verdict="framework-failure",
                                    wall_s=0.0, seed=seed + i, error=f"{type(e).__name__}: {e}"[:300])
-            finish(cell, i, rec)
+            finish(k, cell, i, rec)
         return tally()
 
     ctx = multiprocessing.get_context("spawn")  # no threads or rich state forked into the workers
     with concurrent.futures.ProcessPoolExecutor(max_workers=parallel, mp_context=ctx,
                                                 max_tasks_per_child=50) as pool:
         futures = {}
-        for cell, i in jobs:
-            futures[pool.submit(_in_child, cell, i, results_dir, matrix, node_count, seed + i)] = (cell, i)
-        for cell, i in jobs[:parallel]:
+        for k, cell, i in jobs:
+            futures[pool.submit(_in_child, cell, i, results_dir, matrix, node_count, seed + i)] = (k, cell, i)
+        for _, cell, i in jobs[:parallel]:
             on_run(cell, i, None, None)
         pending = list(jobs[parallel:])
         for fut in concurrent.futures.as_completed(futures):
-            cell, i = futures[fut]
+            k, cell, i = futures[fut]
             try:
                 rec = fut.result()
             except Exception as e:  # the worker process died
                 rec = SimRunRecord(cell=cell.label, iteration=i, exit_code=255, verdict="framework-failure",
                                    wall_s=0.0, seed=seed + i, error=f"{type(e).__name__}: {e}"[:300])
-            finish(cell, i, rec)
+            finish(k, cell, i, rec)
             if pending:
-                nxt = pending.pop(0)
-                on_run(nxt[0], nxt[1], None, None)
+                _, nxt_cell, nxt_i = pending.pop(0)
+                on_run(nxt_cell, nxt_i, None, None)
     return tally()
 
 

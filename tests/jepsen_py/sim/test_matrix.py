@@ -114,3 +114,18 @@ def test_correct_runs_are_spread_over_the_correct_cells_and_bugs_keep_test_count
     assert sum(p.runs for p in planned[1:]) >= 500
     assert {p.runs for p in planned[1:]} == {-(-500 // len(correct))}
     assert [p.runs for p in smx.plan([bug, *correct], 3, None)] == [3] * (1 + len(correct))
+
+
+def test_two_cells_with_one_label_are_run_and_tallied_apart(tmp_path: Path) -> None:
+    plain = mx.Cell(bug=mx.CORRECT, workload="offsets", nemesis="none", read_mode="read-index",
+                    time_limit=2, nemesis_interval=1)
+    slow = mx.Cell(bug=mx.CORRECT, workload="offsets", nemesis="none", read_mode="read-index",
+                   time_limit=2, nemesis_interval=1, args=("--rate", "20"))
+    assert plain.label == slow.label
+    rows, records = smx.run_matrix(smx.plan([plain, slow], 1, None), results_dir=tmp_path, matrix="m",
+                                   node_count=3, seed=5)
+    assert [r.runs for r in rows] == [1, 1] and all(r.valid == 1 for r in rows)
+    dirs = [Path(r.run_dir) for r in records if r.run_dir]
+    assert len(set(dirs)) == 2
+    rates = [json.loads((d / "test.json").read_text())["rate"] for d in dirs]
+    assert rates == [100, 20]
