@@ -60,9 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sim.add_argument("--sweep", action=argparse.BooleanOptionalAction, default=None,
                      help="sim: the correct build also under every workload our cluster serves x every "
                           "nemesis x read modes read-index and lease (default: on, off with --quick)")
-    sim.add_argument("--sweep-time-limit", type=number(0, MAX_SECONDS, lo_open=True), default=20.0,
+    sim.add_argument("--sweep-time-limit", type=number(0, MAX_SECONDS, lo_open=True), default=None,
                      metavar="S", help="sim: the sweep's main-phase seconds (default 20)")
-    sim.add_argument("--sweep-nemesis-interval", type=number(0, MAX_SECONDS, lo_open=True), default=5.0,
+    sim.add_argument("--sweep-nemesis-interval", type=number(0, MAX_SECONDS, lo_open=True), default=None,
                      metavar="S", help="sim: the sweep's seconds between fault ops (default 5)")
 
 
@@ -83,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
     cells = mx.select(cells, bugs)
     if args.backend == "sim":
         return _run_sim(cells, bugs, args, test_count)
+    for flag in ("correct_runs", "sweep", "sweep_time_limit", "sweep_nemesis_interval"):
+        if getattr(args, flag) is not None:
+            raise BadInput(f"--{flag.replace('_', '-')}: an option of the simulator's matrix (--backend sim)")
     if args.time_limit is not None:
         cells = [replace(c, time_limit=args.time_limit) for c in cells]
     matrix = args.name or ("matrix-quick" if args.quick else "matrix")
@@ -147,7 +150,8 @@ def _run_sim(cells: list[mx.Cell], bugs: list[str] | None, args: argparse.Namesp
     sweep = args.sweep if args.sweep is not None else not args.quick
     if sweep and (not bugs or mx.CORRECT in bugs):
         taken = {c.label for c in cells}
-        cells += [c for c in smx.sweep_cells(args.sweep_time_limit, args.sweep_nemesis_interval)
+        limit, interval = args.sweep_time_limit or 20.0, args.sweep_nemesis_interval or 5.0
+        cells += [c for c in smx.sweep_cells(limit, interval)
                   if c.label not in taken]  # a [[correct]] cell already covers that configuration
     if args.time_limit is not None:
         cells = [replace(c, time_limit=args.time_limit) for c in cells]

@@ -129,3 +129,12 @@ def test_two_cells_with_one_label_are_run_and_tallied_apart(tmp_path: Path) -> N
     assert len(set(dirs)) == 2
     rates = [json.loads((d / "test.json").read_text())["rate"] for d in dirs]
     assert rates == [100, 20]
+
+
+def test_simulator_options_without_backend_sim_are_refused_with_254(tmp_path: Path) -> None:
+    for flag in (["--correct-runs", "5"], ["--no-sweep"], ["--sweep-time-limit", "3"]):
+        proc = subprocess.run([sys.executable, "-m", "jepsen_py.cli", "test-all", *flag, "--results-dir",
+                               str(tmp_path)], capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert proc.returncode == 254, proc.stderr
+        assert "--backend sim" in proc.stderr and "Traceback" not in proc.stderr
+        assert not (tmp_path / "matrix").exists()
