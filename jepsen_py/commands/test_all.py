@@ -62,6 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "nemesis x read modes read-index and lease (default: on, off with --quick)")
     sim.add_argument("--sweep-time-limit", type=number(0, MAX_SECONDS, lo_open=True), default=None,
                      metavar="S", help="sim: the sweep's main-phase seconds (default 20)")
+    sim.add_argument("--run-wall-limit", type=number(0, MAX_SECONDS, lo_open=True), default=None,
+                     metavar="S", help="sim: stop a run after S wall seconds and count it failed "
+                                       "(default 30 x its time limit + 300)")
     sim.add_argument("--sweep-nemesis-interval", type=number(0, MAX_SECONDS, lo_open=True), default=None,
                      metavar="S", help="sim: the sweep's seconds between fault ops (default 5)")
 
@@ -83,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     cells = mx.select(cells, bugs)
     if args.backend == "sim":
         return _run_sim(cells, bugs, args, test_count)
-    for flag in ("correct_runs", "sweep", "sweep_time_limit", "sweep_nemesis_interval"):
+    for flag in ("correct_runs", "sweep", "sweep_time_limit", "sweep_nemesis_interval", "run_wall_limit"):
         if getattr(args, flag) is not None:
             raise BadInput(f"--{flag.replace('_', '-')}: an option of the simulator's matrix (--backend sim)")
     if args.time_limit is not None:
@@ -171,7 +174,8 @@ def _run_sim(cells: list[mx.Cell], bugs: list[str] | None, args: argparse.Namesp
         return summary
 
     kw = {"results_dir": args.results_dir, "matrix": matrix, "node_count": args.node_count, "seed": seed,
-          "parallel": args.parallel, "on_tally": lambda rows, records: write(rows, records, False)}
+          "parallel": args.parallel, "wall_limit_s": args.run_wall_limit,
+          "on_tally": lambda rows, records: write(rows, records, False)}
     total = sum(p.runs for p in planned)
     if args.no_progress or not sys.stderr.isatty():
         def plain(cell: mx.Cell, i: int, rec: smx.SimRunRecord | None, status: object) -> None:

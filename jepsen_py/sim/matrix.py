@@ -16,11 +16,13 @@ those cells.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import math
 import multiprocessing
+import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,41 @@ SAFE_READ_MODES = ("read-index", "lease")
 #: the seed of each cell's first run when --seed is not given: a fixed default, so a matrix run
 #: twice is the same matrix (and any failure in it replays)
 DEFAULT_SEED = 1
+
+
+class WallLimit(BaseException):
+    """A run went past its wall-clock budget. A BaseException, raised by an alarm in the run's own
+    thread, so that no `except Exception` in node code can swallow it: node code that loops without
+    letting virtual time pass would otherwise hold the matrix forever."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"stopped after {seconds:g} wall s: the simulated run did not finish (node code "
+                         f"that never lets virtual time pass?); its history ends where it stopped")
+
+
+def default_wall_limit(cell: mx.Cell) -> float:
+    """Generous: a loaded machine runs the simulator below real time (5x slower was measured)."""
+    return 30 * cell.time_limit + 300
+
+
+@contextlib.contextmanager
+def wall_limit(seconds: float | None) -> Iterator[None]:
+    """Raises WallLimit in this thread after `seconds` of wall time (only the main thread can
+    take a signal; elsewhere, and for None, there is no limit)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def ring(signum: int, frame: object) -> None:
+        raise WallLimit(seconds)
+
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 @dataclass
@@ -105,8 +142,10 @@ def spec_for(flags: list[str]) -> Any:
 
 
 def run_cell_sim(cell: mx.Cell, iteration: int, results_dir: Path, matrix: str, node_count: int,
-                 seed: int, status: SimStatus | None = None) -> SimRunRecord:
-    """Runs one cell once in the simulator, in this process, and reads back its verdict."""
+                 seed: int, status: SimStatus | None = None,
+                 wall_limit_s: float | None = None) -> SimRunRecord:
+    """Runs one cell once in the simulator, in this process, and reads back its verdict; a run past
+    `wall_limit_s` wall seconds is stopped and recorded as failed (its results.json says why)."""
     from jepsen_py.sim.run import run_sim
 
     name = f"{matrix}-{cell.label}"
@@ -115,7 +154,12 @@ def run_cell_sim(cell: mx.Cell, iteration: int, results_dir: Path, matrix: str, 
                        wall_s=0.0, seed=seed)
     try:
         spec = spec_for(run_flags(cell, name, results_dir, node_count, seed))
-        outcome = run_sim(spec, status=status)
+        with wall_limit(wall_limit_s):
+            outcome = run_sim(spec, status=status)
+    except WallLimit as e:  # it rang after the run itself (in the checkers): the run is lost all the same
+        rec.error = str(e)[:300]
+        rec.wall_s = round(time.monotonic() - t0, 1)
+        return rec
     except JepsenError as e:
         rec.exit_code, rec.verdict = e.exit_code, mx.EXIT_NAMES.get(e.exit_code, str(e.exit_code))
         rec.error = str(e)[:300]
@@ -136,10 +180,10 @@ def run_cell_sim(cell: mx.Cell, iteration: int, results_dir: Path, matrix: str, 
 
 
 def _in_child(cell: mx.Cell, iteration: int, results_dir: Path, matrix: str, node_count: int,
-              seed: int) -> SimRunRecord:
+              seed: int, wall_limit_s: float | None) -> SimRunRecord:
     """One run in a worker process; a crash of the controller becomes the run's record."""
     try:
-        return run_cell_sim(cell, iteration, results_dir, matrix, node_count, seed)
+        return run_cell_sim(cell, iteration, results_dir, matrix, node_count, seed, wall_limit_s=wall_limit_s)
     except Exception as e:
         return SimRunRecord(cell=cell.label, iteration=iteration, exit_code=255, verdict="framework-failure",
                             wall_s=0.0, seed=seed, error=f"{type(e).__name__}: {e}"[:300])
@@ -150,13 +194,19 @@ OnRun = Callable[[mx.Cell, int, "SimRunRecord | None", "SimStatus | None"], None
 
 def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_count: int, seed: int,
                parallel: int = 1, on_run: OnRun = lambda c, i, r, s: None,
+               wall_limit_s: float | None = None,
                on_tally: Callable[[list[mx.Row], list[mx.RunRecord]], None] | None = None,
                ) -> tuple[list[mx.Row], list[mx.RunRecord]]:
     """Runs every planned cell its number of times, iteration by iteration (so a matrix stopped
     early has covered every cell evenly). Run i of a cell has seed `seed + i`.
 
     parallel 1 runs in this process, and on_run gets the live SimStatus of each run (the bar draws
-    it); parallel N runs N worker processes (the simulation is one thread: threads would not help)."""
+    it); parallel N runs N worker processes (the simulation is one thread: threads would not help).
+    Each run may take `wall_limit_s` wall seconds (default: default_wall_limit of its cell)."""
+
+    def limit(cell: mx.Cell) -> float:
+        return wall_limit_s if wall_limit_s is not None else default_wall_limit(cell)
+
     jobs = [(k, p.cell, i) for i in range(max((p.runs for p in planned), default=0))
             for k, p in enumerate(planned) if i < p.runs]
     done: dict[tuple[int, int], mx.RunRecord] = {}  # (planned index, run): labels may repeat
@@ -183,7 +233,7 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
             status = SimStatus(cell.time_limit)
             on_run(cell, i, None, status)
             try:
-                rec = run_cell_sim(cell, i, results_dir, matrix, node_count, seed + i, status)
+                rec = run_cell_sim(cell, i, results_dir, matrix, node_count, seed + i, status, limit(cell))
             except Exception as e:  # the controller broke: record it, keep the matrix going
                 rec = SimRunRecord(cell=cell.label, iteration=i, exit_code=255, verdict="framework-failure",
                                    wall_s=0.0, seed=seed + i, error=f"{type(e).__name__}: {e}"[:300])
@@ -195,7 +245,8 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
                                                 max_tasks_per_child=50) as pool:
         futures = {}
         for k, cell, i in jobs:
-            futures[pool.submit(_in_child, cell, i, results_dir, matrix, node_count, seed + i)] = (k, cell, i)
+            fut = pool.submit(_in_child, cell, i, results_dir, matrix, node_count, seed + i, limit(cell))
+            futures[fut] = (k, cell, i)
         for _, cell, i in jobs[:parallel]:
             on_run(cell, i, None, None)
         pending = list(jobs[parallel:])
@@ -213,5 +264,5 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
     return tally()
 
 
-__all__ = ["DEFAULT_SEED", "SAFE_READ_MODES", "Planned", "SimRunRecord", "plan", "run_cell_sim",
-           "run_matrix", "spec_for", "sweep_cells"]
+__all__ = ["DEFAULT_SEED", "SAFE_READ_MODES", "Planned", "SimRunRecord", "WallLimit", "default_wall_limit",
+           "plan", "run_cell_sim", "run_matrix", "spec_for", "sweep_cells", "wall_limit"]

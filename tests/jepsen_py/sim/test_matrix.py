@@ -138,3 +138,21 @@ def test_simulator_options_without_backend_sim_are_refused_with_254(tmp_path: Pa
         assert proc.returncode == 254, proc.stderr
         assert "--backend sim" in proc.stderr and "Traceback" not in proc.stderr
         assert not (tmp_path / "matrix").exists()
+
+
+def test_a_run_past_its_wall_limit_is_stopped_and_recorded_and_the_next_runs(tmp_path: Path) -> None:
+    import signal
+
+    long = mx.Cell(bug=mx.CORRECT, workload="offsets", nemesis="none", read_mode="read-index",
+                   time_limit=600, nemesis_interval=1)
+    before = signal.getsignal(signal.SIGALRM)
+    rec = smx.run_cell_sim(long, 0, tmp_path, "m", 3, 1, wall_limit_s=5.0)
+    assert rec.exit_code == 255 and rec.error is not None and "stopped after 5 wall s" in rec.error
+    assert rec.wall_s < 120
+    (run_dir,) = (tmp_path / "m-correct-offsets-none").glob("2*")
+    results = json.loads((run_dir / "results.json").read_text())  # stopped in the run: it says so
+    assert "stopped after 5 wall s" in results["error"] and results["stats"]["simulated_s"] < 600
+    assert signal.getsignal(signal.SIGALRM) == before  # the alarm is gone: later runs are not cut
+    short = mx.Cell(bug=mx.CORRECT, workload="offsets", nemesis="none", read_mode="read-index",
+                    time_limit=2, nemesis_interval=1)
+    assert smx.run_cell_sim(short, 0, tmp_path, "m", 3, 1, wall_limit_s=300).verdict == "valid"
