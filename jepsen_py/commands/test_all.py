@@ -154,8 +154,11 @@ def _run_sim(cells: list[mx.Cell], bugs: list[str] | None, args: argparse.Namesp
     if sweep and (not bugs or mx.CORRECT in bugs):
         taken = {c.label for c in cells}
         limit, interval = args.sweep_time_limit or 20.0, args.sweep_nemesis_interval or 5.0
-        cells += [c for c in smx.sweep_cells(limit, interval)
-                  if c.label not in taken]  # a [[correct]] cell already covers that configuration
+        extra, skipped = smx.runnable([c for c in smx.sweep_cells(limit, interval)
+                                       if c.label not in taken], args.node_count)  # not twice
+        for line in skipped:
+            print(f"test-all: sweep: left out {line}", file=sys.stderr)
+        cells += extra
     if args.time_limit is not None:
         cells = [replace(c, time_limit=args.time_limit) for c in cells]
     correct_runs = args.correct_runs if args.correct_runs is not None else (500 if sweep else None)

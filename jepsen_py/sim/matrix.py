@@ -101,6 +101,24 @@ def sweep_cells(time_limit: float, nemesis_interval: float) -> list[mx.Cell]:
             for w in CLUSTER_WORKLOADS for n in ("none", *SUPPORTED) for mode in SAFE_READ_MODES]
 
 
+def runnable(cells: list[mx.Cell], node_count: int) -> tuple[list[mx.Cell], list[str]]:
+    """The cells whose runs `jepsen-py run` accepts at this node count, and one line for each left
+    out (partition-ring needs at least 4 nodes): a sweep skips what the cluster size cannot carry."""
+    from jepsen_py.plugins import build_nemesis
+
+    keep: list[mx.Cell] = []
+    skipped: list[str] = []
+    for c in cells:
+        try:
+            spec = spec_for(run_flags(c, "check", Path("results"), node_count, DEFAULT_SEED))
+            build_nemesis(list(spec.nemesis), spec)  # what a run checks first, nothing started
+        except BadInput as e:
+            skipped.append(f"{c.label}: {e}")
+        else:
+            keep.append(c)
+    return keep, skipped
+
+
 def plan(cells: list[mx.Cell], test_count: int, correct_runs: int | None) -> list[Planned]:
     """Each bug cell `test_count` runs; the correct build's cells share `correct_runs` evenly (at
     least one each), or `test_count` each when it is not given."""
@@ -265,4 +283,4 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
 
 
 __all__ = ["DEFAULT_SEED", "SAFE_READ_MODES", "Planned", "SimRunRecord", "WallLimit", "default_wall_limit",
-           "plan", "run_cell_sim", "run_matrix", "spec_for", "sweep_cells", "wall_limit"]
+           "plan", "run_cell_sim", "run_matrix", "runnable", "spec_for", "sweep_cells", "wall_limit"]

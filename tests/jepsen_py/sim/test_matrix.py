@@ -156,3 +156,12 @@ def test_a_run_past_its_wall_limit_is_stopped_and_recorded_and_the_next_runs(tmp
     short = mx.Cell(bug=mx.CORRECT, workload="offsets", nemesis="none", read_mode="read-index",
                     time_limit=2, nemesis_interval=1)
     assert smx.run_cell_sim(short, 0, tmp_path, "m", 3, 1, wall_limit_s=300).verdict == "valid"
+
+
+def test_the_sweep_leaves_out_what_the_cluster_size_cannot_carry() -> None:
+    cells = smx.sweep_cells(20, 5)
+    keep5, skipped5 = smx.runnable(cells, 5)
+    assert keep5 == cells and skipped5 == []
+    keep3, skipped3 = smx.runnable(cells, 3)
+    assert {c.nemesis for c in cells} - {c.nemesis for c in keep3} == {"partition-ring"}
+    assert len(skipped3) == 8 and all("partition-ring" in line and "4 nodes" in line for line in skipped3)
