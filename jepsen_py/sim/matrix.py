@@ -259,8 +259,9 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
         return tally()
 
     ctx = multiprocessing.get_context("spawn")  # no threads or rich state forked into the workers
-    with concurrent.futures.ProcessPoolExecutor(max_workers=parallel, mp_context=ctx,
-                                                max_tasks_per_child=50) as pool:
+    # no max_tasks_per_child: on Python 3.11 the pool stops handing out work once a worker has
+    # retired (a matrix of hundreds of runs hung after 2 x 50)
+    with concurrent.futures.ProcessPoolExecutor(max_workers=parallel, mp_context=ctx) as pool:
         futures = {}
         for k, cell, i in jobs:
             fut = pool.submit(_in_child, cell, i, results_dir, matrix, node_count, seed + i, limit(cell))

@@ -165,3 +165,24 @@ def test_the_sweep_leaves_out_what_the_cluster_size_cannot_carry() -> None:
     keep3, skipped3 = smx.runnable(cells, 3)
     assert {c.nemesis for c in cells} - {c.nemesis for c in keep3} == {"partition-ring"}
     assert len(skipped3) == 8 and all("partition-ring" in line and "4 nodes" in line for line in skipped3)
+
+
+def test_worker_processes_carry_a_matrix_of_hundreds_of_runs(tmp_path: Path) -> None:
+    # Runs refused at once (another backend's flag) cost nothing, so 120 of them go through two
+    # worker processes in seconds; a pool that retired its workers hung after 100.
+    import threading
+
+    refused = mx.Cell(bug=mx.CORRECT, workload="offsets", nemesis="none", read_mode="read-index",
+                      time_limit=1, nemesis_interval=1, args=("--ssh-host", "n1=h"))
+    out: list[list[mx.RunRecord]] = []
+
+    def go() -> None:
+        out.append(smx.run_matrix([smx.Planned(refused, 120)], results_dir=tmp_path, matrix="m",
+                                  node_count=3, seed=1, parallel=2)[1])
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    t.join(timeout=300)
+    assert out, "the matrix did not finish"
+    assert len(out[0]) == 120 and {r.verdict for r in out[0]} == {"bad-input"}
+    assert [r.seed for r in out[0]] == list(range(1, 121))  # type: ignore[attr-defined]
