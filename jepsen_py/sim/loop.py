@@ -329,8 +329,10 @@ class Scheduler:
         if loop._dead:
             return
         loop._dead = True
-        loop._deferred = []
+        # the tasks first: a task that only a deferred event references sits in a reference cycle,
+        # and a collection while they are listed would free it and run its finally blocks
         self._graveyard.append(list(asyncio.all_tasks(loop)))
+        loop._deferred = []
         self._loops = [lp for lp in self._loops if not lp._dead]
 
 

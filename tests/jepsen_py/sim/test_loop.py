@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 
 import pytest
@@ -126,6 +127,34 @@ def test_killed_loop_runs_nothing_more_and_no_finally_block() -> None:
     s.run_until(20)
     assert flags == ["other"]
     s.close()  # the end of the simulation: what is left is closed for good
+
+
+def test_killing_a_paused_loop_runs_no_finally_block_of_a_task_only_its_deferred_events_held() -> None:
+    # a paused node's due wake-ups wait in its deferred list; killing it must not free the tasks they
+    # alone reference (a freed task's coroutine is closed, and its finally blocks run: kill -9 runs none)
+    s, (a,) = make(n=1)
+    flags: list[str] = []
+
+    async def victim() -> None:
+        try:
+            await asyncio.sleep(1)
+            flags.append("woke")
+        finally:
+            flags.append("finally")
+
+    a.create_task(victim())
+    s.run_until(0.5)
+    s.pause(a)
+    s.run_until(2)  # the wake-up came due while paused: only the deferred list holds the task now
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)  # a collection at any allocation inside kill(), as one may happen by chance
+    try:
+        s.kill(a)
+    finally:
+        gc.set_threshold(*threshold)
+    s.run_until(5)
+    assert flags == []
+    s.close()
 
 
 def test_clock_offset_and_drift_move_the_loops_time_and_timers() -> None:
