@@ -184,11 +184,13 @@ REAL_MARGIN_S = 10.0
 # where the simulator acts at once. The main phase ends a margin after the last op took effect;
 # this many seconds per op bounds how long that may take before the phase ends anyway.
 REAL_FAULT_LAG_CAP_S = 15.0
-# Clients per node on a real backend when the schedule has faults. A client of a node cut off from
-# the majority sits in a write that cannot commit until the op times out (5 s): with one client per
-# node, the cut-off node is asked nothing else meanwhile (measured: a zombie-leader replay whose
-# only client of the isolated leader drew three writes in a row and never read from it).
-REAL_CLIENTS_PER_NODE = 2
+# Clients per node on a real backend when the schedule has faults (the schedule's rate is kept, so
+# more clients add no load, only concurrency). A client of a node cut off from the majority sits in
+# a write that cannot commit until the op times out (5 s), and the cut-off node is asked nothing by
+# it meanwhile. Measured: a zombie-leader replay whose one client of the isolated leader drew three
+# writes in a row never read from it; a lease-no-drift-bound replay whose two clients of it both sat
+# in writes for its whole 5 s fault window read from it only before the new leader had written.
+REAL_CLIENTS_PER_NODE = 4
 
 
 def for_real_backend(s: Schedule) -> Schedule:

@@ -5,7 +5,7 @@ schedule's seed the run is the one that was recorded. On Docker (or any real bac
 land at the same offsets of the main phase, with the workload's own clients beside them at the
 schedule's rate; the answers differ run to run, so the report says whether the schedule's anomaly
 came back. A real cluster reacts more slowly than the simulated one, so its replay is stretched to
-fit (replay.for_real_backend): a margin after the last fault, two clients on every node, and fault
+fit (replay.for_real_backend): a margin after the last fault, four clients on every node, and fault
 windows as long as recorded from the moment each fault took effect. A schedule without faults
 replays its recorded client ops there too: they alone made the anomaly.
 """

@@ -35,10 +35,10 @@ def test_a_late_fault_is_replayed_with_room_after_it(node_image: str, tmp_path: 
                  "--no-progress"])
     out = capsys.readouterr().out
     assert code in (0, 1), out
-    assert "replaying on docker: 2 fault ops at their offsets" in out and "6 clients (recorded 2)" in out
+    assert "replaying on docker: 2 fault ops at their offsets" in out and "12 clients (recorded 2)" in out
     [run_dir] = [p for p in (tmp_path / "r").glob("*/2*") if p.is_dir()]
     test = json.loads((run_dir / "test.json").read_text())
-    assert test["time_limit"] >= 3.0 + REAL_MARGIN_S + 5.0 and test["concurrency"] == 6
+    assert test["time_limit"] >= 3.0 + REAL_MARGIN_S + 5.0 and test["concurrency"] == 12
 
     ops = _ops(run_dir)
     nemesis = [o for o in ops if o["process"] == "nemesis"]
