@@ -3,12 +3,16 @@
 An op type that never once succeeded is a finding on its own: the test exercised nothing for it (the
 leader-on-follower bug: commits for some partitions fail all run long), and every other checker would
 vacuously pass on it. Final reads (process numbers of the final phase are ordinary clients) count too.
+Only when it was also refused with no fault in force: an op type tried only while, say, every node
+was killed was unavailable during a fault, not never available.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from jepsen_py.nemeses.faults import fault_windows
 
 from jepsen_py.history import FAIL, INFO, OK, Op, pairs
 from jepsen_py.protocols import Test
@@ -30,12 +34,17 @@ class StatsChecker:
     def check(self, test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
         by_f: dict[str, dict[str, int]] = {}
         answered: set[str] = set()
+        calm: set[str] = set()  # op types attempted at least once with no fault in force
+        windows = [(w.start, w.end) for w in fault_windows(history)]
         for p in pairs(history):
             if not isinstance(p.invoke.process, int):
                 continue
             c = by_f.setdefault(p.invoke.f, {"count": 0, OK: 0, FAIL: 0, INFO: 0})
             c["count"] += 1
             c[p.type] += 1
+            t = p.invoke.time
+            if not any(lo <= t and (hi is None or t <= hi) for lo, hi in windows):
+                calm.add(p.invoke.f)
             if p.type == FAIL and p.complete is not None and p.complete.error in self.answers:
                 answered.add(p.invoke.f)
         total = {"count": 0, OK: 0, FAIL: 0, INFO: 0}
@@ -45,7 +54,7 @@ class StatsChecker:
         for c in [*by_f.values(), total]:
             c["ok_fraction"] = round(c[OK] / c["count"], 4) if c["count"] else 0.0
         never_ok = sorted(f for f, c in by_f.items()
-                          if c[OK] == 0 and f not in self.ignore_fs and f not in answered)
+                          if c[OK] == 0 and f in calm and f not in self.ignore_fs and f not in answered)
         anomalies = [
             {"kind": "never-ok", "ops": [],
              "explanation": f"{f!r} was attempted {by_f[f]['count']} times and never succeeded "

@@ -48,3 +48,19 @@ def test_a_definite_answer_like_already_exists_shows_the_op_type_works():
     assert r["valid"] is True and r["never_ok"] == []
     h.op(1, "create", "u", {}, 6, 7, kind="fail", error="unavailable")
     assert StatsChecker(answers=frozenset()).check(None, h.build())["never_ok"] == ["create"]
+
+
+def test_an_f_tried_only_while_a_fault_was_in_force_is_not_never_ok():
+    # a create tried once, while every node was killed, timing out: unavailable during a fault
+    h = H()
+    h.op(0, "fetch", "k", None, 0, 1, result=None)
+    h.nemesis("kill", 2, 2, {"nodes": ["n1"]})
+    h.op(0, "create", "t", None, 3, 4, kind="info", error="timeout")
+    h.nemesis("start", 5, 5, {"nodes": ["n1"]})
+    h.op(1, "fetch", "k", None, 6, 7, result=None)
+    r = StatsChecker().check(None, h.build())
+    assert r["valid"] is True and r["never_ok"] == []
+    # the same create refused again after the restart, with no fault in force: a finding
+    h.op(1, "create", "t", None, 8, 9, kind="fail", error="unavailable")
+    r = StatsChecker().check(None, h.build())
+    assert r["valid"] is False and r["never_ok"] == ["create"]
