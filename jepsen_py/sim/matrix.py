@@ -38,10 +38,12 @@ SAFE_READ_MODES = ("read-index", "lease")
 DEFAULT_SEED = 1
 
 
-class WallLimit(BaseException):
-    """A run went past its wall-clock budget. A BaseException, raised by an alarm in the run's own
-    thread, so that no `except Exception` in node code can swallow it: node code that loops without
-    letting virtual time pass would otherwise hold the matrix forever."""
+class WallLimit(SystemExit):
+    """A run went past its wall-clock budget, raised by an alarm in the run's own thread. A
+    SystemExit, because asyncio Tasks and the simulator's scheduler re-raise exactly that (and
+    KeyboardInterrupt) while any other exception, even a BaseException, would only end the task it
+    hit and the run would go on: node code that loops without letting virtual time pass would
+    otherwise hold the matrix forever."""
 
     def __init__(self, seconds: float) -> None:
         super().__init__(f"stopped after {seconds:g} wall s: the simulated run did not finish (node code "
