@@ -10,5 +10,4 @@
   search    random search, then coverage-guided mutation, until a finding or the budget ends
   shrink    a failing schedule reduced to a small one that fails with the same anomaly kind
   system    the system a search runs trials against: the simulator (jepsen_py.sim)
-  watchdog  stops a simulated node caught in an endless loop, as a liveness probe would
 """

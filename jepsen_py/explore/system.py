@@ -23,7 +23,6 @@ from jepsen_py.explore.replay import ClientReplay, FinalReplay, NemesisReplay, P
 from jepsen_py.explore.schedule import Schedule
 from jepsen_py.explore.search import Trial
 from jepsen_py.explore.space import Config, nemesis_events
-from jepsen_py.explore.watchdog import livelock_watchdog
 from jepsen_py.generator import Context, Generator, Step
 from jepsen_py.generator import rate as limit_rate
 from jepsen_py.history import Op
@@ -45,12 +44,11 @@ RunFn = Callable[[TestSpec, Workload, Generator, Sequence[Any]], Outcome]
 
 def run_sim(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
             post_run: Sequence[Any]) -> Outcome:
-    """One run in the simulator, with our workload and nemesis schedule; a node caught in an endless
-    loop is stopped by the livelock watchdog instead of hanging the run."""
+    """One run in the simulator, with our workload and nemesis schedule (a node caught in an endless
+    loop is stopped by the simulator's livelock watchdog instead of hanging the run)."""
     from jepsen_py.sim.run import run_sim as sim
 
-    with livelock_watchdog():
-        return sim(spec, workload=workload, nemesis_generator=nemesis_generator, post_run=post_run)  # type: ignore[no-any-return]
+    return sim(spec, workload=workload, nemesis_generator=nemesis_generator, post_run=post_run)  # type: ignore[no-any-return]
 
 
 def run_real(spec: TestSpec, workload: Workload, nemesis_generator: Generator,

@@ -48,6 +48,7 @@ from jepsen_py.sim.interpreter import SimInterpreter
 from jepsen_py.sim.nemesis import SimDB, SimNemesis, check_names
 from jepsen_py.sim.observer import SimObserver
 from jepsen_py.sim.progress import SimProgress, SimStatus
+from jepsen_py.sim.watchdog import livelock_watchdog
 from jepsen_py.workload import Workload
 
 log = logging.getLogger(__name__)
@@ -391,7 +392,8 @@ def run_sim(spec: TestSpec, *, workload: Workload | None = None,
             run.progress.__enter__()
         try:
             try:
-                run.execute()
+                with livelock_watchdog():
+                    run.execute()
             except KeyboardInterrupt:
                 interrupted = True
                 log.warning("interrupted: healing")

@@ -9,8 +9,8 @@ import pytest
 
 from jepsen_py.explore.space import Config
 from jepsen_py.explore.system import SimSystem
-from jepsen_py.explore.watchdog import NodeLivelock, livelock_watchdog
 from jepsen_py.sim.loop import Scheduler, SimLoop
+from jepsen_py.sim.watchdog import NodeLivelock, livelock_watchdog
 
 
 def test_an_endless_step_is_stopped_and_the_simulation_goes_on() -> None:
