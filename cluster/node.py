@@ -376,6 +376,7 @@ class Node:
                 self._last_tick = now
                 self.schedule_ready()
             return
+        leading = self.raw.soft_state().role == LEADER
         if now < self._last_tick - interval:
             # The clock went backwards (a clock fault). How much real time passed is unknown, so a
             # leader gives up its lease: an election timeout of ticks is spent at once (this is the
@@ -385,9 +386,9 @@ class Node:
             # by, while spending a timeout would make every node whose clock went back (a fault on
             # all of them, a strobe) campaign at the same instant, splitting the vote, time after time.
             if self._last_tick - now > 0.5:
-                self.log(f"clock went back {self._last_tick - now:.3f} s"
-                         + (": lease given up" if self.raw.soft_state().role == LEADER else ""))
-            if self.raw.soft_state().role == LEADER:
+                given_up = ": lease given up" if leading else ""
+                self.log(f"clock went back {self._last_tick - now:.3f} s{given_up}")
+            if leading:
                 for _ in range(self.cfg.election_tick):
                     self.raw.tick()
             self._last_tick = now
@@ -399,10 +400,7 @@ class Node:
         due = int((now - self._last_tick) / interval)
         if due <= 0:
             return
-        if self.raw.soft_state().role == LEADER:
-            cap = self.cfg.election_tick
-        else:
-            cap = max(1, self.cfg.election_tick // 4)
+        cap = self.cfg.election_tick if leading else max(1, self.cfg.election_tick // 4)
         for _ in range(min(due, cap)):
             self.raw.tick()
         self._last_tick = now if due > cap else self._last_tick + due * interval

@@ -72,9 +72,9 @@ class PeerSender:
         self.port = port
         self.max_queue = max_queue
         self.queue: collections.deque[Message] = collections.deque()
-        self.wakeup = asyncio.Event()
-        #: what the pump awaits while the queue is empty: resolved by enqueue() or by the peer closing
-        #: the stream (one plain future per batch, no task: this wait happens once per frame sent)
+        #: what the sender awaits (an empty queue in the pump, a dial, a backoff): resolved by
+        #: enqueue(), the peer closing the stream or the transport stopping (one plain future per
+        #: wait, no task: the pump's wait happens once per frame sent)
         self._work: asyncio.Future[None] | None = None
         self.connected = False
         self.task: asyncio.Task[None] | None = None
@@ -85,13 +85,24 @@ class PeerSender:
             self._lost([msg], "send queue full")
             return
         self.queue.append(msg)
-        self.wakeup.set()
         self._wake()
 
     def _wake(self, _watcher: object = None) -> None:
         w = self._work
         if w is not None and not w.done():
             w.set_result(None)
+
+    async def _wait_for_work(self, timeout: float | None = None, *also: asyncio.Future[Any]) -> None:
+        """Waits until _wake() (a message queued, the stream closed, the transport stopping), one of
+        `also` completes, or `timeout` seconds by the loop's clock pass."""
+        self._work = asyncio.get_running_loop().create_future()
+        try:
+            if timeout is None and not also:
+                await self._work
+            else:
+                await asyncio.wait({self._work, *also}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._work = None
 
     def _lost(self, msgs: Iterable[Message], why: str) -> None:
         msgs = list(msgs)
@@ -167,12 +178,7 @@ class PeerSender:
                     raise TimeoutError()
                 if now < start and self.queue:
                     raise TimeoutError("the clock stepped back during the dial")
-                self._work = loop.create_future()  # resolved by enqueue()
-                try:
-                    await asyncio.wait({dial, self._work}, timeout=end - now,
-                                       return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    self._work = None
+                await self._wait_for_work(end - now, dial)
                 if dial.done():
                     return dial.result()
         finally:
@@ -184,11 +190,7 @@ class PeerSender:
             if not self.queue:
                 if watcher.done():
                     raise ConnectionError("peer closed the stream")
-                self._work = asyncio.get_running_loop().create_future()
-                try:
-                    await self._work
-                finally:
-                    self._work = None
+                await self._wait_for_work()
                 if watcher.done():
                     raise ConnectionError("peer closed the stream")
                 continue
@@ -234,14 +236,7 @@ class PeerSender:
             now = loop.time()
             if now >= end or (now < start and self.queue):
                 return
-            self.wakeup.clear()
-            woken = asyncio.ensure_future(self.wakeup.wait())
-            closed = asyncio.ensure_future(self.t.closed_event.wait())
-            try:
-                await asyncio.wait({woken, closed}, timeout=end - now, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                woken.cancel()
-                closed.cancel()
+            await self._wait_for_work(end - now)
 
 
 class Transport:
@@ -280,7 +275,6 @@ class Transport:
         self._turn: asyncio.TimerHandle | None = None
         self.stats = TransportStats()
         self.closing = False
-        self.closed_event = asyncio.Event()
         self.senders: dict[str, PeerSender] = {}
         self._server: Listener | None = None
         self._incoming: dict[str, StreamWriter] = {}
@@ -381,11 +375,10 @@ class Transport:
 
     async def stop(self) -> None:
         self.closing = True
-        self.closed_event.set()
         if self._server is not None:
             self._server.close()
         for s in self.senders.values():
-            s.wakeup.set()
+            s._wake()
             if s.task is not None:
                 s.task.cancel()
         for w in list(self._incoming.values()):
