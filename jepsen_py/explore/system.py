@@ -231,11 +231,7 @@ class SimSystem:
             workload.final_generator = Recorder(workload.final_generator, PhaseClock(), final, timed=False,
                                                 rng=private)
         started = time.monotonic()
-        nemesis_gen: Generator = NemesisReplay(skeleton, clock)
-        if self.deadline is not None:
-            workload.generator = Deadline(workload.generator, self.deadline)
-            nemesis_gen = Deadline(nemesis_gen, self.deadline)
-        outcome = self.run(spec, workload, nemesis_gen, ())
+        outcome = self._cut_short(self.run)(spec, workload, NemesisReplay(skeleton, clock), ())
         wall = time.monotonic() - started
         recorded = skeleton.with_events([*skeleton.nemesis_events, *tape.events], final=list(final.events),
                                         t0=clock.t0)
