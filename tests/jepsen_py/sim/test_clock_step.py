@@ -12,6 +12,11 @@ from tests.jepsen_py.sim.test_cluster import NODES, call, wait_for_leader
 STEP_S = 27.0  # the strobe seen on Docker when the correct build lost its leader for good
 
 
+def set_every_clock(c: SimCluster, offset_s: float) -> None:
+    for n in NODES:
+        c.set_clock(n, offset_s)
+
+
 def served_after(c: SimCluster, requests: int) -> int:
     """Sends one create_topic a second, to each node in turn; how many were answered ok."""
     oks = 0
@@ -32,13 +37,11 @@ def test_every_clock_stepping_back_keeps_the_leader_and_serves(seed: int) -> Non
     with SimCluster(seed, NODES) as c:
         c.start_all()
         wait_for_leader(c, NODES, within=5.0)
-        for n in NODES:
-            c.set_clock(n, STEP_S)
+        set_every_clock(c, STEP_S)
         c.run_for(0.5)
         leader = wait_for_leader(c, NODES, within=10.0)
         term = (c.status(leader) or {})["term"]
-        for n in NODES:
-            c.set_clock(n, 0.0)
+        set_every_clock(c, 0.0)
         assert served_after(c, 10) == 10
         assert c.leaders() == [leader] and (c.status(leader) or {})["term"] == term
 
@@ -56,11 +59,9 @@ def test_a_strobe_on_every_clock_elects_nobody_and_the_cluster_serves(seed: int,
         end = c.now() + 5.0
         while c.now() < end:
             on = not on
-            for n in NODES:
-                c.set_clock(n, STEP_S if on else 0.0)
+            set_every_clock(c, STEP_S if on else 0.0)
             c.run_for(period_s)
-        for n in NODES:
-            c.set_clock(n, 0.0)
+        set_every_clock(c, 0.0)
         assert served_after(c, 10) == 10
         assert c.leaders() == [leader] and max((c.status(n) or {})["term"] for n in NODES) == term
 
@@ -72,12 +73,10 @@ def test_asking_for_status_wakes_a_quiet_cluster_whose_clocks_all_stepped_back()
     with SimCluster(4, NODES) as c:
         c.start_all()
         wait_for_leader(c, NODES, within=5.0)
-        for n in NODES:
-            c.set_clock(n, STEP_S)
+        set_every_clock(c, STEP_S)
         c.run_for(0.5)
         old = wait_for_leader(c, NODES, within=10.0)
-        for n in NODES:
-            c.set_clock(n, 0.0)
+        set_every_clock(c, 0.0)
         c.kill(old)
         rest = [n for n in NODES if n != old]
         new = wait_for_leader(c, rest, within=5.0)  # status read every 0.1 s, nothing else
