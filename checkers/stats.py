@@ -3,18 +3,24 @@
 An op type that never once succeeded is a finding on its own: the test exercised nothing for it (the
 leader-on-follower bug: commits for some partitions fail all run long), and every other checker would
 vacuously pass on it. Final reads (process numbers of the final phase are ordinary clients) count too.
-Only when it was also refused with no fault in force: an op type tried only while, say, every node
-was killed was unavailable during a fault, not never available.
+
+Only when it was also refused while the system was calm: an op type tried only while, say, every node
+was killed was unavailable during a fault, not never available. Calm is not merely "no fault in
+force": after a fault ends the cluster needs a moment (a full restart has no leader for a while), so
+the grace lasts until the system shows it serves again: some client op, of any type, completes ok
+after the last fault ended. An op invoked before that proof is still in the fault's shadow. With no
+fault at all every op is calm, so an op type refused all run while others succeed is still caught.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import Any
 
 from jepsen_py.nemeses.faults import fault_windows
 
-from jepsen_py.history import FAIL, INFO, OK, Op, pairs
+from jepsen_py.history import FAIL, INFO, OK, Op, Pair, pairs
 from jepsen_py.protocols import Test
 
 
@@ -34,17 +40,11 @@ class StatsChecker:
     def check(self, test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
         by_f: dict[str, dict[str, int]] = {}
         answered: set[str] = set()
-        calm: set[str] = set()  # op types attempted at least once with no fault in force
-        windows = [(w.start, w.end) for w in fault_windows(history)]
-        for p in pairs(history):
-            if not isinstance(p.invoke.process, int):
-                continue
+        client = [p for p in pairs(history) if isinstance(p.invoke.process, int)]
+        for p in client:
             c = by_f.setdefault(p.invoke.f, {"count": 0, OK: 0, FAIL: 0, INFO: 0})
             c["count"] += 1
             c[p.type] += 1
-            t = p.invoke.time
-            if not any(lo <= t and (hi is None or t <= hi) for lo, hi in windows):
-                calm.add(p.invoke.f)
             if p.type == FAIL and p.complete is not None and p.complete.error in self.answers:
                 answered.add(p.invoke.f)
         total = {"count": 0, OK: 0, FAIL: 0, INFO: 0}
@@ -53,8 +53,11 @@ class StatsChecker:
                 total[k] += c[k]
         for c in [*by_f.values(), total]:
             c["ok_fraction"] = round(c[OK] / c["count"], 4) if c["count"] else 0.0
-        never_ok = sorted(f for f, c in by_f.items()
-                          if c[OK] == 0 and f in calm and f not in self.ignore_fs and f not in answered)
+        refused = {f for f, c in by_f.items() if c[OK] == 0 and f not in self.ignore_fs and f not in answered}
+        is_calm = _Calm(history, client) if refused else None
+        # op types attempted at least once while the system was calm
+        calm = {p.invoke.f for p in client if p.invoke.f in refused and is_calm and is_calm(p.invoke.time)}
+        never_ok = sorted(refused & calm)
         anomalies = [
             {"kind": "never-ok", "ops": [],
              "explanation": f"{f!r} was attempted {by_f[f]['count']} times and never succeeded "
@@ -66,3 +69,26 @@ class StatsChecker:
             valid = "unknown"  # no client op at all: nothing was tested
         return {"valid": valid, "by_f": by_f, **{k: total[k] for k in ("count", OK, FAIL, INFO)},
                 "ok_fraction": total["ok_fraction"], "never_ok": never_ok, "anomalies": anomalies}
+
+
+class _Calm:
+    """Whether a moment was calm: no fault in force, and since the last fault ended some client op
+    completed ok (the system showed it serves again)."""
+
+    def __init__(self, history: Sequence[Op], client: Sequence[Pair]) -> None:
+        self.windows = [(w.start, w.end) for w in fault_windows(history)]
+        self.oks = sorted(p.complete.time for p in client if p.complete is not None and p.type == OK)
+
+    def __call__(self, t: int) -> bool:
+        last_end: int | None = None
+        for lo, hi in self.windows:
+            if lo > t:
+                continue
+            if hi is None or t <= hi:
+                return False  # a fault in force
+            last_end = hi if last_end is None else max(last_end, hi)
+        if last_end is None:
+            return True  # no fault yet
+        # an ok completed after the last fault ended and before t
+        i = bisect.bisect_right(self.oks, last_end)
+        return i < len(self.oks) and self.oks[i] < t

@@ -64,3 +64,51 @@ def test_an_f_tried_only_while_a_fault_was_in_force_is_not_never_ok():
     h.op(1, "create", "t", None, 8, 9, kind="fail", error="unavailable")
     r = StatsChecker().check(None, h.build())
     assert r["valid"] is False and r["never_ok"] == ["create"]
+
+
+def test_an_f_tried_once_just_after_a_full_restart_is_not_never_ok():
+    # explore's correct build: every node killed, restarted, and one create tried 80 ms later, before
+    # a leader existed; no fault was in force, but the system had not yet shown it served again
+    h = H()
+    h.op(0, "describe", "t", None, 0, 1, result=None)
+    h.nemesis("kill", 1000, 1000, {"target": "all", "nodes": ["n1", "n2", "n3"]})
+    h.op(1, "describe", "t", None, 1100, 1101, kind="fail", error="unavailable")
+    h.nemesis("start", 2000, 2000, {"nodes": ["n1", "n2", "n3"]})
+    h.op(2, "create", "t", {"partitions": 3, "rf": 3}, 2080, 2082, kind="fail", error="unavailable")
+    h.op(1, "describe", "t", None, 2090, 2093, kind="fail", error="unavailable")
+    h.op(1, "describe", "t", None, 2500, 2502, result=None)
+    r = StatsChecker().check(None, h.build())
+    assert r["valid"] is True and r["never_ok"] == []
+    # once an op has succeeded after the restart the system is serving: a create refused then is one
+    h.op(2, "create", "t", {"partitions": 3, "rf": 3}, 2600, 2601, kind="fail", error="unavailable")
+    r = StatsChecker().check(None, h.build())
+    assert r["valid"] is False and r["never_ok"] == ["create"]
+
+
+def test_only_an_ok_after_the_fault_ended_shows_the_system_serves_again():
+    # one node killed: the others serve meanwhile, but an ok during the fault proves nothing about
+    # the moments right after the restart
+    h = H()
+    h.nemesis("kill", 0, 0, {"nodes": ["n1"]})
+    h.op(0, "fetch", "k", None, 10, 11, result=None)
+    h.nemesis("start", 20, 20, {"nodes": ["n1"]})
+    h.op(1, "commit", "k", 1, 21, 22, kind="fail", error="unavailable")
+    assert StatsChecker().check(None, h.build())["valid"] is True
+    # a fault that overlaps the next one: the grace runs from the last end
+    h.nemesis("pause", 30, 30, {"nodes": ["n2"]})
+    h.op(0, "fetch", "k", None, 31, 32, result=None)
+    h.nemesis("resume", 40, 40, {"nodes": ["n2"]})
+    h.op(1, "commit", "k", 2, 41, 42, kind="fail", error="unavailable")
+    assert StatsChecker().check(None, h.build())["valid"] is True
+    h.op(0, "fetch", "k", None, 43, 44, result=None)
+    h.op(1, "commit", "k", 3, 45, 46, kind="fail", error="unavailable")
+    assert StatsChecker().check(None, h.build())["never_ok"] == ["commit"]
+
+
+def test_with_no_fault_every_op_is_calm():
+    # leader-on-follower's shape: commits refused from the first to the last while fetches succeed
+    h = H()
+    h.op(0, "commit", "k", 1, 0, 1, kind="fail", error="not_leader")
+    for i in range(5):
+        h.op(1, "fetch", "k", None, 2 + 2 * i, 3 + 2 * i, result=None)
+    assert StatsChecker().check(None, h.build())["never_ok"] == ["commit"]
