@@ -92,6 +92,19 @@ WORKLOADS: dict[str, Callable[[TestSpec], Workload]] = {
 }
 # Workloads our own cluster serves (cluster_client); the generic ones need a DB that speaks them.
 CLUSTER_WORKLOADS = ("offsets", "topics", "describe", "metadata")
+# Workloads that create topics, each asking for replication_factor(nodes) copies.
+CREATES_TOPICS = ("topics", "describe", "metadata")
+
+
+def min_nodes(workload_name: str, node_count: int) -> int:
+    """The fewest nodes a run of `workload_name` recorded on `node_count` nodes still means the same
+    thing on: its creates asked for as many copies as the cluster then allowed, and a cluster smaller
+    than that refuses them (a different failure from whatever the run showed)."""
+    if workload_name in CREATES_TOPICS:
+        from jepsen_py.workloads.common import replication_factor
+
+        return min(node_count, replication_factor(node_count))
+    return 1
 
 
 def cluster_client(workload_name: str, db: Any) -> Client:

@@ -14,6 +14,14 @@ from jepsen_py.generator import Context
 from jepsen_py.history import Op
 from jepsen_py.protocols import Checker, Test, TestSpec
 
+#: Copies of each partition a topic's create asks for: three, or one per node on a smaller cluster.
+REPLICATION_FACTOR = 3
+
+
+def replication_factor(node_count: int) -> int:
+    """The replication factor a create asks for on a cluster of `node_count` nodes."""
+    return min(REPLICATION_FACTOR, max(1, node_count))
+
 
 class Linearizable:
     """The linearizability checker for one model, on the ops of `fs` only, imported when it runs

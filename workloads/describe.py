@@ -13,7 +13,7 @@ from typing import Any
 
 from jepsen_py.checkers.leaders import LeadersChecker
 from jepsen_py.checkers.staleness import StalenessChecker, TopicsProjection
-from jepsen_py.workloads.common import Linearizable, run_checkers
+from jepsen_py.workloads.common import Linearizable, replication_factor, run_checkers
 
 from jepsen_py.generator import Context, defer, fn
 from jepsen_py.protocols import Checker, TestSpec
@@ -31,7 +31,7 @@ class DescribeGen:
     def op(self, ctx: Context) -> dict[str, Any]:
         name = ctx.rng.choice(self.topics)
         if ctx.rng.random() < self.create_fraction:
-            rf = min(3, max(1, len(ctx.nodes)))
+            rf = replication_factor(len(ctx.nodes))
             return {"f": "create", "key": name, "value": {"partitions": 3, "rf": rf}}
         nodes = list(ctx.nodes)
         node = nodes[self.turn % len(nodes)] if nodes else None

@@ -13,7 +13,7 @@ from typing import Any
 
 from jepsen_py.checkers.staleness import StalenessChecker, TopicsProjection
 from jepsen_py.checkers.topics import TopicsChecker
-from jepsen_py.workloads.common import KeyRotation, Linearizable, run_checkers
+from jepsen_py.workloads.common import KeyRotation, Linearizable, replication_factor, run_checkers
 
 from jepsen_py.generator import Context, defer, fn
 from jepsen_py.protocols import Checker, TestSpec
@@ -40,7 +40,7 @@ class TopicsGen:
             return {"f": "list"}
         name = self.name(self.names.pick(ctx))
         if r < create_w:
-            rf = min(3, max(1, len(ctx.nodes)))
+            rf = replication_factor(len(ctx.nodes))
             return {"f": "create", "key": name, "value": {"partitions": ctx.rng.randint(1, 3), "rf": rf}}
         return {"f": "describe", "key": name}
 

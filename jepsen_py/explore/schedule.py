@@ -153,6 +153,14 @@ class Schedule:
                 seen.append(e.key)
         return seen
 
+    @property
+    def min_nodes(self) -> int:
+        """The fewest nodes this schedule still means the same thing on: what its workload's recorded
+        ops need (a create asking for three copies is refused by a smaller cluster)."""
+        from jepsen_py.workloads import min_nodes
+
+        return min_nodes(self.workload, len(self.nodes))
+
     def families(self) -> list[str]:
         """The --nemesis names a replay must build to carry out every nemesis op here."""
         out: list[str] = []

@@ -9,7 +9,9 @@ about most:
                   the last fault op; shortest first), so every later attempt replays less;
   2. faults:      drop fault windows (a start with the stop that ends it), all at once first, then
                   halves, quarters, ... down to single windows (delta debugging), then time again;
-  3. nodes:       fewer nodes (ops sent to a node that no longer exists go with it);
+  3. nodes:       fewer nodes (ops sent to a node that no longer exists go with it), never fewer
+                  than the workload's recorded ops need (Schedule.min_nodes): a create of three
+                  copies on one node fails for a reason of its own, not the one found;
   4. clients:     drop every op of a worker, workers renumbered;
   5. keys:        drop every op on a key, in the main phase and the final reads;
   6. client ops:  drop runs of client ops (delta debugging, down to chunks of a few ops).
@@ -139,7 +141,7 @@ class Shrinker:
         return s
 
     def fewer_nodes(self, s: Schedule) -> Schedule:
-        for n in range(1, len(s.nodes)):
+        for n in range(s.min_nodes, len(s.nodes)):
             if n % 2 == 0:
                 continue
             nodes = s.nodes[:n]

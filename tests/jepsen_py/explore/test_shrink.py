@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from jepsen_py.explore.schedule import Schedule, fault_windows
+from jepsen_py.explore.schedule import Event, Schedule, fault_windows
 from jepsen_py.explore.search import Trial
 from jepsen_py.explore.shrink import Shrinker, shrink
 from jepsen_py.explore.space import Config
@@ -114,3 +114,30 @@ def test_time_is_cut_first_so_later_attempts_replay_less() -> None:
     assert replayed[0] < s.time_limit
     # and most attempts replay at most half of the time the found schedule took
     assert sum(1 for t in replayed if t <= s.time_limit / 2) > len(replayed) / 2, replayed
+
+
+def _topics_run(workload: str, node_count: int) -> Schedule:
+    """A run whose creates asked for as many copies as `node_count` nodes allowed, and a describe on
+    every node."""
+    from jepsen_py.workloads.common import replication_factor
+
+    nodes = [f"n{i + 1}" for i in range(node_count)]
+    rf = replication_factor(node_count)
+    events = [Event(0.1, 0, "create", key="desc-0", value={"partitions": 3, "rf": rf}),
+              *(Event(0.2 + 0.1 * i, 0, "describe", key="desc-0", node=n) for i, n in enumerate(nodes)),
+              Event(1.0, "nemesis", "kill", value="all"), Event(2.0, "nemesis", "start")]
+    return Schedule(workload=workload, nodes=nodes, seed=1, time_limit=8.0, concurrency=node_count,
+                    events=events)
+
+
+def test_nodes_never_shrink_below_what_the_workloads_creates_need() -> None:
+    # explore's correct build: a describe run on five nodes (creates of three copies) was cut to one
+    # node, where every create is refused whatever the build: a different failure from the one found
+    for workload, count, floor in [("describe", 5, 3), ("topics", 3, 3), ("metadata", 5, 3),
+                                   ("topics", 2, 2), ("offsets", 5, 1)]:
+        s = _topics_run(workload, count)
+        assert s.min_nodes == floor
+        # a predicate every candidate meets: everything that can go goes, down to the floor
+        out = shrink(s, lambda c: True, max_attempts=500).schedule
+        assert len(out.nodes) == floor, (workload, count, out.nodes)
+        assert out.fault_count == 0 and len(out.client_events) <= 1
