@@ -10,9 +10,11 @@ from pathlib import Path
 from jepsen_py import cli
 
 LIMIT_S = 2.0
-# Loading and splitting the history happen before the search starts; on a loaded 2-core machine
-# they take well under a second here. Before the clock counted rejected candidates this history
-# ran for more than 10 s against a 2 s limit.
+# Loading and splitting the history happen before the search starts; they take well under a second
+# of CPU here. Before the clock counted rejected candidates this history ran for more than 10 s
+# against a 2 s limit. The bound is on this process's CPU time, not on the wall clock: the limit is
+# wall time, so a search that gets less of a loaded machine uses less CPU before it stops, while one
+# that never looks at the clock spends its whole search's CPU however loaded the machine is.
 SLACK_S = 2.5
 
 
@@ -38,10 +40,10 @@ def hard_history(path: Path, n: int = 5000) -> Path:
 
 def test_a_single_key_search_stops_within_a_small_bound_of_its_limit(tmp_path, capsys) -> None:
     h = hard_history(tmp_path / "h.jsonl")
-    t0 = time.monotonic()
+    t0 = time.process_time()  # --workers 1 searches in this process
     code = cli.main(["check", str(h), "--model", "register", "--time-limit", str(LIMIT_S),
                      "--workers", "1"])
-    elapsed = time.monotonic() - t0
+    elapsed = time.process_time() - t0
     out = capsys.readouterr().out
     assert code == 2 and "time limit reached" in out, out
-    assert elapsed < LIMIT_S + SLACK_S, f"{elapsed:.2f} s against a {LIMIT_S} s limit"
+    assert elapsed < LIMIT_S + SLACK_S, f"{elapsed:.2f} CPU s against a {LIMIT_S} s limit"
