@@ -116,10 +116,11 @@ def test_rate_and_time_limit_hold_on_a_real_clock(tmp_path: Path) -> None:
     times = sorted(o.time for o in history if isinstance(o.process, int) and o.type == INVOKE)
     t0 = times[0]
     assert (times[-1] - t0) / 1e9 < 2.0 + 0.25  # nothing invoked past the limit (bar recording lag)
-    # paced, not bursts: no half second holds more than its share (plus one op per client), and
-    # every half second of the limit saw ops (the limiter never stalled)
+    # paced, not bursts: no half second holds more than its share (plus one op per client). That
+    # the limiter never stalls is asserted in virtual time (test_generator): on a shared machine's
+    # real clock a starved process may do nothing for half a second, and that is not the limiter.
     halves = [sum(1 for t in times if k * 0.5e9 <= t - t0 < (k + 1) * 0.5e9) for k in range(4)]
-    assert all(0 < n <= 1.2 * 75 + 10 for n in halves), halves
+    assert all(n <= 1.2 * 75 + 10 for n in halves), halves
 
 
 def test_an_op_that_overruns_the_timeout_is_info_and_its_worker_moves_on(tmp_path: Path) -> None:
