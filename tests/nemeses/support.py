@@ -7,6 +7,8 @@ import json
 import logging
 import random
 import socket
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,11 @@ from jepsen_py.protocols import Test, TestSpec
 
 PROBE_PORT = 7700
 HERE = Path(__file__).parent
+# How long a live probe may take to answer, and how long a probe may take to start or die: bounds on a
+# hang, not expectations (containers share 2 cores with the rest of the suite). A check that a node
+# does NOT answer passes its own short timeout.
+ANSWER_TIMEOUT_S = 10.0
+START_TIMEOUT_S = 60.0
 
 
 def make_spec(nodes: list[str], tmp: Path, **kw: Any) -> TestSpec:
@@ -72,12 +79,13 @@ class ProbeDB:
         r.start_daemon(["python3", f"{d}/probe_server.py", node, str(PROBE_PORT), f"{d}/data"],
                        pidfile=self.pidfile(test, node), logfile=f"{d}/probe.log",
                        env=faketime_env(self.faketime_file(test, node)), cwd=d)
-        wait_for(lambda: self.status(test, node) is not None, 10, f"probe on {node} to answer")
+        wait_for(lambda: self.status(test, node) is not None, START_TIMEOUT_S, f"probe on {node} to answer")
 
     def kill(self, test: Test, node: str) -> None:
         r = test.remotes[node]
         r.signal(self.pidfile(test, node), "KILL")
-        wait_for(lambda: not r.signal(self.pidfile(test, node), "0"), 10, f"probe on {node} to die")
+        wait_for(lambda: not r.signal(self.pidfile(test, node), "0"), START_TIMEOUT_S,
+                 f"probe on {node} to die")
 
     def pause(self, test: Test, node: str) -> None:
         test.remotes[node].signal(self.pidfile(test, node), "STOP")
@@ -91,7 +99,7 @@ class ProbeDB:
         r.signal(self.pidfile(test, node), "KILL")
         r.exec(["rm", "-rf", self.dir(test, node)], check=False)
 
-    def status(self, test: Test, node: str, timeout: float = 1.0) -> dict[str, Any] | None:
+    def status(self, test: Test, node: str, timeout: float = ANSWER_TIMEOUT_S) -> dict[str, Any] | None:
         host, port = test.backend.client_endpoint(node, PROBE_PORT)  # type: ignore[union-attr]
         return probe(host, port, timeout)
 
@@ -122,9 +130,32 @@ def probe(host: str, port: int, timeout: float = 1.0) -> dict[str, Any] | None:
         return None
 
 
-def wait_for(pred: Any, timeout: float, what: str) -> None:
-    import time
+@dataclass(frozen=True)
+class ClockReading:
+    """A node's clocks read over the network, against the controller's clocks at the middle of the
+    round trip: however slow the answer, the node read its clocks within half a round trip of it."""
 
+    node_wall: float
+    node_mono: float
+    wall: float  # the controller's time.time() at the middle of the round trip
+    mono: float  # the controller's time.monotonic() then
+    half_trip: float
+
+    @property
+    def skew(self) -> float:
+        """The node's wall clock minus the controller's, within +-half_trip."""
+        return self.node_wall - self.wall
+
+
+def read_clock(test: Test, node: str) -> ClockReading:
+    wall0, mono0 = time.time(), time.monotonic()
+    s = test.db.status(test, node)
+    wall1, mono1 = time.time(), time.monotonic()
+    assert s is not None, f"{node} did not answer"
+    return ClockReading(s["time"], s["mono"], (wall0 + wall1) / 2, (mono0 + mono1) / 2, (mono1 - mono0) / 2)
+
+
+def wait_for(pred: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if pred():
