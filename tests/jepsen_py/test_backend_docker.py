@@ -72,7 +72,9 @@ def test_exec_argv_env_exit_codes_and_timeout(cluster):
         r.exec(["sh", "-c", "exit 3"])
     t = time.monotonic()
     res = r.exec(["sleep", "30"], timeout=1, check=False)
-    assert res.exit_code != 0 and time.monotonic() - t < 10
+    # cut short: well under the 30 s the command would take (a docker exec alone can take seconds
+    # on a loaded machine, so the bound is not a few seconds)
+    assert res.exit_code != 0 and time.monotonic() - t < 25
 
 
 @pytest.mark.docker
@@ -113,10 +115,13 @@ def test_daemon_signals_and_published_port(cluster):
         except OSError:
             return False
 
-    deadline = time.monotonic() + 10
-    while not answers():
-        assert time.monotonic() < deadline, "daemon never answered on the published port"
-        time.sleep(0.1)
+    def wait_answers() -> None:  # bounded, not timed: a loaded machine starts and wakes a daemon late
+        deadline = time.monotonic() + 60
+        while not answers():
+            assert time.monotonic() < deadline, "daemon never answered on the published port"
+            time.sleep(0.1)
+
+    wait_answers()
     # A second start of the same daemon is refused rather than doubling it.
     with pytest.raises(RemoteCommandFailed):
         r.start_daemon(["python3", "-m", "http.server", "8123"], pidfile="/run/jp/http.pid",
@@ -124,9 +129,9 @@ def test_daemon_signals_and_published_port(cluster):
     assert r.signal("/run/jp/http.pid", "STOP")
     assert not answers()
     assert r.signal("/run/jp/http.pid", "CONT")
-    assert answers()
+    wait_answers()
     assert r.signal("/run/jp/http.pid", "KILL")
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while r.signal("/run/jp/http.pid", "0"):
         assert time.monotonic() < deadline
         time.sleep(0.05)

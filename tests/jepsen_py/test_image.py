@@ -48,7 +48,8 @@ def test_image_is_cached_and_has_the_tools(node_image):
 
     t = time.perf_counter()
     assert ensure_image() == node_image
-    assert time.perf_counter() - t < 5, "a cached image is a lookup, not a build"
+    # a build takes minutes; a lookup well under a second, or seconds from a busy Docker daemon
+    assert time.perf_counter() - t < 30, "a cached image is a lookup, not a build"
     client = docker_client()
     img = client.images.get(node_image)
     assert img.labels.get("jepsen-py") == "node-image"
