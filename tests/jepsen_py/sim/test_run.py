@@ -20,11 +20,39 @@ NEMESES = ("partition-leader", "partition-random", "partition-one", "partition-r
            "partition", "clock", "pause", "kill", "leader-clock", "all")
 
 
-def jepsen(tmp: Path, *argv: str, hash_seed: str = "0") -> subprocess.CompletedProcess[str]:
+def start(tmp: Path, argv: list[str], hash_seed: str) -> subprocess.Popen[bytes]:
+    """Starts a Python process in the repository, its output in files under `tmp` (not pipes: a
+    process left unread while another is awaited must not block on a full pipe)."""
+    tmp.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-    return subprocess.run([sys.executable, "-m", "jepsen_py.cli", "run", "--backend", "sim", "--no-progress",
-                           "--results-dir", str(tmp), *argv],
-                          capture_output=True, text=True, cwd=REPO, timeout=1800, env=env)
+    with open(tmp / "stdout", "wb") as out, open(tmp / "stderr", "wb") as err:
+        return subprocess.Popen([sys.executable, *argv], stdout=out, stderr=err, cwd=REPO, env=env)
+
+
+def finish(p: subprocess.Popen[bytes], tmp: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    try:
+        p.wait(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return subprocess.CompletedProcess(p.args, p.returncode, (tmp / "stdout").read_text(),
+                                       (tmp / "stderr").read_text())
+
+
+def run_argv(tmp: Path, *argv: str) -> list[str]:
+    return ["-m", "jepsen_py.cli", "run", "--backend", "sim", "--no-progress", "--results-dir", str(tmp),
+            *argv]
+
+
+def jepsen(tmp: Path, *argv: str, hash_seed: str = "0") -> subprocess.CompletedProcess[str]:
+    return finish(start(tmp, run_argv(tmp, *argv), hash_seed), tmp, 1800)
+
+
+def jepsen_pair(a: Path, b: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str], ...]:
+    """The same run in two interpreters at once, hash seeds 1 and 2: one run's wall time on two cores."""
+    procs = [(start(tmp, run_argv(tmp, *argv), seed), tmp) for tmp, seed in ((a, "1"), (b, "2"))]
+    return tuple(finish(p, tmp, 1800) for p, tmp in procs)
 
 
 def run_dir(tmp: Path) -> Path:
@@ -33,8 +61,7 @@ def run_dir(tmp: Path) -> Path:
 
 def test_partition_leader_seed_7_twice_gives_the_same_history_and_exit_0(tmp_path: Path) -> None:
     argv = ("--workload", "offsets", "--nemesis", "partition-leader", "--seed", "7")  # 60 s, as documented
-    a = jepsen(tmp_path / "a", *argv, hash_seed="1")
-    b = jepsen(tmp_path / "b", *argv, hash_seed="2")
+    a, b = jepsen_pair(tmp_path / "a", tmp_path / "b", *argv)
     assert a.returncode == 0, a.stdout + a.stderr
     assert b.returncode == 0, b.stdout + b.stderr
     da, db = run_dir(tmp_path / "a"), run_dir(tmp_path / "b")
@@ -71,14 +98,17 @@ def test_the_zombie_leader_bug_is_caught_exit_1(tmp_path: Path) -> None:
     assert results["checkers"]["linearizable"]["valid"] is False
 
 
-def run_many(results: Path, hash_seed: str, runs: list[str],
-             time_limit: float) -> dict[str, tuple[int, bytes]]:
-    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-    p = subprocess.run([sys.executable, "-m", "tests.jepsen_py.sim.run_many", str(results), str(time_limit),
-                        *runs], capture_output=True, text=True, cwd=REPO, timeout=3600, env=env)
-    assert p.returncode == 0, p.stderr[-3000:]
+def run_many_start(results: Path, hash_seed: str, runs: list[str], time_limit: float,
+                   interval: float) -> subprocess.Popen[bytes]:
+    return start(results, ["-m", "tests.jepsen_py.sim.run_many", str(results), str(time_limit), str(interval),
+                           *runs], hash_seed)
+
+
+def histories(done: subprocess.CompletedProcess[str]) -> dict[str, tuple[int, bytes]]:
+    """What run_many printed: each run's exit code and history bytes."""
+    assert done.returncode == 0, done.stderr[-3000:]
     out = {}
-    for line in p.stdout.splitlines():
+    for line in done.stdout.splitlines():
         item, code, path = line.split(" ", 2)
         out[item] = (int(code), Path(path).read_bytes())
     return out
@@ -87,11 +117,16 @@ def run_many(results: Path, hash_seed: str, runs: list[str],
 @pytest.mark.parametrize("seed", [1, 2])
 def test_every_nemesis_gives_the_same_bytes_twice(tmp_path: Path, seed: int) -> None:
     runs = [f"{n}:{seed}" for n in NEMESES]
-    first = run_many(tmp_path / "first", "11", runs, 12)
-    second = run_many(tmp_path / "second", "12", runs, 12)
+    # both copies at once, each its own interpreter and hash seed. 8 simulated s with a fault op every
+    # 3 s: each nemesis starts its fault (at 3.6 s) and stops it (6.6 s) before the final heal
+    procs = [(run_many_start(tmp_path / name, hash_seed, runs, 8, 3), tmp_path / name)
+             for name, hash_seed in (("first", "11"), ("second", "12"))]
+    first, second = (histories(d) for d in [finish(p, results, 3600) for p, results in procs])
     assert set(first) == set(runs)
     for item in runs:
         code, history = first[item]
         assert code == 0, f"{item}: the correct build judged invalid or unknown (exit {code})"
         assert history == second[item][1], f"{item}: the two runs differ"
         assert b'"process":"nemesis"' in history
+        # the fault, its end and the final heal, each done (an info op)
+        assert history.count(b'"type":"info","process":"nemesis"') >= 3, f"{item}: a fault op missing"
