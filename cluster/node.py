@@ -376,7 +376,7 @@ class Node:
                 self._last_tick = now
                 self.schedule_ready()
             return
-        leading = self.raw.soft_state().role == LEADER
+        leading = self.raw.role() == LEADER
         if now < self._last_tick - interval:
             # The clock went backwards (a clock fault). How much real time passed is unknown, so a
             # leader gives up its lease: an election timeout of ticks is spent at once (this is the
@@ -469,7 +469,7 @@ class Node:
         before its own copy is durable. Only when no term or vote change is waiting to be persisted
         (those must be durable before any message of theirs leaves) and no snapshot is involved.
         """
-        if rd.snapshot is not None or self.raw.soft_state().role != LEADER:
+        if rd.snapshot is not None or self.raw.role() != LEADER:
             return False
         if rd.hard_state is None:
             return True
@@ -541,8 +541,8 @@ class Node:
             self._start_read_round()
 
     def _after_ready(self) -> None:
-        soft = self.raw.soft_state()
-        role, term, leader = soft.role, self.raw.term(), soft.leader
+        raw = self.raw
+        role, term, leader = raw.role(), raw.term(), raw.leader()
         seen = (role, term, leader)
         if seen != self._last_seen:
             prev = self._last_seen
@@ -620,12 +620,11 @@ class Node:
 
     def whoami(self) -> dict[str, Any]:
         """The node / role / term / leader every answer carries (cheap: called per answer)."""
-        soft = self.raw.soft_state()
-        return {"node": self.cfg.id, "role": soft.role, "term": self.raw.term(),
-                "leader": soft.leader}
+        raw = self.raw
+        return {"node": self.cfg.id, "role": raw.role(), "term": raw.term(), "leader": raw.leader()}
 
     def leader(self) -> str | None:
-        return self.raw.soft_state().leader
+        return self.raw.leader()
 
     # ---- running ------------------------------------------------------------------------------------
 

@@ -165,11 +165,13 @@ class RawNode:
             raise RuntimeError("ready() called again before advance() of the previous Ready")
         r = self.raft
         r.flush()
-        soft = r.soft_state()
+        prev = self._prev_soft
+        # the record is built only when the role or leader moved (ready() runs after every input)
+        soft = None if (r.lead == prev.leader and r.state == prev.role) else r.soft_state()
         hard = r.hard_state()
         snap = r.raft_log.pending_snapshot()
         rd = Ready(
-            soft_state=None if soft == self._prev_soft else soft,
+            soft_state=soft,
             hard_state=None if hard == self._prev_hard or hard.is_empty() else hard,
             entries=tuple(r.raft_log.unstable_entries()),
             snapshot=snap,
@@ -222,6 +224,14 @@ class RawNode:
 
     def soft_state(self) -> SoftState:
         return self.raft.soft_state()
+
+    def role(self) -> str:
+        """soft_state().role without building the record (the node asks on every input)."""
+        return self.raft.state
+
+    def leader(self) -> str | None:
+        """soft_state().leader without building the record (asked after every Ready)."""
+        return self.raft.lead
 
     def term(self) -> int:
         """hard_state().term without building the record (the edges ask after every Ready)."""

@@ -67,6 +67,38 @@ def test_leader_ready_carries_entries_then_commits_after_acks():
     assert raw.status()["applied"] == 2
 
 
+def test_role_and_leader_read_what_soft_state_holds_and_ready_reports_only_a_change():
+    raw, st = make_node("n1", PEERS)
+    seen = []
+
+    def check() -> None:
+        soft = raw.soft_state()
+        assert (raw.role(), raw.leader()) == (soft.role, soft.leader)
+        seen.append(soft)
+
+    check()
+    raw.campaign()
+    check()
+    rd = raw.ready()
+    assert rd.soft_state == seen[-1]
+    raw.advance(rd)
+    raw.step(Message(type=MSG_VOTE_RESP, src="n2", dst="n1", term=1))
+    check()
+    assert (raw.role(), raw.leader()) == (LEADER, "n1")
+    rd = raw.ready()
+    assert rd.soft_state == SoftState(leader="n1", role=LEADER)
+    raw.advance(rd)
+    raw.propose({"op": "x"})
+    rd = raw.ready()
+    assert rd.soft_state is None  # still leading n1's term: nothing moved
+    st.append(rd.entries)
+    raw.advance(rd)
+    raw.step(Message(type=MSG_APP, src="n2", dst="n1", term=2))  # a leader of a later term
+    check()
+    assert (raw.role(), raw.leader()) == (FOLLOWER, "n2")
+    assert raw.ready().soft_state == SoftState(leader="n2", role=FOLLOWER)
+
+
 def test_local_message_types_cannot_come_from_the_network():
     raw, _ = make_node("n1", PEERS)
     with pytest.raises(StepLocalMessageError):
