@@ -16,8 +16,9 @@ ELECTION_TICK = 10
 ELECTION_TIMEOUT_S = TICK_MS * ELECTION_TICK / 1000  # the randomized timeout is in [1x, 2x)
 
 
-def retry(fn, seconds: float = 10.0):
-    """Retries a client call across the brief unavailability of an election."""
+def retry(fn, seconds: float = 60.0):
+    """Retries a client call across the brief unavailability of an election (well under a second
+    on an idle machine; the bound only ends a hang on a loaded one)."""
     deadline = time.monotonic() + seconds
     while True:
         try:

@@ -45,7 +45,7 @@ def inv(f: str, key: object = None, value: object = None, node: str | None = Non
     return Op(index=0, time=0, type="invoke", process=0, f=f, key=key, value=value, node=node)
 
 
-def until_ok(client, test, op, seconds: float = 15.0) -> Op:
+def until_ok(client, test, op, seconds: float = 60.0) -> Op:  # a bound on a hang, not an expectation
     deadline = time.monotonic() + seconds
     while True:
         c = client.invoke(test, op)
