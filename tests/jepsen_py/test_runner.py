@@ -88,8 +88,9 @@ def test_phases_run_in_order_and_everything_is_stored(tmp_path: Path) -> None:
 
 def test_a_hundred_clients_run_at_the_same_time(tmp_path: Path) -> None:
     """Every invoke waits at a 100-party barrier: with any lock around invocations the barrier
-    would break and the ops end info."""
-    spec = make_spec(tmp_path, concurrency=100, time_limit=30.0, recovery_timeout=0)
+    would break and the ops end info. The op timeout outlasts the barrier's 10 s: a loaded machine
+    may take more than the default 2 s to bring a hundred threads into invoke, and that is no lock."""
+    spec = make_spec(tmp_path, concurrency=100, time_limit=30.0, recovery_timeout=0, op_timeout=15.0)
     barrier = threading.Barrier(100)
     db = FakeDB(spec, barrier=barrier)
     w = register_workload(final=False, generator=gen.each_thread(gen.repeat({"f": "write", "key": 0,
