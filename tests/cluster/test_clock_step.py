@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from jepsen_py.cluster.node import Node, NodeConfig
+from jepsen_py.cluster.node import Node, NodeConfig, ReadRound
 from jepsen_py.cluster.raft.messages import LEADER, MSG_HEARTBEAT, Message
 from jepsen_py.cluster.realio import real_env
 
@@ -140,3 +140,23 @@ def test_a_jump_forward_spends_a_quarter_timeout_on_a_follower_and_a_timeout_on_
     assert leader.raw.raft.ticks == before + ELECTION_TICK
     assert leader.raw.soft_state().role == LEADER
     leader.wal.close()
+
+
+def test_a_read_round_started_before_the_clock_went_back_is_asked_again(tmp_path):
+    # A round's age is read off the clock: one started while the clock was 39 s ahead looked younger
+    # than an election timeout (its age negative) until the clock caught up, so a round lost in a
+    # leader change held every read on the node for 39 s after the clock was reset (explore found it
+    # on the correct build; tests/jepsen_py/explore/test_found_on_the_correct_build.py replays it).
+    three = {"n1": ("127.0.0.1", 1), "n2": ("127.0.0.1", 2), "n3": ("127.0.0.1", 3)}
+    node = _node(tmp_path, three)
+    node.raw.step(Message(type=MSG_HEARTBEAT, src="n2", dst="n1", term=1))
+    loop = asyncio.new_event_loop()
+    try:
+        read = loop.create_future()
+        node.read_round = ReadRound("n1.lost", node.clock.monotonic() + 39.0, [read])
+        node.tick()
+        assert node.read_round is not None and node.read_round.context != "n1.lost"
+        assert node.read_round.waiters == [read] and node.read_round.started <= node.clock.monotonic()
+    finally:
+        loop.close()
+        node.wal.close()
