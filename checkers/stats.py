@@ -54,10 +54,10 @@ class StatsChecker:
         for c in [*by_f.values(), total]:
             c["ok_fraction"] = round(c[OK] / c["count"], 4) if c["count"] else 0.0
         refused = {f for f, c in by_f.items() if c[OK] == 0 and f not in self.ignore_fs and f not in answered}
-        is_calm = _Calm(history, client) if refused else None
-        # op types attempted at least once while the system was calm
-        calm = {p.invoke.f for p in client if p.invoke.f in refused and is_calm and is_calm(p.invoke.time)}
-        never_ok = sorted(refused & calm)
+        never_ok: list[str] = []
+        if refused:  # those attempted at least once while the system was calm
+            calm = _Calm(history, client)
+            never_ok = sorted({p.invoke.f for p in client if p.invoke.f in refused and calm(p.invoke.time)})
         anomalies = [
             {"kind": "never-ok", "ops": [],
              "explanation": f"{f!r} was attempted {by_f[f]['count']} times and never succeeded "

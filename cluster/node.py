@@ -409,8 +409,7 @@ class Node:
     def tick(self) -> None:
         self.catch_up_ticks(from_timer=True)
         r = self.read_round
-        age = None if r is None else self.clock.monotonic() - r.started
-        if age is not None and (age > self.election_timeout_s() or age < 0):
+        if r is not None and not 0 <= self.clock.monotonic() - r.started <= self.election_timeout_s():
             # the round was dropped (no leader, leader changed): its reads join a fresh round. A
             # negative age is a clock that went back past the round's start: how long the round has
             # waited is unknown, and waiting for the clock to catch up held every read on this node

@@ -103,7 +103,7 @@ def min_nodes(workload_name: str, node_count: int) -> int:
     if workload_name in CREATES_TOPICS:
         from jepsen_py.workloads.common import replication_factor
 
-        return min(node_count, replication_factor(node_count))
+        return replication_factor(node_count)
     return 1
 
 
