@@ -18,6 +18,7 @@ node, how far its clock went back, and the grudge; the stop heals the partition 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -26,7 +27,6 @@ from jepsen_py.nemeses.clock import ClockNemesis
 from jepsen_py.nemeses.faults import START_LEADER_CLOCK as START
 from jepsen_py.nemeses.faults import STOP_LEADER_CLOCK as STOP
 from jepsen_py.nemeses.partition import PartitionNemesis, isolate
-from jepsen_py.nemeses.targets import pick
 
 from jepsen_py.history import INFO, Op
 from jepsen_py.protocols import Test
@@ -66,17 +66,19 @@ class LeaderClockNemesis:
 
     def invoke(self, test: Test, op: Op) -> Op:
         if op.f == START:
-            return replace(op, type=INFO, value=self._start(test))
+            return replace(op, type=INFO, value=self._start(test, self.partition.await_leaders(test)))
         if op.f == STOP:
             self.heal(test)
             return replace(op, type=INFO, value={"healed": True})
         raise ValueError(f"leader-clock nemesis cannot do {op.f!r}")
 
-    def _start(self, test: Test) -> dict[str, object]:
+    def _start(self, test: Test, leaders: Sequence[str]) -> dict[str, object]:
+        """Hits one of `leaders` (those claiming leadership, awaited as the partition's leader shape
+        awaits them), or a random node when none claimed it."""
         assert test.db is not None, "the leader-clock nemesis needs a DB that can pause its daemon"
         if self.partition.active or self.clock.offsets:
             self.heal(test)  # one fault at a time: a second start replaces the first
-        node = pick("leader", test, test.rng)[0]
+        node = test.rng.choice(sorted(leaders) if leaders else list(test.nodes))
         back = step_back_s(test.rng, self.interval)
         test.db.pause(test, node)
         self.frozen.add(node)

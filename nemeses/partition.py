@@ -10,11 +10,17 @@ Shapes, after Jepsen's:
 
 Ops: {"f": "start-partition", "value": shape} and {"f": "stop-partition"}. The info completion's
 value says which shape, the sides, and the exact grudge installed.
+
+The leader shape waits, bounded, for a node to claim leadership: right after a heal or a restart a
+cluster is leaderless for an election or two, and isolating a random node then tests nothing the
+shape is for (no zombie, no unreplicated leader tail). If none claims it in time, a random node is
+isolated and the value records `"leader": null`.
 """
 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -24,10 +30,14 @@ from jepsen_py.nemeses.faults import START_PARTITION, STOP_PARTITION
 from jepsen_py.nemeses.targets import majority, primaries
 
 from jepsen_py.history import INFO, Op
-from jepsen_py.protocols import Remote, Test
+from jepsen_py.protocols import Remote, Test, has_capability
 
 SHAPES = ("leader", "random", "one", "ring", "bridge")
 Grudge = dict[str, list[str]]
+#: How long the leader shape waits for a node to claim leadership: a few elections' worth.
+LEADER_WAIT_S = 10.0
+#: How often it asks meanwhile.
+LEADER_POLL_S = 0.1
 
 
 def complete_grudge(sides: Sequence[Sequence[str]]) -> Grudge:
@@ -102,11 +112,12 @@ class PartitionNemesis:
         partition isolates a random node (the value recorded says so)."""
         return {"primaries": "--nemesis partition-leader"} if self.shapes == ["leader"] else {}
 
-    def grudge_for(self, shape: str, test: Test, rng: random.Random) -> tuple[Grudge, dict[str, object]]:
+    def grudge_for(self, shape: str, test: Test, rng: random.Random,
+                   leaders: Sequence[str] = ()) -> tuple[Grudge, dict[str, object]]:
+        """The grudge of `shape`; `leaders` are the nodes that claim leadership (the leader shape)."""
         nodes = list(test.nodes)
         detail: dict[str, object] = {}
         if shape == "leader":
-            leaders = primaries(test)
             if leaders:
                 alone = [rng.choice(sorted(leaders))]
                 detail["leader"] = alone[0]
@@ -134,18 +145,34 @@ class PartitionNemesis:
 
     def invoke(self, test: Test, op: Op) -> Op:
         if op.f == START_PARTITION:
-            shape = op.value if op.value in self.shapes else test.rng.choice(self.shapes)
-            if shape == "ring" and len(test.nodes) < 4:
-                shape = "one"
-            grudge, detail = self.grudge_for(shape, test, test.rng)
-            if self.active:
-                self._heal_all(test)
-            self.install(test, grudge)
-            return replace(op, type=INFO, value={"shape": shape, "grudge": grudge, **detail})
+            shape = self.shape_for(test, op)
+            return self.start(test, op, shape, self.await_leaders(test) if shape == "leader" else [])
         if op.f == STOP_PARTITION:
             healed = self._heal_all(test)
             return replace(op, type=INFO, value={"healed": healed})
         raise ValueError(f"partition nemesis cannot do {op.f!r}")
+
+    def shape_for(self, test: Test, op: Op) -> str:
+        shape = op.value if op.value in self.shapes else test.rng.choice(self.shapes)
+        return "one" if shape == "ring" and len(test.nodes) < 4 else shape
+
+    def await_leaders(self, test: Test) -> list[str]:
+        """The nodes claiming leadership, asked every LEADER_POLL_S until one does or LEADER_WAIT_S
+        pass; at once [] for a DB that cannot say."""
+        if not has_capability(test.db, "primaries"):
+            return []
+        deadline = time.monotonic() + LEADER_WAIT_S
+        while not (leaders := primaries(test)) and time.monotonic() < deadline:
+            time.sleep(LEADER_POLL_S)
+        return leaders
+
+    def start(self, test: Test, op: Op, shape: str, leaders: Sequence[str]) -> Op:
+        """Replaces any partition in force with one of `shape`; the info op says what was cut."""
+        grudge, detail = self.grudge_for(shape, test, test.rng, leaders)
+        if self.active:
+            self._heal_all(test)
+        self.install(test, grudge)
+        return replace(op, type=INFO, value={"shape": shape, "grudge": grudge, **detail})
 
     def install(self, test: Test, grudge: Grudge) -> None:
         """Makes every node in the grudge drop packets from the peers it names."""

@@ -22,18 +22,20 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import INFO, Op
 from jepsen_py.nemeses.clock import ClockNemesis, random_delta_ms
 from jepsen_py.nemeses.compose import ComposedNemesis, NoopNemesis
+from jepsen_py.nemeses.faults import START_LEADER_CLOCK, START_PARTITION
 from jepsen_py.nemeses.kill import KillNemesis
 from jepsen_py.nemeses.leader_clock import LeaderClockNemesis
-from jepsen_py.nemeses.partition import Grudge, PartitionNemesis
+from jepsen_py.nemeses.partition import LEADER_POLL_S, LEADER_WAIT_S, Grudge, PartitionNemesis
 from jepsen_py.nemeses.pause import PauseNemesis
-from jepsen_py.nemeses.targets import pick
-from jepsen_py.protocols import Nemesis, Test
+from jepsen_py.nemeses.targets import pick, primaries
+from jepsen_py.protocols import Nemesis, Test, has_capability
 
 
 class FaultableCluster(Protocol):
@@ -141,11 +143,28 @@ def grudge_cuts(grudge: Grudge) -> list[tuple[str, str]]:
     return sorted((peer, node) for node, peers in grudge.items() for peer in peers)
 
 
+async def await_leaders(test: Test) -> list[str]:
+    """PartitionNemesis.await_leaders in virtual time: the same bound and the same polls."""
+    if not has_capability(test.db, "primaries"):
+        return []
+    loop = asyncio.get_running_loop()
+    end = loop.time() + LEADER_WAIT_S
+    while not (leaders := primaries(test)) and loop.time() < end:
+        await asyncio.sleep(LEADER_POLL_S)
+    return leaders
+
+
 class SimPartitionNemesis(PartitionNemesis):
     """PartitionNemesis with cut links for iptables rules. Healing heals every link, as flushing the
     shared JEPSEN-PY chain does on Docker (a leader-clock cut included)."""
 
     cluster: FaultableCluster
+
+    async def ainvoke(self, test: Test, op: Op) -> Op:
+        if op.f != START_PARTITION:
+            return self.invoke(test, op)
+        shape = self.shape_for(test, op)
+        return self.start(test, op, shape, await await_leaders(test) if shape == "leader" else [])
 
     def install(self, test: Test, grudge: Grudge) -> None:
         self.active = {k: list(v) for k, v in grudge.items()}
@@ -216,6 +235,11 @@ class SimLeaderClockNemesis(LeaderClockNemesis):
     def setup(self, test: Test) -> None:
         self.partition.setup(test)
         self.clock.setup(test)
+
+    async def ainvoke(self, test: Test, op: Op) -> Op:
+        if op.f != START_LEADER_CLOCK:
+            return self.invoke(test, op)
+        return replace(op, type=INFO, value=self._start(test, await await_leaders(test)))
 
 
 #: The nemesis classes carried out here, each with its simulated twin (None: works unchanged

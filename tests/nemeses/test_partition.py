@@ -8,6 +8,7 @@ from itertools import combinations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from jepsen_py.nemeses import partition
 from jepsen_py.nemeses.net import CHAIN
 from jepsen_py.nemeses.partition import (
     PartitionNemesis,
@@ -19,7 +20,7 @@ from jepsen_py.nemeses.partition import (
 )
 
 from jepsen_py.history import INFO, Op
-from tests.nemeses.support import peer_can_reach
+from tests.nemeses.support import make_spec, make_test, peer_can_reach
 
 NODES = ["n1", "n2", "n3", "n4", "n5"]
 
@@ -71,6 +72,43 @@ def test_bridge_only_the_bridge_sees_both_halves(n, seed):
     for a, b in combinations([x for x in nodes if x != mid], 2):
         same_side = any(a in s and b in s for s in sides)
         assert (b in g.get(a, [])) != same_side
+
+
+class ElectingDB:
+    """Claims no leader for its first `quiet` asks, then n3: a cluster just restarted."""
+
+    def __init__(self, quiet: int) -> None:
+        self.quiet = quiet
+        self.asked = 0
+
+    def primaries(self, test: object) -> list[str]:
+        self.asked += 1
+        return [] if self.asked <= self.quiet else ["n3"]
+
+
+def test_the_leader_shape_waits_for_a_leader_then_isolates_it(tmp_path):
+    test = make_test(make_spec(NODES, tmp_path), tmp_path)
+    test.db = ElectingDB(quiet=3)  # type: ignore[assignment]
+    nem = PartitionNemesis(["leader"])
+    leaders = nem.await_leaders(test)
+    assert leaders == ["n3"] and test.db.asked == 4
+    grudge, detail = nem.grudge_for("leader", test, test.rng, leaders)
+    assert detail["leader"] == "n3" and grudge == isolate(NODES, ["n3"])
+
+
+def test_the_leader_wait_is_bounded_and_then_a_random_node_is_isolated(tmp_path, monkeypatch):
+    monkeypatch.setattr(partition, "LEADER_WAIT_S", 0.3)
+    test = make_test(make_spec(NODES, tmp_path), tmp_path)
+    test.db = ElectingDB(quiet=10**9)  # type: ignore[assignment]
+    nem = PartitionNemesis(["leader"])
+    assert nem.await_leaders(test) == [] and test.db.asked >= 2
+    _, detail = nem.grudge_for("leader", test, test.rng, [])
+    assert detail["leader"] is None and len(detail["sides"][0]) == 1
+
+
+def test_a_db_that_cannot_name_leaders_is_not_waited_for(tmp_path):
+    test = make_test(make_spec(NODES, tmp_path), tmp_path)
+    assert test.db is None and PartitionNemesis(["leader"]).await_leaders(test) == []
 
 
 def test_complete_grudge_of_disjoint_sides():

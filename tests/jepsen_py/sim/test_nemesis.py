@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from jepsen_py.nemeses import build
-from jepsen_py.nemeses.partition import PartitionNemesis
+from jepsen_py.nemeses.partition import LEADER_POLL_S, LEADER_WAIT_S, PartitionNemesis
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import INFO, INVOKE, NEMESIS, Op
@@ -24,9 +24,10 @@ NODES = ["n1", "n2", "n3", "n4", "n5"]
 
 
 class FakeCluster:
-    """Records what the nemeses do; n2 leads until it is killed, paused or cut off."""
+    """Records what the nemeses do; `leader` (n2) claims leadership, whatever is done to it."""
 
     def __init__(self) -> None:
+        self.leader: str | None = "n2"
         self.calls: list[tuple[Any, ...]] = []
         self.cuts: set[tuple[str, str]] = set()
         self.clocks: dict[str, float] = {}
@@ -57,8 +58,8 @@ class FakeCluster:
         self.clocks[node] = offset_s
 
     def status(self, node: str) -> dict[str, Any] | None:
-        return {"id": node, "role": "leader" if node == "n2" else "follower", "term": 3, "leader": "n2",
-                "bugs": ()}
+        return {"id": node, "role": "leader" if node == self.leader else "follower", "term": 3,
+                "leader": self.leader, "bugs": ()}
 
 
 def setup(names: str, *, seed: int = 5, targets: list[str] | None = None,
@@ -79,10 +80,18 @@ def setup(names: str, *, seed: int = 5, targets: list[str] | None = None,
     return test, sim, cluster, db, schedule
 
 
-def run(sim: SimNemesis, test: Test, f: str, value: Any = None) -> Op:
+def run(sim: SimNemesis, test: Test, f: str, value: Any = None,
+        elected: tuple[float, str, FakeCluster] | None = None) -> Op:
+    """The op carried out in virtual time; `elected` = (when, who, cluster): who claims leadership
+    from that virtual second on. The op's completion time is in its meta["done-at"]."""
     loop = VirtualLoop()
     try:
-        return loop.run_until_complete(sim.invoke(test, Op(0, 0, INVOKE, NEMESIS, f, None, value)))
+        if elected is not None:
+            at, who, cluster = elected
+            loop.call_at(at, setattr, cluster, "leader", who)
+        done = loop.run_until_complete(sim.invoke(test, Op(0, 0, INVOKE, NEMESIS, f, None, value)))
+        done.meta["done-at"] = loop.time()
+        return done
     finally:
         loop.close()
 
@@ -98,6 +107,22 @@ def test_partition_leader_cuts_the_leader_off_both_ways_and_records_docker_s_val
     stop = run(sim, test, "stop-partition")
     assert stop.value == {"healed": {n: len(g) for n, g in done.value["grudge"].items()}}
     assert cluster.cuts == set() and cluster.calls[-1] == ("heal",)
+
+
+def test_partition_leader_waits_in_virtual_time_for_a_leader_to_be_claimed() -> None:
+    test, sim, cluster, _, _ = setup("partition-leader")
+    cluster.leader = None  # just restarted: nobody leads yet
+    done = run(sim, test, "start-partition", "leader", elected=(2.5, "n4", cluster))
+    assert done.value["leader"] == "n4" and done.value["sides"] == [["n4"], ["n1", "n2", "n3", "n5"]]
+    assert 2.5 - 1e-6 <= done.meta["done-at"] <= 2.5 + LEADER_POLL_S + 1e-9
+
+
+def test_partition_leader_gives_up_after_its_bound_and_isolates_a_random_node() -> None:
+    test, sim, cluster, _, _ = setup("partition-leader")
+    cluster.leader = None
+    done = run(sim, test, "start-partition", "leader")
+    assert done.value["leader"] is None and len(done.value["sides"][0]) == 1
+    assert LEADER_WAIT_S - 1e-6 <= done.meta["done-at"] <= LEADER_WAIT_S + LEADER_POLL_S + 1e-9
 
 
 def test_grudge_cuts_are_the_links_into_the_node_holding_the_grudge() -> None:
@@ -187,6 +212,14 @@ def test_leader_clock_isolates_the_leader_and_steps_its_clock_back_until_stopped
     assert db.paused == set()  # frozen only while the cut and the step were made
     run(sim, test, "stop-leader-clock")
     assert cluster.cuts == set() and cluster.clocks["n2"] == 0.0
+
+
+def test_leader_clock_waits_for_a_leader_too() -> None:
+    test, sim, cluster, _, _ = setup("leader-clock")
+    cluster.leader = None
+    done = run(sim, test, "start-leader-clock", elected=(1.0, "n5", cluster))
+    assert done.value["node"] == "n5" and cluster.clocks == {"n5": -done.value["clock-back-ms"] / 1000}
+    assert 1.0 - 1e-6 <= done.meta["done-at"] <= 1.0 + LEADER_POLL_S + 1e-9
 
 
 def test_all_builds_a_twin_for_every_family() -> None:
