@@ -148,9 +148,20 @@ class NemesisReplay(Generator):
         if self.margin is None or self.next == 0:
             return
         done = self.clock.offset(ctx.time)
-        self.lag = max(self.lag, done - self.events[self.next - 1].at)
+        # An op that runs for a set time by design (a clock strobe's duration) ran that long in the
+        # recording too: only the time beyond it is lag, or every later op would land that much late.
+        self.lag = max(self.lag, done - own_duration(complete) - self.events[self.next - 1].at)
         if self.next == len(self.events):
             self.clock.end = max(self.end, done + self.margin)
+
+
+def own_duration(complete: Op) -> float:
+    """Seconds a fault op runs by design before it completes, as its completion says ("duration-s",
+    the fault vocabulary's word for a strobe's length): 0 for an op that is done once in place."""
+    said = complete.value.get("duration-s") if isinstance(complete.value, dict) else None
+    if isinstance(said, int | float) and not isinstance(said, bool) and said > 0:
+        return float(said)
+    return 0.0
 
 
 class UntilPhaseEnd(Generator):

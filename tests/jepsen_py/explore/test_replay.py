@@ -19,6 +19,7 @@ from jepsen_py.explore.replay import (
 )
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule
 from jepsen_py.explore.space import Config, nemesis_events
+from jepsen_py.history import Op
 
 
 def _schedule() -> Schedule:
@@ -236,3 +237,32 @@ def test_a_real_replay_without_faults_ends_at_the_recorded_time_limit() -> None:
     ops = gen.simulate(gen.time_limit(60.0, gen.clients(UntilPhaseEnd(gen.rate(10, gen.repeat({"f": "read"})),
                                                                       clock))), concurrency=2, seed=1)
     assert 2.5 < max(o.time for o in ops) <= 3.0
+
+
+def test_a_real_replay_does_not_count_a_strobes_own_duration_as_lag() -> None:
+    # recovery-duplicates' shrunk schedule: a 2 s clock strobe, the clocks reset as it ends, the leader
+    # killed 2 s later. The strobe op runs its 2 s in simulation too; on Docker it completed 2.7 s
+    # after it was due, and the reset and the kill landed 2 s later than recorded as well.
+    n = NEMESIS_THREAD
+    s = Schedule(workload="offsets", nodes=["n1", "n2", "n3"], seed=1, time_limit=7.0, concurrency=2,
+                 events=[Event(2.0, n, "strobe-clock"), Event(4.0, n, "reset-clock"),
+                         Event(6.0, n, "kill", value="leader")])
+    clock = PhaseClock()
+    replay = NemesisReplay(s, clock, margin=REAL_MARGIN_S)
+    rng = random.Random(0)
+
+    def ctx(t: float) -> gen.Context:
+        return gen.Context(t, gen.NEMESIS, "nemesis", rng, (gen.NEMESIS,))
+
+    def done(t: float, f: str, value: object) -> None:
+        inv = Op(index=0, time=0, type="invoke", process="nemesis", f=f)
+        replay.update(ctx(t), inv, Op(index=1, time=0, type="info", process="nemesis", f=f, value=value))
+
+    assert replay.op(ctx(0.0)) == gen.Pending(2.0)
+    assert isinstance(replay.op(ctx(2.0)), gen.Template)
+    done(4.7, "strobe-clock", {"nodes": ["n1", "n2", "n3"], "delta-ms": 10772, "period-ms": 3,
+                               "duration-s": 2.0})
+    step = replay.op(ctx(4.7))  # 0.7 s late, as the docker exec made it: the reset follows at once
+    assert isinstance(step, gen.Template) and step.f == "reset-clock"
+    done(4.9, "reset-clock", {"reset": ["n1", "n2", "n3"]})
+    assert replay.op(ctx(4.9)) == gen.Pending(6.9)  # 2 s after the reset took effect, as recorded
