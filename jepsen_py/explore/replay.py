@@ -187,6 +187,43 @@ class UntilPhaseEnd(Generator):
         self.gen.update(ctx, invoke, complete)
 
 
+class WatchAfterHeal(Generator):
+    """The final phase on a real backend: `gen`'s ops (the final reads; none when None), then nothing
+    until `hold` seconds after the phase began, so the run goes on being observed that long after
+    the heal. The simulator stops a node caught in an endless loop (as a liveness probe would) and
+    its log shows why; a real node in the same loop just stops answering, and only a node still
+    silent some seconds after the heal is a crash the checker can tell from a slow restart. Without
+    this the run ended about a second after the heal."""
+
+    def __init__(self, gen: Generator | None, hold: float) -> None:
+        self.gen = gen
+        self.hold = hold
+        self.start: float | None = None
+
+    def op(self, ctx: Context) -> Step:
+        if self.start is None:
+            self.start = ctx.time
+        if self.gen is not None:
+            step = self.gen.op(ctx)
+            if step is not None:
+                return step
+            self.gen = None
+        until = self.start + self.hold
+        return Pending(until) if ctx.time + 1e-9 < until else None
+
+    def update(self, ctx: Context, invoke: Op, complete: Op) -> None:
+        if self.gen is not None:
+            self.gen.update(ctx, invoke, complete)
+
+
+def watch_after_heal_s() -> float:
+    """How long a real-backend replay observes the cluster after the heal: a second more than the
+    crash checker needs to call a node still silent then down for good."""
+    from jepsen_py.checkers.crash import CrashChecker
+
+    return CrashChecker().down_at_end / 1e9 + 1.0
+
+
 # What must follow the last fault op on a real backend: election timeouts (0.5-1 s each) and then
 # several seconds of client ops, so an anomaly the fault caused still has time to be seen.
 REAL_MARGIN_S = 10.0

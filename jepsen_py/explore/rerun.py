@@ -5,9 +5,11 @@ schedule's seed the run is the one that was recorded. On Docker (or any real bac
 land at the same offsets of the main phase, with the workload's own clients beside them at the
 schedule's rate; the answers differ run to run, so the report says whether the schedule's anomaly
 came back. A real cluster reacts more slowly than the simulated one, so its replay is stretched to
-fit (replay.for_real_backend): a margin after the last fault, four clients on every node, and fault
-windows as long as recorded from the moment each fault took effect. A schedule without faults
-replays its recorded client ops there too: they alone made the anomaly.
+fit (replay.for_real_backend): a margin after the last fault, four clients on every node, fault
+windows as long as recorded from the moment each fault took effect, and the cluster watched for some
+seconds after the heal (a node the simulator would have stopped in an endless loop just goes silent
+on a real one). A schedule without faults replays its recorded client ops there too: they alone made
+the anomaly.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from jepsen_py.explore.replay import (
     NemesisReplay,
     PhaseClock,
     UntilPhaseEnd,
+    WatchAfterHeal,
     for_real_backend,
+    watch_after_heal_s,
 )
 from jepsen_py.explore.schedule import Schedule
 from jepsen_py.explore.system import Outcome, anomaly_kinds, replay_run, run_real, run_sim, spec_for
@@ -113,7 +117,9 @@ def replay_real(s: Schedule, spec: TestSpec, post_run: Sequence[Any] = ()) -> Ou
     """`s` on a real backend, under `spec` (made from for_real_backend(s)): its fault ops at their
     offsets, each window as long as recorded from when its fault took effect, and the workload's own
     clients at the schedule's rate (their answers differ from the recorded ones anyway) until the
-    margin after the last fault has passed; without faults, its recorded client ops and final reads."""
+    margin after the last fault has passed; without faults, its recorded client ops and final reads.
+    Either way the final phase lasts watch_after_heal_s(), so a node that never came back after the
+    heal is seen down by the crash checker."""
     from jepsen_py.commands.run import workload_registry
     from jepsen_py.plugins import build_workload
 
@@ -127,6 +133,7 @@ def replay_real(s: Schedule, spec: TestSpec, post_run: Sequence[Any] = ()) -> Ou
     else:
         workload.generator = ClientReplay(s.events, clock, end=spec.time_limit)
         workload.final_generator = FinalReplay(s.final) if s.final else None
+    workload.final_generator = WatchAfterHeal(workload.final_generator, watch_after_heal_s())
     return run_real(spec, workload, NemesisReplay(s, clock, margin=REAL_MARGIN_S), post_run)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+from jepsen_py.checkers.crash import CrashChecker
+
 from jepsen_py import generator as gen
 from jepsen_py.explore.replay import (
     REAL_MARGIN_S,
@@ -15,7 +17,9 @@ from jepsen_py.explore.replay import (
     Recorder,
     Tape,
     UntilPhaseEnd,
+    WatchAfterHeal,
     for_real_backend,
+    watch_after_heal_s,
 )
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule
 from jepsen_py.explore.space import Config, nemesis_events
@@ -266,3 +270,22 @@ def test_a_real_replay_does_not_count_a_strobes_own_duration_as_lag() -> None:
     assert isinstance(step, gen.Template) and step.f == "reset-clock"
     done(4.9, "reset-clock", {"reset": ["n1", "n2", "n3"]})
     assert replay.op(ctx(4.9)) == gen.Pending(6.9)  # 2 s after the reset took effect, as recorded
+
+
+def test_a_real_replay_watches_the_cluster_after_the_final_reads() -> None:
+    # a node that loops endlessly on restart stops answering on Docker (the simulator stops it as a
+    # liveness probe would, and its log says why): the final phase must outlast the crash checker's
+    # down-at-end rule, where it used to end as soon as the reads came back (a second after the heal)
+    reads = FinalReplay([Event(0.0, 0, "read", key="k0", node=n) for n in ("n1", "n2", "n3")])
+    hold = watch_after_heal_s()
+    assert hold > CrashChecker().down_at_end / 1e9
+    ops = gen.simulate(gen.time_limit(30.0, gen.clients(WatchAfterHeal(reads, hold))), concurrency=2,
+                       latency=0.2)
+    assert [(o.template.node, round(o.time, 6)) for o in ops] == [("n1", 0.0), ("n2", 0.0), ("n3", 0.2)]
+    # nothing more is asked, but the phase lasts `hold`; and with no final reads at all, as long
+    done = gen.simulate(gen.time_limit(30.0, gen.clients(gen.phases(WatchAfterHeal(FinalReplay([]), hold),
+                                                                     gen.once({"f": "mark"})))))
+    assert [(o.template.f, round(o.time, 6)) for o in done] == [("mark", hold)]
+    nothing = gen.simulate(gen.time_limit(30.0, gen.clients(gen.phases(WatchAfterHeal(None, hold),
+                                                                        gen.once({"f": "mark"})))))
+    assert [(o.template.f, round(o.time, 6)) for o in nothing] == [("mark", hold)]

@@ -12,7 +12,7 @@ import pytest
 
 from jepsen_py.cli import main
 from jepsen_py.explore import schedule as sched
-from jepsen_py.explore.replay import REAL_MARGIN_S
+from jepsen_py.explore.replay import REAL_MARGIN_S, watch_after_heal_s
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -54,3 +54,7 @@ def test_a_late_fault_is_replayed_with_room_after_it(node_image: str, tmp_path: 
     assert REAL_MARGIN_S - 1.0 <= (last_invoke - start_done) / 1e9 <= REAL_MARGIN_S + 0.5
     after = [o for o in clients if o["time"] > start_done]
     assert {o["node"] for o in after} == {"n1", "n2", "n3"}
+    # and the cluster was watched long enough after the heal for a node that never came back to be
+    # called down by the crash checker (the run used to end a second after it)
+    healed = next(o["time"] for o in nemesis if o["f"] == "heal" and o["type"] != "invoke")
+    assert (max(o["time"] for o in ops) - healed) / 1e9 >= watch_after_heal_s() - 0.5
