@@ -8,7 +8,10 @@ restart, replaying a WAL with duplicate entries) is a bug a release manager must
   node that died on its own: a node that stays down crashed, e.g. on restart), or one that stopped
   answering for `min_down_s` when no process fault (kill / pause) was aimed at it just before. The
   second threshold is long on purpose: a node starved of CPU or catching up after a pause can miss
-  polls for seconds, and a node that really died stays down and is caught by the first rule;
+  polls for seconds, and a node that really died stays down and is caught by the first rule. A kill
+  or pause explains a silence only until it is undone (the restart, the resume), give or take the
+  slack: a node restarted mid-run that stays silent `min_down_s` past its restart did not come back
+  (a restart that replays a bad WAL and spins), whatever happens at the end of the run;
 - the node logs downloaded into <run dir>/nodes/<node>/: a Python traceback or a fatal error line.
 """
 
@@ -33,11 +36,13 @@ MAX_LOG_BYTES = 64 * 1024 * 1024  # a log larger than this is scanned in its fir
 
 @dataclass(frozen=True, slots=True)
 class ProcessFault:
-    """A kill or pause op: from its invocation to its completion, aimed at `nodes` (None: unknown)."""
+    """A kill or pause op: from its invocation to its completion, aimed at `nodes` (None: unknown),
+    undone (restarted, resumed) at `undone` (None: never, not even by the final heal)."""
 
     start: int
     end: int
     nodes: frozenset[str] | None
+    undone: int | None = None
 
 
 class CrashChecker:
@@ -81,6 +86,8 @@ class CrashChecker:
                 outages[node].append(rec)
                 still_down_after_heal = (recovered is None and heal is not None
                                          and end - max(heal, first.time) >= self.down_at_end)
+                until = recovered.time if recovered else end
+                uncovered = self._uncovered(faults, node, first.time, until) if explained else None
                 if still_down_after_heal:
                     findings.append({
                         "node": node, "kind": "down-at-end", "ops": rec["ops"],
@@ -92,6 +99,15 @@ class CrashChecker:
                         "node": node, "kind": "died", "ops": rec["ops"],
                         "explanation": f"{node} stopped answering for {length / 1e9:.1f} s from "
                                        f"{rec['from_ms'] / 1000:.1f} s with no kill or pause aimed at it"})
+                elif uncovered is not None and uncovered[0] >= self.min_down:
+                    silent, undone_at = uncovered[0] / 1e9, uncovered[1]
+                    findings.append({
+                        "node": node, "kind": "not-back", "ops": rec["ops"],
+                        "explanation": f"{node} stopped answering at {rec['from_ms'] / 1000:.1f} s under a "
+                                       f"kill or pause undone at {undone_at / 1e9:.1f} s (restarted, "
+                                       f"resumed), then stayed silent {silent:.1f} s more with no fault "
+                                       "aimed at it"
+                                       + ("" if recovered else ", to the end of the run")})
 
         logs = self._scan_logs(store, nodes) if store is not None else None
         for hit in logs or []:
@@ -114,7 +130,7 @@ class CrashChecker:
     def _process_faults(history: Sequence[Op], nodes: set[str]) -> list[ProcessFault]:
         """The ops that took node processes down on purpose (the fault vocabulary's silencing
         faults: kill, pause, leader-clock's freeze), each with whom it says it hit."""
-        return [ProcessFault(w.start, w.started, w.targets)
+        return [ProcessFault(w.start, w.started, w.targets, w.end)
                 for w in fault_windows(history, nodes=nodes) if w.silences]
 
     def _explained(self, faults: list[ProcessFault], node: str, lo: int, first_fail: int) -> bool:
@@ -125,6 +141,30 @@ class CrashChecker:
             and (f.nodes is None or node in f.nodes)
             for f in faults
         )
+
+    def _uncovered(self, faults: list[ProcessFault], node: str, first_fail: int,
+                   until: int) -> tuple[int, int] | None:
+        """How long a silence that a fault explains went on with no fault to explain it: the time
+        from `first_fail` to `until` that no kill or pause aimed at `node` covers (each covers from its
+        start to its undoing, give or take the slack; one never undone covers the rest of the run),
+        with the time the first covering fault was undone. None when the faults cover all of it."""
+        t, total, undone_at = first_fail, 0, None
+        while t < until:
+            covering = [f for f in faults if f.start - self.slack <= t
+                        and (f.undone is None or f.undone + self.slack >= t)
+                        and (f.nodes is None or node in f.nodes)]
+            if any(f.undone is None for f in covering):
+                break
+            if covering:
+                undone = max(f.undone for f in covering if f.undone is not None)
+                undone_at = undone if undone_at is None else undone_at
+                t = undone + self.slack + 1
+                continue
+            nxt = min((f.start - self.slack for f in faults if f.start - self.slack > t
+                       and (f.nodes is None or node in f.nodes)), default=until)
+            total += min(nxt, until) - t
+            t = nxt
+        return (total, undone_at) if total > 0 and undone_at is not None else None
 
     def _scan_logs(self, store: Path, nodes: list[str]) -> list[dict[str, Any]]:
         hits: list[dict[str, Any]] = []
