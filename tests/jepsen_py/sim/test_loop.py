@@ -27,7 +27,7 @@ def test_sleep_takes_virtual_time_not_wall_time() -> None:
     t0 = time.monotonic()
     assert s.run_until_complete(main(), lp) == 3600
     assert s.now == 3600
-    assert time.monotonic() - t0 < 2
+    assert time.monotonic() - t0 < 60  # an hour asleep, were it real; a loaded machine's stall is not
 
 
 def test_asyncio_primitives_work_on_the_loop() -> None:
