@@ -54,6 +54,11 @@ def test_broad_configs_run_every_bug_and_the_correct_build_under_one_shared_conf
         assert all(set(c.anomalies) & set(own[c.bug]) for c in cells if c.bug != mx.CORRECT)
     # most bugs gate their broad cells; a known gap is said out loud (gate = false), never silent
     assert sum(c.gate for c in broad if c.bug != mx.CORRECT) >= len(KNOWN_BUGS) // 2
+    # and no bug is a gap everywhere: each one gates the matrix in at least one broad config
+    ungated = sorted(set(KNOWN_BUGS) - {c.bug for c in broad if c.gate})
+    assert not ungated, f"caught by no broad config: {ungated}"
+    # the correct build is never excused: it gates every broad config it runs in
+    assert all(c.gate for c in broad if c.bug == mx.CORRECT)
     text = mx.DEFAULT_EXPECTATIONS.read_text().splitlines()
     for i, line in enumerate(text):
         if line.strip() == "gate = false":
