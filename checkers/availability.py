@@ -348,9 +348,11 @@ def _who_jumped(smp: Sequence[Sample], windows: Sequence[FaultWindow], at: Sampl
 
 
 def _stuck_nodes(history: Sequence[Op], end: int) -> list[dict[str, Any]]:
-    """Nodes that are up and answering, with no fault active, yet never catch up with the others:
-    the replica a leader believes it already replicated to (drop-unconnected's signature). A node
-    that is only slow catches up within a second of being restarted or reconnected."""
+    """Nodes that are up and answering, with no fault active, yet never catch up with a majority
+    (what a majority applied is committed): the replica a leader believes it already replicated to
+    (drop-unconnected's signature). Two such nodes must not vouch for each other, so the bar is a
+    majority ahead, not every other node. A node that is only slow catches up within a second of
+    being restarted or reconnected."""
     quiet = quiet_stretches(history, end)
     by_node: dict[str, list[tuple[int, int | None]]] = {}
     index_at: dict[tuple[str, int], int] = {}
@@ -377,14 +379,15 @@ def _stuck_nodes(history: Sequence[Op], end: int) -> list[dict[str, Any]]:
                 last = max(ap for _, ap in span if ap is not None)
                 others = [next((ap for t, ap in ys if t >= t0 and ap is not None), None)
                           for n2, ys in by_node.items() if n2 != node]
-                others = [o for o in others if o is not None]
-                if len(others) < 2 or last >= min(others):
+                ahead = sorted(o for o in others if o is not None and o > last)
+                if len(ahead) < 2 or len(ahead) < len(by_node) // 2 + 1:
                     continue
                 found.append({
                     "f": "status", "key": node, "attempts": len(span), "ops": [index_at[(node, t0)]],
                     "explanation": (f"{node} answered for {w / S:g} s with no fault active but stayed at "
-                                    f"applied index {last} while every other node had already applied "
-                                    f"{min(others)}: it stopped receiving the log (unavailable for reads)"),
+                                    f"applied index {last} while a majority of the cluster had already "
+                                    f"applied {ahead[0]}: it stopped receiving the log (unavailable for "
+                                    f"reads)"),
                 })
                 break
     seen: set[str] = set()

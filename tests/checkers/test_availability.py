@@ -126,6 +126,38 @@ def test_a_follower_that_hears_the_leader_but_never_catches_up_is_stuck():
     assert r["valid"] is False and "n3 answered for 8 s" in r["problems"][0]
 
 
+def two_restarted(caught_up_after_ms: float) -> list:
+    """Five nodes; n4 and n5 killed at 1 s and restarted at 10 s stay at applied 100 for
+    `caught_up_after_ms` while n1-n3, a majority, move on."""
+    h = H()
+    steady(h, 0, 30_000, every=200)
+    h.nemesis("kill", 1000, 1010, {"target": "minority", "nodes": ["n4", "n5"]})
+    h.nemesis("start", 10_000, 10_010, {"nodes": ["n4", "n5"]})
+    t, applied = 0.0, 100
+    while t < 30_000:
+        applied += 5
+        for n in ("n1", "n2", "n3"):
+            h.sample(t, n, "leader" if n == "n1" else "follower", 2, "n1", applied=applied)
+        if t >= 10_000:
+            behind = t < 10_000 + caught_up_after_ms
+            for n in ("n4", "n5"):
+                h.sample(t + 1, n, "follower", 2, "n1", applied=100 if behind else applied)
+        t += 100
+    return h.build()
+
+
+def test_two_restarted_nodes_stuck_together_are_both_stuck():
+    # seen on Docker (drop-unconnected, a minority kill of two): each stuck node had the other as
+    # the "other node" that had not moved on, so neither was reported though a majority had
+    r = AvailabilityChecker().check(None, two_restarted(20_000))
+    assert r["valid"] is False
+    assert {p.split()[0] for p in r["problems"] if "stopped receiving the log" in p} == {"n4", "n5"}
+
+
+def test_two_restarted_nodes_catching_up_in_a_few_seconds_are_not_stuck():
+    assert AvailabilityChecker().check(None, two_restarted(3000))["valid"] is True
+
+
 def one_key_refused(*, during_fault: bool) -> list:
     """Key "b" sees only refused commits for 4 s while key "a" is served all along."""
     h = H()
