@@ -18,6 +18,7 @@ from typing import Any
 
 from jepsen_py.checkers.samples import Sample, leader_claims, samples
 from jepsen_py.nemeses.faults import NETWORK, FaultWindow, fault_windows, windows_of_pairs
+from jepsen_py.nemeses.targets import majority
 
 from jepsen_py.history import NEMESIS, OBSERVER, OK, Op, pairs
 from jepsen_py.protocols import Test
@@ -379,14 +380,14 @@ def _stuck_nodes(history: Sequence[Op], end: int) -> list[dict[str, Any]]:
                 last = max(ap for _, ap in span if ap is not None)
                 others = [next((ap for t, ap in ys if t >= t0 and ap is not None), None)
                           for n2, ys in by_node.items() if n2 != node]
-                ahead = sorted(o for o in others if o is not None and o > last)
-                if len(ahead) < 2 or len(ahead) < len(by_node) // 2 + 1:
+                ahead = [o for o in others if o is not None and o > last]
+                if len(ahead) < majority(len(by_node)):
                     continue
                 found.append({
                     "f": "status", "key": node, "attempts": len(span), "ops": [index_at[(node, t0)]],
                     "explanation": (f"{node} answered for {w / S:g} s with no fault active but stayed at "
                                     f"applied index {last} while a majority of the cluster had already "
-                                    f"applied {ahead[0]}: it stopped receiving the log (unavailable for "
+                                    f"applied {min(ahead)}: it stopped receiving the log (unavailable for "
                                     f"reads)"),
                 })
                 break

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule
-from jepsen_py.generator import Context, Generator, Pending, Step, Template
+from jepsen_py.generator import AnyOf, Context, Generator, Pending, Sleep, Step, Template, lift
 from jepsen_py.history import Op
 
 
@@ -187,33 +187,14 @@ class UntilPhaseEnd(Generator):
         self.gen.update(ctx, invoke, complete)
 
 
-class WatchAfterHeal(Generator):
-    """The final phase on a real backend: `gen`'s ops (the final reads; none when None), then nothing
-    until `hold` seconds after the phase began, so the run goes on being observed that long after
-    the heal. The simulator stops a node caught in an endless loop (as a liveness probe would) and
-    its log shows why; a real node in the same loop just stops answering, and only a node still
-    silent some seconds after the heal is a crash the checker can tell from a slow restart. Without
-    this the run ended about a second after the heal."""
-
-    def __init__(self, gen: Generator | None, hold: float) -> None:
-        self.gen = gen
-        self.hold = hold
-        self.start: float | None = None
-
-    def op(self, ctx: Context) -> Step:
-        if self.start is None:
-            self.start = ctx.time
-        if self.gen is not None:
-            step = self.gen.op(ctx)
-            if step is not None:
-                return step
-            self.gen = None
-        until = self.start + self.hold
-        return Pending(until) if ctx.time + 1e-9 < until else None
-
-    def update(self, ctx: Context, invoke: Op, complete: Op) -> None:
-        if self.gen is not None:
-            self.gen.update(ctx, invoke, complete)
+def watch_after_heal(gen: Generator | None, hold: float) -> Generator:
+    """The final phase on a real backend: `gen`'s ops (the final reads; none when None), and the
+    phase lasting at least `hold` seconds, so the run goes on being observed that long after the
+    heal. The simulator stops a node caught in an endless loop (as a liveness probe would) and its
+    log shows why; a real node in the same loop just stops answering, and only a node still silent
+    some seconds after the heal is a crash the checker can tell from a slow restart. Without this
+    the run ended about a second after the heal."""
+    return AnyOf([Sleep(hold), lift(gen)])
 
 
 def watch_after_heal_s() -> float:

@@ -29,8 +29,8 @@ from jepsen_py.explore.replay import (
     NemesisReplay,
     PhaseClock,
     UntilPhaseEnd,
-    WatchAfterHeal,
     for_real_backend,
+    watch_after_heal,
     watch_after_heal_s,
 )
 from jepsen_py.explore.schedule import Schedule
@@ -133,7 +133,7 @@ def replay_real(s: Schedule, spec: TestSpec, post_run: Sequence[Any] = ()) -> Ou
     else:
         workload.generator = ClientReplay(s.events, clock, end=spec.time_limit)
         workload.final_generator = FinalReplay(s.final) if s.final else None
-    workload.final_generator = WatchAfterHeal(workload.final_generator, watch_after_heal_s())
+    workload.final_generator = watch_after_heal(workload.final_generator, watch_after_heal_s())
     return run_real(spec, workload, NemesisReplay(s, clock, margin=REAL_MARGIN_S), post_run)
 
 

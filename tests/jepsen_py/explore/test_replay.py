@@ -17,8 +17,8 @@ from jepsen_py.explore.replay import (
     Recorder,
     Tape,
     UntilPhaseEnd,
-    WatchAfterHeal,
     for_real_backend,
+    watch_after_heal,
     watch_after_heal_s,
 )
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule
@@ -279,13 +279,13 @@ def test_a_real_replay_watches_the_cluster_after_the_final_reads() -> None:
     reads = FinalReplay([Event(0.0, 0, "read", key="k0", node=n) for n in ("n1", "n2", "n3")])
     hold = watch_after_heal_s()
     assert hold > CrashChecker().down_at_end / 1e9
-    ops = gen.simulate(gen.time_limit(30.0, gen.clients(WatchAfterHeal(reads, hold))), concurrency=2,
+    ops = gen.simulate(gen.time_limit(30.0, gen.clients(watch_after_heal(reads, hold))), concurrency=2,
                        latency=0.2)
     assert [(o.template.node, round(o.time, 6)) for o in ops] == [("n1", 0.0), ("n2", 0.0), ("n3", 0.2)]
     # nothing more is asked, but the phase lasts `hold`; and with no final reads at all, as long
-    done = gen.simulate(gen.time_limit(30.0, gen.clients(gen.phases(WatchAfterHeal(FinalReplay([]), hold),
+    done = gen.simulate(gen.time_limit(30.0, gen.clients(gen.phases(watch_after_heal(FinalReplay([]), hold),
                                                                      gen.once({"f": "mark"})))))
     assert [(o.template.f, round(o.time, 6)) for o in done] == [("mark", hold)]
-    nothing = gen.simulate(gen.time_limit(30.0, gen.clients(gen.phases(WatchAfterHeal(None, hold),
+    nothing = gen.simulate(gen.time_limit(30.0, gen.clients(gen.phases(watch_after_heal(None, hold),
                                                                         gen.once({"f": "mark"})))))
     assert [(o.template.f, round(o.time, 6)) for o in nothing] == [("mark", hold)]
