@@ -10,6 +10,8 @@ force": after a fault ends the cluster needs a moment (a full restart has no lea
 the grace lasts until the system shows it serves again: some client op, of any type, completes ok
 after the last fault ended. An op invoked before that proof is still in the fault's shadow. With no
 fault at all every op is calm, so an op type refused all run while others succeed is still caught.
+Calm is judged over the op's whole life, not only its invocation: an op invoked a millisecond before
+a kill and refused as the kill took effect was refused by the fault.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ class StatsChecker:
         never_ok: list[str] = []
         if refused:  # those attempted at least once while the system was calm
             calm = _Calm(history, client)
-            never_ok = sorted({p.invoke.f for p in client if p.invoke.f in refused and calm(p.invoke.time)})
+            never_ok = sorted({p.invoke.f for p in client if p.invoke.f in refused and calm.over(p)})
         anomalies = [
             {"kind": "never-ok", "ops": [],
              "explanation": f"{f!r} was attempted {by_f[f]['count']} times and never succeeded "
@@ -73,7 +75,7 @@ class StatsChecker:
 
 class _Calm:
     """Whether a moment was calm: no fault in force, and since the last fault ended some client op
-    completed ok (the system showed it serves again)."""
+    completed ok (the system showed it serves again); and whether an op's whole life was."""
 
     def __init__(self, history: Sequence[Op], client: Sequence[Pair]) -> None:
         self.windows = [(w.start, w.end) for w in fault_windows(history)]
@@ -92,3 +94,8 @@ class _Calm:
         # an ok completed after the last fault ended and before t
         i = bisect.bisect_right(self.oks, last_end)
         return i < len(self.oks) and self.oks[i] < t
+
+    def over(self, p: Pair) -> bool:
+        """Calm when invoked, and no fault began before it completed (or ever, if it never did)."""
+        start, end = p.invoke.time, p.complete.time if p.complete is not None else None
+        return self(start) and not any(start < lo and (end is None or lo <= end) for lo, _ in self.windows)

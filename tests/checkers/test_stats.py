@@ -112,3 +112,25 @@ def test_with_no_fault_every_op_is_calm():
     for i in range(5):
         h.op(1, "fetch", "k", None, 2 + 2 * i, 3 + 2 * i, result=None)
     assert StatsChecker().check(None, h.build())["never_ok"] == ["commit"]
+
+
+def test_an_op_refused_as_a_fault_began_during_it_is_not_refused_in_calm():
+    # explore's correct build: a create invoked 1 ms before a kill of every node, refused as the
+    # kill took effect; calm at its invocation, but a fault began before it completed
+    h = H()
+    h.op(0, "describe", "t", None, 0, 1, result=None)
+    h.op(1, "create", "t", {"partitions": 3, "rf": 3}, 999, 1001, kind="fail", error="unavailable")
+    h.nemesis("kill", 1000, 1000, {"target": "all", "nodes": ["n1", "n2", "n3"]})
+    h.nemesis("start", 2000, 2000, {"nodes": ["n1", "n2", "n3"]})
+    h.op(0, "describe", "t", None, 2500, 2502, result=None)
+    assert StatsChecker().check(None, h.build())["never_ok"] == []
+    # the same with a commit that times out across a pause, and one that never completes at all
+    h.op(2, "create", "u", {"partitions": 1, "rf": 3}, 2999, 3500, kind="info", error="timeout")
+    h.nemesis("pause", 3000, 3000, {"nodes": ["n1", "n2"]})
+    h.op(3, "create", "v", {"partitions": 1, "rf": 3}, 3001, None)
+    assert StatsChecker().check(None, h.build())["never_ok"] == []
+    # a create refused while calm from its invocation to its completion is still a finding
+    h.nemesis("resume", 4000, 4000, {"nodes": ["n1", "n2"]})
+    h.op(0, "describe", "t", None, 4100, 4101, result=None)
+    h.op(1, "create", "t", {"partitions": 3, "rf": 3}, 4200, 4201, kind="fail", error="unavailable")
+    assert StatsChecker().check(None, h.build())["never_ok"] == ["create"]
