@@ -83,9 +83,11 @@ class LeaderClockNemesis:
         test.db.pause(test, node)
         self.frozen.add(node)
         try:
-            # the cut first: the followers elect a new leader an election timeout after the freeze
+            # the cut first: the followers elect a new leader an election timeout after the freeze.
+            # The frozen node's own rule goes in first: it sends nothing meanwhile, and what must not
+            # reach it is that new leader's first message
             grudge = isolate(list(test.nodes), [node])
-            self.partition.install(test, grudge)
+            self.partition.install(test, grudge, first=[node])
             self.clock.set_offsets(test, {node: -back})
         finally:
             self._thaw(test)

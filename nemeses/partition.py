@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -55,6 +55,12 @@ def complete_grudge(sides: Sequence[Sequence[str]]) -> Grudge:
 def isolate(nodes: Sequence[str], alone: Sequence[str]) -> Grudge:
     rest = [n for n in nodes if n not in alone]
     return complete_grudge([list(alone), rest])
+
+
+def larger_side(grudge: Grudge) -> list[str]:
+    """The nodes that cut fewer peers than some other node does: in a split, the larger side."""
+    most = max(map(len, grudge.values()), default=0)
+    return [n for n, peers in grudge.items() if len(peers) < most]
 
 
 def random_halves(nodes: Sequence[str], rng: random.Random) -> list[list[str]]:
@@ -171,11 +177,18 @@ class PartitionNemesis:
         grudge, detail = self.grudge_for(shape, test, test.rng, leaders)
         if self.active:
             self._heal_all(test)
-        self.install(test, grudge)
+        self.install(test, grudge, first=larger_side(grudge))
         return replace(op, type=INFO, value={"shape": shape, "grudge": grudge, **detail})
 
-    def install(self, test: Test, grudge: Grudge) -> None:
-        """Makes every node in the grudge drop packets from the peers it names."""
+    def install(self, test: Test, grudge: Grudge, first: Collection[str] = ()) -> None:
+        """Makes every node in the grudge drop packets from the peers it names: the nodes in `first`
+        (in parallel), then the rest (in parallel).
+
+        A node's rule stops only what reaches it, so until every node's rule is in, a link is dead
+        one way. The order says which way: a cut-off leader whose peers install first is no longer
+        heard (nothing it appends after the cut reaches them, as in a real partition, which drops
+        both ways at once), while one that installed first would keep replicating to whichever
+        peers were still slower to install."""
         assert test.backend is not None, "partitions need a backend to resolve peer addresses"
         backend = test.backend
         self.active = {k: list(v) for k, v in grudge.items()}
@@ -184,8 +197,10 @@ class PartitionNemesis:
         def apply(node: str) -> None:
             net.drop_from(test.remotes[node], [backend.peer_address(m) for m in grudge[node]])
 
-        with ThreadPoolExecutor(max_workers=max(1, len(grudge))) as pool:
-            list(pool.map(apply, grudge))
+        for wave in ([n for n in grudge if n in first], [n for n in grudge if n not in first]):
+            if wave:
+                with ThreadPoolExecutor(max_workers=len(wave)) as pool:
+                    list(pool.map(apply, wave))
 
     def _each(self, test: Test, fn: Callable[[Remote], object]) -> dict[str, object]:
         nodes = [n for n in test.nodes if n in test.remotes]

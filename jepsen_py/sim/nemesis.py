@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -166,7 +166,8 @@ class SimPartitionNemesis(PartitionNemesis):
         shape = self.shape_for(test, op)
         return self.start(test, op, shape, await await_leaders(test) if shape == "leader" else [])
 
-    def install(self, test: Test, grudge: Grudge) -> None:
+    def install(self, test: Test, grudge: Grudge, first: Collection[str] = ()) -> None:
+        """Every link at once: the simulator has no order of installs to choose."""
         self.active = {k: list(v) for k, v in grudge.items()}
         test.state["partition"] = self.active
         self.cluster.cut(grudge_cuts(grudge))

@@ -15,11 +15,13 @@ from jepsen_py.nemeses.partition import (
     bridge,
     complete_grudge,
     isolate,
+    larger_side,
     majorities_ring,
     random_halves,
 )
 
 from jepsen_py.history import INFO, Op
+from jepsen_py.protocols import ExecResult
 from tests.nemeses.support import make_spec, make_test, peer_can_reach
 
 NODES = ["n1", "n2", "n3", "n4", "n5"]
@@ -109,6 +111,42 @@ def test_the_leader_wait_is_bounded_and_then_a_random_node_is_isolated(tmp_path,
 def test_a_db_that_cannot_name_leaders_is_not_waited_for(tmp_path):
     test = make_test(make_spec(NODES, tmp_path), tmp_path)
     assert test.db is None and PartitionNemesis(["leader"]).await_leaders(test) == []
+
+
+def test_the_larger_side_is_the_nodes_cutting_fewer_peers():
+    assert larger_side(isolate(NODES, ["n3"])) == ["n1", "n2", "n4", "n5"]
+    assert larger_side(complete_grudge([["n1", "n2"], ["n3", "n4", "n5"]])) == ["n3", "n4", "n5"]
+    assert larger_side(complete_grudge([["n1", "n2"], ["n3", "n4"]])) == []  # even: one wave
+    assert larger_side({}) == []
+
+
+class RecordingRemote:
+    """Answers every command at once and logs which node ran it, in order."""
+
+    def __init__(self, node: str, log: list[str]) -> None:
+        self.node, self.log = node, log
+
+    def exec(self, argv, *, timeout=None, check=True, env=None) -> ExecResult:
+        self.log.append(self.node)
+        return ExecResult(0, "", "")
+
+
+class Addresses:
+    def peer_address(self, node: str) -> str:
+        return f"10.0.0.{node[1:]}"
+
+
+def test_an_isolated_leader_is_cut_off_by_its_peers_before_it_stops_hearing_them(tmp_path):
+    # A node's rule stops only what reaches it: the peers' rules go in first, so nothing the cut-off
+    # leader appends after the cut reaches them, as in a partition that drops both ways at once
+    test = make_test(make_spec(NODES, tmp_path), tmp_path)
+    log: list[str] = []
+    test.backend = Addresses()  # type: ignore[assignment]
+    test.remotes = {n: RecordingRemote(n, log) for n in NODES}  # type: ignore[misc]
+    done = PartitionNemesis(["leader"]).start(test, Op(0, 0, "invoke", "nemesis", "start-partition",
+                                                       value="leader"), "leader", ["n3"])
+    assert done.value["sides"] == [["n3"], ["n1", "n2", "n4", "n5"]]
+    assert sorted(log[:4]) == ["n1", "n2", "n4", "n5"] and log[4:] == ["n3"]
 
 
 def test_complete_grudge_of_disjoint_sides():
