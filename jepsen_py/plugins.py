@@ -241,7 +241,8 @@ def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
     if spec.nemesis_interval <= 0:
         raise BadInput(f"--nemesis-interval must be > 0 seconds, got {spec.nemesis_interval}")
     return on_threads(is_nemesis_thread,
-                      FaultSchedule([family], spec.nemesis_interval, spec.nemesis_schedule))
+                      FaultSchedule([family], spec.nemesis_interval, spec.nemesis_schedule,
+                                    hold_from_effect=spec.backend != "sim"))
 
 
 def build_nemesis(names: list[Any], spec: TestSpec) -> tuple[Nemesis | None, Generator | None]:

@@ -202,6 +202,15 @@ def windows_of_pairs(nemesis_pairs: Sequence[Pair], *, nodes: Iterable[str] = ()
     return out
 
 
+def own_duration(complete: Op) -> float:
+    """Seconds a fault op runs by design before it completes, as its completion says ("duration-s",
+    a strobe's length): 0 for an op that is done once in place."""
+    said = complete.value.get("duration-s") if isinstance(complete.value, dict) else None
+    if isinstance(said, int | float) and not isinstance(said, bool) and said > 0:
+        return float(said)
+    return 0.0
+
+
 def fault_windows(history: Sequence[Op], *, nodes: Iterable[str] | None = None) -> list[FaultWindow]:
     """Every fault in a history, with whom it hit. `nodes` defaults to the nodes ops name."""
     if nodes is None:

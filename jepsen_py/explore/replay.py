@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule
 from jepsen_py.generator import AnyOf, Context, Generator, Pending, Sleep, Step, Template, lift
 from jepsen_py.history import Op
+from jepsen_py.nemeses.faults import own_duration
 
 
 class PhaseClock:
@@ -153,15 +154,6 @@ class NemesisReplay(Generator):
         self.lag = max(self.lag, done - own_duration(complete) - self.events[self.next - 1].at)
         if self.next == len(self.events):
             self.clock.end = max(self.end, done + self.margin)
-
-
-def own_duration(complete: Op) -> float:
-    """Seconds a fault op runs by design before it completes, as its completion says ("duration-s",
-    the fault vocabulary's word for a strobe's length): 0 for an op that is done once in place."""
-    said = complete.value.get("duration-s") if isinstance(complete.value, dict) else None
-    if isinstance(said, int | float) and not isinstance(said, bool) and said > 0:
-        return float(said)
-    return 0.0
 
 
 class UntilPhaseEnd(Generator):

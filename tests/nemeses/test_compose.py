@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import pytest
-from jepsen_py.nemeses.compose import ComposedNemesis, NoopNemesis
+from jepsen_py.nemeses.compose import ComposedNemesis, Family, FaultSchedule, NoopNemesis
 from jepsen_py.nemeses.targets import pick
 
 from jepsen_py import nemeses
 from jepsen_py.errors import BadInput
-from jepsen_py.generator import simulate, time_limit
+from jepsen_py.generator import Context, Pending, Template, simulate, time_limit
 from jepsen_py.history import INFO, Op
 from tests.nemeses.support import make_spec, make_test
 
@@ -20,10 +21,10 @@ STARTS = {"start-partition": "partition", "bump-clock": "clock", "strobe-clock":
 STOPS = {"stop-partition": "partition", "reset-clock": "clock", "resume": "pause", "start": "kill"}
 
 
-def schedule(names, tmp_path, interval=5.0, limit=300.0, seed=1, **kw):
+def schedule(names, tmp_path, interval=5.0, limit=300.0, seed=1, latency=0.0, **kw):
     spec = make_spec(NODES, tmp_path, nemesis_interval=interval, seed=seed, **kw)
     nem, gen = nemeses.build(names, spec)
-    ops = simulate(time_limit(limit, gen), concurrency=2, nemesis_thread=True, seed=seed)
+    ops = simulate(time_limit(limit, gen), concurrency=2, nemesis_thread=True, seed=seed, latency=latency)
     return nem, ops
 
 
@@ -67,6 +68,33 @@ def test_single_family_alternates_start_and_stop_at_the_interval(tmp_path):
     assert [o.template.f for o in ops] == ["start-partition", "stop-partition"] * 5 + ["start-partition"]
     assert [o.time for o in ops] == [5.0 * i for i in range(1, 12)]
     assert {o.template.value for o in ops if o.template.f == "start-partition"} == {"leader"}
+
+
+def test_on_a_real_backend_a_fault_holds_its_interval_from_when_it_took_effect(tmp_path):
+    # every op takes 2 s to take effect (a docker exec on a loaded machine): the next is due a full
+    # interval after that, so the partition holds 5 s, not 3
+    _, ops = schedule(["partition-leader"], tmp_path, interval=5, limit=30, latency=2.0)
+    assert [o.time for o in ops] == [5.0, 12.0, 19.0, 26.0]
+    # the simulator acts at once and keeps its times, whatever an op's own duration in virtual time
+    _, ops = schedule(["partition-leader"], tmp_path, interval=5, limit=30, latency=2.0, backend="sim")
+    assert [o.time for o in ops] == [5.0, 10.0, 15.0, 20.0, 25.0]
+
+
+def test_a_strobes_own_duration_is_not_lateness():
+    fam = Family("clock", lambda rng: Template("strobe-clock"), lambda rng: Template("reset-clock"))
+    sched = FaultSchedule([fam], 5.0, hold_from_effect=True)
+
+    def at(t: float) -> Context:
+        return Context(t, "nemesis", "nemesis", random.Random(1), ("nemesis",))
+
+    assert sched.op(at(0.0)) == Pending(5.0)
+    strobe = sched.op(at(5.0))
+    assert strobe.f == "strobe-clock"
+    invoke = Op(0, int(5e9), "invoke", "nemesis", "strobe-clock")
+    # a 4 s strobe that was in place 0.5 s late: only the 0.5 s is lateness
+    sched.update(at(9.5), invoke, Op(1, int(9.5e9), "info", "nemesis", "strobe-clock",
+                                     value={"duration-s": 4.0}))
+    assert sched.op(at(9.9)) == Pending(10.5)
 
 
 def test_all_toggles_each_family_consistently(tmp_path):
