@@ -56,6 +56,7 @@ class FaultSchedule(Generator):
         self.active: set[str] = set()
         self.turn = 0
         self.hold_from_effect = hold_from_effect
+        self.handed_out: str | None = None  # f of our op in flight: other schedules share the thread
 
     def op(self, ctx: Context) -> Step:
         if not self.families:
@@ -72,9 +73,13 @@ class FaultSchedule(Generator):
             self.active.add(fam.name)
             tpl = fam.start(ctx.rng)
         self.next_time = max(self.next_time + self.interval, ctx.time)
+        self.handed_out = tpl.f
         return tpl
 
     def update(self, ctx: Context, invoke: Op, complete: Op) -> None:
+        if invoke.f != self.handed_out:
+            return  # another schedule's op (an outside nemesis beside the built-ins)
+        self.handed_out = None
         if self.hold_from_effect and self.next_time is not None:
             # a strobe runs its duration by design: it took effect when it began
             self.next_time = max(self.next_time, ctx.time - own_duration(complete) + self.interval)

@@ -11,7 +11,7 @@ from jepsen_py.nemeses.targets import pick
 
 from jepsen_py import nemeses
 from jepsen_py.errors import BadInput
-from jepsen_py.generator import Context, Pending, Template, simulate, time_limit
+from jepsen_py.generator import Context, Pending, Template, any_of, simulate, time_limit
 from jepsen_py.history import INFO, Op
 from tests.nemeses.support import make_spec, make_test
 
@@ -78,6 +78,18 @@ def test_on_a_real_backend_a_fault_holds_its_interval_from_when_it_took_effect(t
     # the simulator acts at once and keeps its times, whatever an op's own duration in virtual time
     _, ops = schedule(["partition-leader"], tmp_path, interval=5, limit=30, latency=2.0, backend="sim")
     assert [o.time for o in ops] == [5.0, 10.0, 15.0, 20.0, 25.0]
+
+
+def test_two_schedules_on_one_thread_each_hold_from_their_own_ops():
+    # an outside nemesis beside the built-ins: each schedule's lateness is its own op's, or one
+    # that completes would push the other back forever and it would never act
+    freeze = Family("freeze", lambda rng: Template("start-freeze"), lambda rng: Template("stop-freeze"))
+    amnesia = Family("amnesia", lambda rng: Template("start-amnesia"), lambda rng: Template("stop-amnesia"))
+    gen = any_of(FaultSchedule([freeze], 3.0, hold_from_effect=True),
+                 FaultSchedule([amnesia], 3.0, hold_from_effect=True))
+    ops = simulate(time_limit(10, gen), concurrency=0, nemesis_thread=True, latency=1.0)
+    assert [(o.time, o.template.f) for o in ops] == [
+        (3.0, "start-freeze"), (4.0, "start-amnesia"), (7.0, "stop-freeze"), (8.0, "stop-amnesia")]
 
 
 def test_a_strobes_own_duration_is_not_lateness():
