@@ -240,9 +240,7 @@ def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
     family = Family(label, lambda rng: Template(start), lambda rng: Template(stop))
     if spec.nemesis_interval <= 0:
         raise BadInput(f"--nemesis-interval must be > 0 seconds, got {spec.nemesis_interval}")
-    return on_threads(is_nemesis_thread,
-                      FaultSchedule([family], spec.nemesis_interval, spec.nemesis_schedule,
-                                    hold_from_effect=spec.backend != "sim"))
+    return on_threads(is_nemesis_thread, FaultSchedule.for_spec([family], spec))
 
 
 def build_nemesis(names: list[Any], spec: TestSpec) -> tuple[Nemesis | None, Generator | None]:

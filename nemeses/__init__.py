@@ -109,6 +109,5 @@ def build(names: list[str] | str, spec: TestSpec) -> tuple[Nemesis, Generator]:
                            lambda rng: Template(faults.START_LEADER_CLOCK),
                            lambda rng: Template(faults.STOP_LEADER_CLOCK)))
     nemesis: Nemesis = members[0] if len(members) == 1 else ComposedNemesis(members)
-    schedule = on_threads(is_nemesis_thread, FaultSchedule(fams, spec.nemesis_interval, spec.nemesis_schedule,
-                                                           hold_from_effect=spec.backend != "sim"))
+    schedule = on_threads(is_nemesis_thread, FaultSchedule.for_spec(fams, spec))
     return nemesis, schedule

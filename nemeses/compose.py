@@ -16,7 +16,7 @@ from jepsen_py.nemeses.faults import own_duration
 
 from jepsen_py.generator import Context, Generator, Pending, Step, Template
 from jepsen_py.history import Op
-from jepsen_py.protocols import Nemesis, Test
+from jepsen_py.protocols import Nemesis, Test, TestSpec
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,12 @@ class FaultSchedule(Generator):
         self.turn = 0
         self.hold_from_effect = hold_from_effect
         self.handed_out: str | None = None  # f of our op in flight: other schedules share the thread
+
+    @classmethod
+    def for_spec(cls, families: Sequence[Family], spec: TestSpec) -> FaultSchedule:
+        """The run's schedule: its interval and mode, held from effect unless in the simulator."""
+        return cls(families, spec.nemesis_interval, spec.nemesis_schedule,
+                   hold_from_effect=spec.backend != "sim")
 
     def op(self, ctx: Context) -> Step:
         if not self.families:
