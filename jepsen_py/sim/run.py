@@ -114,6 +114,13 @@ def node_bugs(names: Sequence[str]) -> Any:
     return Bugs.parse(names)
 
 
+# spec.options key: a seed for the simulated cluster's own randomness alone (network delays, disk,
+# the nodes' entropy), where the run's seed still decides everything else (the nemesis's draws, the
+# generators, each node's Raft timeouts). A real backend replays a schedule under timings of its
+# own; runs of one schedule under several timing seeds tell how much its outcome depends on them.
+TIMING_SEED = "sim_timing_seed"
+
+
 def make_cluster(spec: TestSpec) -> Any:
     """The simulated cluster for `spec`: its nodes configured as RaftMetadataDB starts them on Docker
     (ports, per-node seeds; the read mode and bugs asked for)."""
@@ -125,7 +132,8 @@ def make_cluster(spec: TestSpec) -> Any:
     def config(node: str) -> Any:
         return sim_node_config(node, nodes, spec.seed, read_mode=spec.read_mode, bugs=bugs)
 
-    return SimCluster(spec.seed, nodes, config)
+    timing = spec.options.get(TIMING_SEED)
+    return SimCluster(spec.seed if timing is None else int(timing), nodes, config)
 
 
 class SimRun:
