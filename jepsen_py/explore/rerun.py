@@ -22,21 +22,9 @@ from typing import Any
 
 from jepsen_py.errors import EXIT_BAD_INPUT, BadInput
 from jepsen_py.explore import schedule as sched
-from jepsen_py.explore.replay import (
-    REAL_MARGIN_S,
-    ClientReplay,
-    FinalReplay,
-    NemesisReplay,
-    PhaseClock,
-    UntilPhaseEnd,
-    for_real_backend,
-    watch_after_heal,
-    watch_after_heal_s,
-)
+from jepsen_py.explore.replay import REAL_MARGIN_S, for_real_backend
 from jepsen_py.explore.schedule import Schedule
-from jepsen_py.explore.system import Outcome, anomaly_kinds, replay_run, run_real, run_sim, spec_for
-from jepsen_py.generator import rate
-from jepsen_py.protocols import TestSpec
+from jepsen_py.explore.system import anomaly_kinds, replay_in_kind, replay_run, run_real, run_sim, spec_for
 
 # `run` flags a schedule decides; given together with --schedule they are refused, not ignored.
 _DEFINED_BY_SCHEDULE = (("nemesis", "--nemesis"), ("bug", "--bug"), ("nodes", "--nodes"),
@@ -66,7 +54,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         outcome: Any = replay_run(s, spec, run_sim, CLI_POST_RUN)
     else:
         print(f"replaying on {backend}: {_plan(s, played)}")
-        outcome = replay_real(s, spec, CLI_POST_RUN)
+        outcome = replay_in_kind(s, spec, run_real, CLI_POST_RUN)
     if outcome.exit_code == EXIT_BAD_INPUT:
         print(f"jepsen-py: {outcome.error} (run stored in {outcome.run_dir})", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -111,30 +99,6 @@ def replay_verdict(s: Schedule, kinds: Mapping[str, int], documented: Mapping[st
         return (f"schedule anomaly {s.anomaly}: not reproduced {seen}; the bug showed as {', '.join(shown)} "
                 f"(what test-all counts for {', '.join(b for b in s.bugs if b in documented)})")
     return f"schedule anomaly {s.anomaly}: not reproduced {seen}"
-
-
-def replay_real(s: Schedule, spec: TestSpec, post_run: Sequence[Any] = ()) -> Outcome:
-    """`s` on a real backend, under `spec` (made from for_real_backend(s)): its fault ops at their
-    offsets, each window as long as recorded from when its fault took effect, and the workload's own
-    clients at the schedule's rate (their answers differ from the recorded ones anyway) until the
-    margin after the last fault has passed; without faults, its recorded client ops and final reads.
-    Either way the final phase lasts watch_after_heal_s(), so a node that never came back after the
-    heal is seen down by the crash checker."""
-    from jepsen_py.commands.run import workload_registry
-    from jepsen_py.plugins import build_workload
-
-    workload = build_workload(spec, workload_registry())
-    clock = PhaseClock()
-    if s.nemesis_events:
-        clients = workload.generator
-        if "rate" in s.options:
-            clients = rate(float(s.options["rate"]), clients)
-        workload.generator = UntilPhaseEnd(clients, clock)
-    else:
-        workload.generator = ClientReplay(s.events, clock, end=spec.time_limit)
-        workload.final_generator = FinalReplay(s.final) if s.final else None
-    workload.final_generator = watch_after_heal(workload.final_generator, watch_after_heal_s())
-    return run_real(spec, workload, NemesisReplay(s, clock, margin=REAL_MARGIN_S), post_run)
 
 
 def _plan(s: Schedule, played: Schedule) -> str:

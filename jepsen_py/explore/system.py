@@ -19,7 +19,18 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from jepsen_py.explore.coverage import features
-from jepsen_py.explore.replay import ClientReplay, FinalReplay, NemesisReplay, PhaseClock, Recorder, Tape
+from jepsen_py.explore.replay import (
+    REAL_MARGIN_S,
+    ClientReplay,
+    FinalReplay,
+    NemesisReplay,
+    PhaseClock,
+    Recorder,
+    Tape,
+    UntilPhaseEnd,
+    watch_after_heal,
+    watch_after_heal_s,
+)
 from jepsen_py.explore.schedule import Schedule
 from jepsen_py.explore.search import Trial
 from jepsen_py.explore.space import Config, nemesis_events
@@ -106,6 +117,28 @@ def replay_run(s: Schedule, spec: TestSpec, run: RunFn, post_run: Sequence[Any] 
     elif "rate" in s.options:
         workload.generator = limit_rate(float(s.options["rate"]), workload.generator)
     return run(spec, workload, NemesisReplay(s, clock), post_run)
+
+
+def replay_in_kind(s: Schedule, spec: TestSpec, run: RunFn, post_run: Sequence[Any] = ()) -> Outcome:
+    """`s` replayed as a real backend replays it, under `spec` (made from for_real_backend(s)): its
+    fault ops at their offsets, each window as long as recorded from when its fault took effect, and
+    the workload's own clients at the schedule's rate (their answers differ from the recorded ones
+    anyway) until the margin after the last fault has passed; without faults, its recorded client ops
+    and final reads. Either way the final phase lasts watch_after_heal_s(), so a node that never came
+    back after the heal is seen down by the crash checker. `run` is run_real on Docker; run_sim with
+    another timing seed tells, in seconds, how often that replay shows the anomaly again."""
+    workload = _build_workload(spec)
+    clock = PhaseClock()
+    if s.nemesis_events:
+        clients = workload.generator
+        if "rate" in s.options:
+            clients = limit_rate(float(s.options["rate"]), clients)
+        workload.generator = UntilPhaseEnd(clients, clock)
+    else:
+        workload.generator = ClientReplay(s.events, clock, end=spec.time_limit)
+        workload.final_generator = FinalReplay(s.final) if s.final else None
+    workload.final_generator = watch_after_heal(workload.final_generator, watch_after_heal_s())
+    return run(spec, workload, NemesisReplay(s, clock, margin=REAL_MARGIN_S), post_run)
 
 
 def _timer_slack(spec: TestSpec) -> float:
@@ -244,6 +277,20 @@ class SimSystem:
         started = time.monotonic()
         outcome = replay_run(schedule, spec, self._cut_short(self.run), post_run)
         return self._trial(schedule, outcome, time.monotonic() - started, None, keep=keep is not None)
+
+    def replay_timed(self, schedule: Schedule, timing_seed: int) -> dict[str, int]:
+        """The anomaly kinds of `schedule` replayed in kind (as a real backend replays it), in the
+        simulator under `timing_seed`; the run is not kept."""
+        from jepsen_py.explore.replay import for_real_backend
+        from jepsen_py.sim.run import TIMING_SEED
+
+        spec = spec_for(for_real_backend(schedule), backend="sim", results_dir=self.work_dir,
+                        name=self._name(), db=self.db, base={TIMING_SEED: timing_seed})
+        outcome = replay_in_kind(schedule, spec, self._cut_short(self.run))
+        run_dir = Path(outcome.run_dir)
+        shutil.rmtree(run_dir.parent if run_dir.parent.name.startswith("trial-") else run_dir,
+                      ignore_errors=True)
+        return anomaly_kinds(outcome.results or {}) if outcome.exit_code == 1 else {}
 
     def _cut_short(self, run: RunFn) -> RunFn:
         """`run` with the client and nemesis generators stopped at the deadline."""
