@@ -21,6 +21,7 @@ from rich.text import Text
 
 from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_INVALID, EXIT_VALID, BadInput
 from jepsen_py.explore import schedule as sched
+from jepsen_py.explore.harden import harden
 from jepsen_py.explore.search import Search, Trial, primary_kind
 from jepsen_py.explore.shrink import Shrinker
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, Space
@@ -42,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="wall seconds to search (default: 60); shrinking a finding comes on top")
     g.add_argument("--shrink-budget", type=number(0, MAX_SECONDS), default=120.0, metavar="S",
                    help="wall seconds to shrink each finding, 0 = do not shrink (default: 120)")
+    g.add_argument("--harden-budget", type=number(0, MAX_SECONDS), default=120.0, metavar="S",
+                   help="wall seconds to widen a shrunk schedule's kill and pause targets where that makes "
+                        "its replay on a real backend reproduce more often, 0 = do not (default: 120)")
     g.add_argument("--keep-going", action="store_true",
                    help="do not stop at the first finding: search the whole budget")
     g.add_argument("--seed", type=integer(0, 2**63 - 1), default=None,
@@ -134,6 +138,10 @@ class FindingReport:
     shrink_attempts: int = 0
     shrink_s: float = 0.0
     reproduced: bool = True
+    # in-kind replays in simulation under other timings that showed the kind, before and after
+    # hardening ("5/8"): what a replay on a real backend may expect
+    timing_rate: str | None = None
+    hardened_from: str | None = None
     schedule_file: str | None = None
     run_dir: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -238,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
             view.status = "shrinking"
             findings.append(_handle_finding(trial, system, search, out_dir, len(findings) + 1,
                                             time.monotonic() - started, time.process_time() - cpu0,
-                                            args.shrink_budget))
+                                            args.shrink_budget, args.harden_budget))
             view.status = "searching"
             if not args.keep_going:
                 break
@@ -267,6 +275,8 @@ def run(args: argparse.Namespace) -> int:
               f"shrunk to {size['faults']} fault(s), {size['client_ops']} client op(s), "
               f"{size['clients']} client(s), {size['keys']} key(s), {size['nodes']} node(s), "
               f"{size['time_limit']:g} s; schedule {f.schedule_file}")
+        if f.timing_rate:
+            print(f"  in-kind replays under other timings (what a real backend may expect): {f.timing_rate}")
         for n in f.notes:
             print(f"  note: {n}")
     if findings:
@@ -276,8 +286,28 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_VALID
 
 
+def _harden(s: sched.Schedule, kind: str, system: Any, report: FindingReport,
+            budget: float) -> sched.Schedule:
+    """`s` with its kill and pause targets widened where that makes an in-kind replay show `kind`
+    under more timings; the rates go in the report."""
+    system.deadline = time.monotonic() + budget
+    try:
+        result = harden(s, kind, shows=lambda c, timing: kind in system.replay_timed(c, timing),
+                        still_fails=lambda c: still_fails(system, c, kind), budget_s=budget)
+    finally:
+        system.deadline = None
+    report.timing_rate = str(result.after)
+    if result.widened:
+        report.hardened_from = str(result.before)
+        report.notes.append(f"hardened for a real backend: {'; '.join(result.widened)} (in-kind replays "
+                            f"under other timings showing {kind}: {result.before} -> {result.after})")
+    if result.exhausted:
+        report.notes.append("the harden budget ended before every wider target was tried")
+    return result.schedule
+
+
 def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n: int, found_after: float,
-                    found_after_cpu: float, shrink_budget: float) -> FindingReport:
+                    found_after_cpu: float, shrink_budget: float, harden_budget: float) -> FindingReport:
     kind = primary_kind(trial.anomalies) or "anomaly"
     original = trial.schedule.with_events(trial.schedule.events)
     original.anomaly = kind
@@ -312,6 +342,8 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
         else:
             report.notes.append("the recorded schedule did not show the anomaly on replay: not shrunk")
     report.shrink_s = round(time.monotonic() - t0, 3)
+    if harden_budget > 0 and best.nemesis_events and report.reproduced:
+        best = _harden(best, kind, system, report, harden_budget)
     best = best.with_events(best.events)
     best.anomaly = kind
     from jepsen_py.analysis import CLI_POST_RUN

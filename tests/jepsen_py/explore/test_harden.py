@@ -1,0 +1,111 @@
+"""Hardening a shrunk schedule: which targets it widens, when it keeps a wider one, and, on the
+simulator, a recovery-duplicates schedule whose kill of a majority only sometimes restarts the node
+whose tail was overwritten."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from jepsen_py.commands.explore import still_fails
+from jepsen_py.explore.harden import Rate, harden, timing_seeds, widenings
+from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule, load
+from jepsen_py.explore.system import SimSystem
+
+SCHEDULES = Path(__file__).parent / "schedules"
+
+
+def _schedule(*nemesis: Event) -> Schedule:
+    client = Event(at=0.5, thread=0, f="commit", key="k", value=1, node="n1")
+    return Schedule(workload="offsets", nodes=["n1", "n2", "n3", "n4", "n5"], seed=5, time_limit=10.0,
+                    concurrency=1, events=[client, *nemesis], anomaly="crash")
+
+
+def _kill(target: str, at: float = 4.0) -> Event:
+    return Event(at=at, thread=NEMESIS_THREAD, f="kill", value=target)
+
+
+def test_widenings_are_wider_targets_of_kills_and_pauses_widest_first() -> None:
+    assert widenings(_kill("one")) == ["all", "majority", "minority"]
+    assert widenings(_kill("leader")) == ["all", "majority", "minority"]
+    assert widenings(_kill("minority")) == ["all", "majority"]
+    assert widenings(_kill("majority")) == ["all"]
+    assert widenings(_kill("all")) == []
+    assert widenings(Event(at=1.0, thread=NEMESIS_THREAD, f="pause", value="majority")) == ["all"]
+    # a partition's shape and a clock op's draws are not targets to widen
+    assert widenings(Event(at=1.0, thread=NEMESIS_THREAD, f="start-partition", value="leader")) == []
+    assert widenings(Event(at=1.0, thread=NEMESIS_THREAD, f="strobe-clock")) == []
+
+
+def test_timing_seeds_are_fixed_per_schedule_and_distinct() -> None:
+    s = _schedule(_kill("majority"))
+    assert timing_seeds(s, 8) == timing_seeds(s, 8)
+    assert len(set(timing_seeds(s, 8))) == 8
+    assert timing_seeds(replace(s, seed=6), 8) != timing_seeds(s, 8)
+
+
+def _race(wins: dict[str, int]):
+    """A stand-in for the simulator's in-kind replay: a kill of target T shows the anomaly under the
+    first wins[T] of every 8 timing seeds (the race goes the recorded way that often)."""
+    def shows(c: Schedule, timing: int) -> bool:
+        [kill] = [e for e in c.nemesis_events if e.f == "kill"]
+        seeds = timing_seeds(c, 8)
+        return seeds.index(timing) < wins[str(kill.value)]
+    return shows
+
+
+def test_harden_keeps_the_widest_target_that_raises_the_rate() -> None:
+    s = _schedule(Event(at=2.0, thread=NEMESIS_THREAD, f="strobe-clock"), _kill("majority", 6.0))
+    result = harden(s, "crash", shows=_race({"majority": 4, "all": 7}), still_fails=lambda c: True)
+    assert [e.value for e in result.schedule.nemesis_events] == [None, "all"]
+    assert (result.before, result.after) == (Rate(4, 8), Rate(7, 8))
+    assert result.widened == ["kill at 6 s: majority -> all"]
+    assert s.nemesis_events[1].value == "majority", "the input schedule is left as it was"
+
+
+def test_harden_refuses_a_wider_target_that_no_longer_fails_exactly_or_does_not_help() -> None:
+    s = _schedule(_kill("one"))
+    # "all" raises the rate but the exact replay (or its bug-free control) refuses it; "majority"
+    # raises it and fails exactly; "minority" is not needed once majority is kept
+    result = harden(s, "crash", shows=_race({"one": 2, "minority": 3, "majority": 6, "all": 8}),
+                    still_fails=lambda c: c.nemesis_events[0].value != "all")
+    assert result.schedule.nemesis_events[0].value == "majority"
+    assert result.after == Rate(6, 8)
+    # a wider target that does not raise the rate is not kept: the schedule stays as narrow as found
+    same = harden(s, "crash", shows=_race({"one": 5, "minority": 5, "majority": 5, "all": 5}),
+                  still_fails=lambda c: True)
+    assert same.schedule.nemesis_events[0].value == "one" and same.widened == []
+    assert same.before == same.after == Rate(5, 8)
+
+
+def test_harden_stops_at_a_full_rate_and_at_its_budget() -> None:
+    tried: list[object] = []
+
+    def shows(c: Schedule, timing: int) -> bool:
+        tried.append(c.nemesis_events[0].value)
+        return True
+
+    full = harden(_schedule(_kill("one")), "crash", shows=shows, still_fails=lambda c: True)
+    assert set(tried) == {"one"} and full.after == Rate(8, 8)
+    ticks = iter(range(100))
+    cut = harden(_schedule(_kill("one")), "crash", shows=_race({"one": 1, "all": 2}),
+                 still_fails=lambda c: True, budget_s=0.5, clock=lambda: float(next(ticks)))
+    assert cut.exhausted and cut.schedule.nemesis_events[0].value == "one"
+
+
+@pytest.mark.slow
+def test_a_recovery_duplicates_schedule_hardens_from_a_majority_to_every_node(tmp_path: Path) -> None:
+    """explore's shrunk schedule: a strobe of every clock, then a kill of a majority. The crash needs
+    the node whose tail the new leader overwrote among the killed, and which node that is the
+    strobe's elections decide anew under every timing: a kill of every node restarts it whichever
+    it is. Replayed on Docker the majority version reproduced 10/20."""
+    s = load(SCHEDULES / "recovery-duplicates-strobe-then-kill-majority.json")
+    system = SimSystem(work_dir=tmp_path, bugs=list(s.bugs))
+    result = harden(s, "crash", shows=lambda c, timing: "crash" in system.replay_timed(c, timing),
+                    still_fails=lambda c: still_fails(system, c, "crash"), budget_s=600)
+    assert result.widened == ["kill at 12 s: majority -> all"]
+    assert result.after.above(result.before)
+    assert [e.value for e in result.schedule.nemesis_events if e.f == "kill"] == ["all"]
+    assert not list(tmp_path.glob("trial-*/*/history.jsonl")), "in-kind replays are not kept"
