@@ -142,6 +142,9 @@ class FindingReport:
     # hardening ("5/8"): what a replay on a real backend may expect
     timing_rate: str | None = None
     hardened_from: str | None = None
+    # the size of the smallest failing schedule, when it replays in kind too rarely and the one
+    # written (`shrunk`) is a larger one from the shrink's path
+    smallest: dict[str, Any] | None = None
     schedule_file: str | None = None
     run_dir: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -286,21 +289,30 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_VALID
 
 
-def _harden(s: sched.Schedule, kind: str, system: Any, report: FindingReport,
-            budget: float) -> sched.Schedule:
-    """`s` with its kill and pause targets widened where that makes an in-kind replay show `kind`
-    under more timings; the rates go in the report."""
+def _harden(s: sched.Schedule, kind: str, system: Any, report: FindingReport, budget: float,
+            path: list[sched.Schedule]) -> sched.Schedule:
+    """`s` made replayable on a real backend (harden.py): a larger schedule from the shrink's `path`
+    when `s` shows `kind` under fewer than half the timings, kill and pause targets widened where
+    that helps; the rates go in the report."""
     system.deadline = time.monotonic() + budget
     try:
         result = harden(s, kind, shows=lambda c, timing: kind in system.replay_timed(c, timing),
-                        still_fails=lambda c: still_fails(system, c, kind), budget_s=budget)
+                        still_fails=lambda c: still_fails(system, c, kind), path=path, budget_s=budget)
     finally:
         system.deadline = None
     report.timing_rate = str(result.after)
+    if result.stepped_back_from is not None:
+        small = result.stepped_back_from.size()
+        report.smallest = small
+        report.notes.append(
+            f"stepped back along the shrink's path: the smallest schedule ({small['faults']} fault(s), "
+            f"{small['client_ops']} client op(s), {small['time_limit']:g} s) showed {kind} in "
+            f"{result.before} in-kind replays under other timings (its exact client ops mattered); the "
+            "schedule written is the smallest one before it that shows it in at least half")
     if result.widened:
-        report.hardened_from = str(result.before)
+        report.hardened_from = str(result.base)
         report.notes.append(f"hardened for a real backend: {'; '.join(result.widened)} (in-kind replays "
-                            f"under other timings showing {kind}: {result.before} -> {result.after})")
+                            f"under other timings showing {kind}: {result.base} -> {result.after})")
     if result.exhausted:
         report.notes.append("the harden budget ended before every wider target was tried")
     return result.schedule
@@ -325,6 +337,7 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
 
     t0 = time.monotonic()
     best = original
+    result = None
     if shrink_budget > 0:
         shrinker = Shrinker(fails, budget_s=shrink_budget, max_attempts=400)
         system.deadline = t0 + shrink_budget  # a candidate still running when it ends is cut short
@@ -343,7 +356,7 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
             report.notes.append("the recorded schedule did not show the anomaly on replay: not shrunk")
     report.shrink_s = round(time.monotonic() - t0, 3)
     if harden_budget > 0 and best.nemesis_events and report.reproduced:
-        best = _harden(best, kind, system, report, harden_budget)
+        best = _harden(best, kind, system, report, harden_budget, result.path if result else [])
     best = best.with_events(best.events)
     best.anomaly = kind
     from jepsen_py.analysis import CLI_POST_RUN

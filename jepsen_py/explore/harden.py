@@ -11,15 +11,21 @@ under several timing seeds (network delays, disks and entropy drawn anew, while 
 still decides the nemesis's draws and the nodes' timeouts), and counts the runs that show the
 schedule's anomaly kind.
 
-`harden` then widens the targets of the schedule's kills and pauses (one node, a minority, a
-majority, all), widest first, keeping a wider target when the schedule still fails exactly as
-recorded (with its control: the same schedule on the build without the bug passes) and the rate
-rises: the fault then covers the race's outcome whichever way it went. The schedule keeps its size:
-the same events, wider targets.
+`harden` then makes the schedule replayable. When the forecast is below half, it steps back along
+the shrink's path (the schedules the shrinker accepted, last first) to the smallest one that
+forecasts at least half: shrinking keeps what fails exactly, and on the way it may drop what made
+the anomaly independent of the exact client ops (a run of kills became one kill that fails only
+with the recorded creates in flight). Then it widens the targets of the kills and pauses (one node,
+a minority, a majority, all), widest first, keeping a wider target when the schedule still fails
+exactly as recorded (with its control: the same schedule on the build without the bug passes) and
+the forecast rises: the fault then covers the race's outcome whichever way it went (which node led,
+whose tail was overwritten).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +40,8 @@ TARGET_WIDTH: dict[str, int] = {"leader": 0, "one": 0, "random": 0, "minority": 
 TARGETED = frozenset({KILL, PAUSE_F})
 #: Timing seeds per rate: enough to tell 1/4 from 3/4, few enough to harden in about a minute.
 TIMINGS = 8
+#: The share of timings a replayable schedule shows its anomaly under.
+REPLAYABLE = 0.5
 
 
 @dataclass(frozen=True)
@@ -53,10 +61,14 @@ class Rate:
 @dataclass
 class HardenResult:
     schedule: Schedule
-    before: Rate
-    after: Rate
+    before: Rate  # the forecast of the schedule given
+    after: Rate  # of `schedule`
+    base: Rate  # of the schedule the widening started from (the one given, or one stepped back to)
     widened: list[str] = field(default_factory=list)  # "kill at 12 s: majority -> all"
     exhausted: bool = False  # the budget ended before every candidate was tried
+    # the shrunk schedule, when its forecast was below half and a larger one on the shrink's path
+    # forecast at least that (`schedule` starts from that one)
+    stepped_back_from: Schedule | None = None
 
 
 def timing_seeds(schedule: Schedule, n: int = TIMINGS) -> list[int]:
@@ -66,9 +78,28 @@ def timing_seeds(schedule: Schedule, n: int = TIMINGS) -> list[int]:
 
 
 def timing_rate(schedule: Schedule, kind: str, shows: Callable[[Schedule, int], bool],
-                seeds: Sequence[int]) -> Rate:
-    """How many of `seeds` make an in-kind replay of `schedule` show `kind` (`shows(schedule, seed)`)."""
-    return Rate(sum(1 for s in seeds if shows(schedule, s)), len(seeds))
+                seeds: Sequence[int], need: int | None = None) -> Rate:
+    """How many of `seeds` make an in-kind replay of `schedule` show `kind` (`shows(schedule, seed)`).
+    With `need`, it stops as soon as fewer than `need` hits remain possible (the runs so far)."""
+    hits = 0
+    for i, seed in enumerate(seeds):
+        if need is not None and hits + len(seeds) - i < need:
+            return Rate(hits, i)
+        hits += bool(shows(schedule, seed))
+    return Rate(hits, len(seeds))
+
+
+def in_kind_key(s: Schedule) -> str:
+    """What an in-kind replay of `s` depends on. With faults, everything but its client ops and
+    final reads (the workload's own clients stand in for them), so schedules on a shrink's path that
+    differ only there are forecast once."""
+    data = s.to_json()
+    for k in ("size", "t0", "anomaly", "final"):
+        data.pop(k, None)
+    if s.nemesis_events:
+        data["events"] = [e.to_json() for e in s.nemesis_events]
+        data["concurrency"] = None  # a real backend's replay runs clients on every node regardless
+    return json.dumps(data, sort_keys=True, default=str)
 
 
 def widenings(e: Event) -> list[str]:
@@ -81,15 +112,33 @@ def widenings(e: Event) -> list[str]:
 
 
 def harden(schedule: Schedule, kind: str, *, shows: Callable[[Schedule, int], bool],
-           still_fails: Callable[[Schedule], bool], budget_s: float = 120.0, timings: int = TIMINGS,
-           clock: Callable[[], float] = time.monotonic) -> HardenResult:
-    """`schedule` with its kills' and pauses' targets widened where that raises its timing rate."""
+           still_fails: Callable[[Schedule], bool], path: Sequence[Schedule] = (), budget_s: float = 120.0,
+           timings: int = TIMINGS, clock: Callable[[], float] = time.monotonic) -> HardenResult:
+    """`schedule` made replayable on a real backend: stepped back along the shrink's `path` when it
+    forecasts below half, then its kills' and pauses' targets widened where that raises the forecast."""
     deadline = clock() + budget_s
     seeds = timing_seeds(schedule, timings)
+    need = math.ceil(REPLAYABLE * len(seeds))
     best = schedule
-    before = best_rate = timing_rate(schedule, kind, shows, seeds)
-    result = HardenResult(schedule, before, before)
-    for i, e in enumerate(schedule.events):
+    best_rate = timing_rate(schedule, kind, shows, seeds)
+    result = HardenResult(schedule, best_rate, best_rate, best_rate)
+    if best_rate.hits < need:
+        seen = {in_kind_key(schedule)}
+        for cand in reversed(path):
+            key = in_kind_key(cand)
+            if key in seen:
+                continue
+            seen.add(key)
+            if clock() >= deadline:
+                result.exhausted = True
+                return _done(result, best, best_rate)
+            rate = timing_rate(cand, kind, shows, seeds, need=need)
+            if rate.hits >= need:
+                result.stepped_back_from = schedule
+                best, best_rate = cand, rate
+                result.base = rate
+                break
+    for i, e in enumerate(best.events):
         for target in widenings(e):
             if best_rate.hits == best_rate.runs:
                 return _done(result, best, best_rate)

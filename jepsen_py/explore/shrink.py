@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from jepsen_py.explore.schedule import Event, Schedule, fault_windows, renumber_threads
@@ -39,6 +39,9 @@ class ShrinkResult:
     attempts: int
     accepted: int
     exhausted: bool  # the budget ran out before a round changed nothing
+    # every schedule that failed, in the order it was found to: the first is the one given, the
+    # last is `schedule`
+    path: list[Schedule] = field(default_factory=list)
 
 
 class _Budget(Exception):
@@ -56,6 +59,7 @@ class Shrinker:
         self.min_chunk = min_chunk
         self.attempts = 0
         self.accepted = 0
+        self.path: list[Schedule] = []
 
     def _try(self, candidate: Schedule) -> bool:
         if self.attempts >= self.max_attempts or self.clock() >= self.deadline:
@@ -64,6 +68,7 @@ class Shrinker:
         ok = self.fails(candidate)
         if ok:
             self.accepted += 1
+            self.path.append(candidate)
         return ok
 
     def _ddmin(self, items: Sequence[T], build: Callable[[list[T]], Schedule], *,
@@ -194,9 +199,9 @@ class Shrinker:
                 for p in passes:
                     s = p(s)
                 if _measure(s) >= before:
-                    return ShrinkResult(s, self.attempts, self.accepted, exhausted=False)
+                    return ShrinkResult(s, self.attempts, self.accepted, False, list(self.path))
         except _Budget:
-            return ShrinkResult(s, self.attempts, self.accepted, exhausted=True)
+            return ShrinkResult(s, self.attempts, self.accepted, True, list(self.path))
 
 
 def _measure(s: Schedule) -> tuple[int, float, int, int, int, int]:

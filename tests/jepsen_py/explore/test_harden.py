@@ -4,15 +4,17 @@ whose tail was overwritten."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from jepsen_py.commands.explore import still_fails
-from jepsen_py.explore.harden import Rate, harden, timing_seeds, widenings
+from jepsen_py.explore.harden import Rate, harden, in_kind_key, timing_rate, timing_seeds, widenings
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule, load
 from jepsen_py.explore.system import SimSystem
+from jepsen_py.sim.run import TIMING_SEED
 
 SCHEDULES = Path(__file__).parent / "schedules"
 
@@ -95,6 +97,55 @@ def test_harden_stops_at_a_full_rate_and_at_its_budget() -> None:
     assert cut.exhausted and cut.schedule.nemesis_events[0].value == "one"
 
 
+def test_timing_rate_stops_once_the_need_cannot_be_met() -> None:
+    s = _schedule(_kill("one"))
+    seeds = timing_seeds(s, 8)
+    asked: list[int] = []
+
+    def never(c: Schedule, timing: int) -> bool:
+        asked.append(timing)
+        return False
+
+    assert timing_rate(s, "crash", never, seeds, need=4) == Rate(0, 5)
+    assert asked == seeds[:5], "after 5 misses, 3 runs cannot make 4 hits"
+    assert timing_rate(s, "crash", lambda c, timing: True, seeds, need=4) == Rate(8, 8)
+
+
+def test_in_kind_key_ignores_client_ops_only_where_an_in_kind_replay_does() -> None:
+    faulty = _schedule(_kill("one"))
+    fewer_ops = faulty.with_events(faulty.nemesis_events, concurrency=3)
+    assert in_kind_key(fewer_ops) == in_kind_key(faulty), "clients are the workload's own there"
+    assert in_kind_key(faulty.with_events([*faulty.events], time_limit=9.0)) != in_kind_key(faulty)
+    assert in_kind_key(_schedule(_kill("all"))) != in_kind_key(faulty)
+    calm = _schedule()
+    # without faults the recorded client ops are what is replayed
+    assert in_kind_key(calm.with_events([])) != in_kind_key(calm)
+
+
+def test_harden_steps_back_along_the_shrink_path_to_the_smallest_replayable_schedule() -> None:
+    kills = [_kill("one", at) for at in (2.0, 4.0, 6.0)]
+    original, middle, smallest = _schedule(*kills), _schedule(*kills[1:]), _schedule(kills[2])
+    client_only = smallest.with_events([*smallest.nemesis_events], concurrency=0)
+    seeds = timing_seeds(smallest, 8)
+    asked: list[int] = []
+
+    def shows(c: Schedule, timing: int) -> bool:
+        # the single kill fails only with the recorded client ops in flight; two or more kills fail
+        # under most timings whatever the clients do
+        asked.append(len(c.nemesis_events))
+        return len(c.nemesis_events) >= 2 and seeds.index(timing) < 6
+
+    result = harden(smallest, "crash", shows=shows, still_fails=lambda c: True,
+                    path=[original, middle, smallest, client_only])
+    assert result.stepped_back_from is smallest
+    assert result.schedule.nemesis_events == middle.nemesis_events
+    assert (result.before, result.base) == (Rate(0, 8), Rate(6, 8))
+    assert asked.count(3) == 0, "the original is not tried once a smaller one on the path will do"
+    assert asked.count(1) == 8, "a path entry with the same in-kind replay is not run again"
+    # widening then starts from the stepped-back schedule: here no target changes the rate
+    assert result.after == Rate(6, 8) and result.widened == []
+
+
 @pytest.mark.slow
 def test_a_recovery_duplicates_schedule_hardens_from_a_majority_to_every_node(tmp_path: Path) -> None:
     """explore's shrunk schedule: a strobe of every clock, then a kill of a majority. The crash needs
@@ -108,4 +159,6 @@ def test_a_recovery_duplicates_schedule_hardens_from_a_majority_to_every_node(tm
     assert result.widened == ["kill at 12 s: majority -> all"]
     assert result.after.above(result.before)
     assert [e.value for e in result.schedule.nemesis_events if e.f == "kill"] == ["all"]
-    assert not list(tmp_path.glob("trial-*/*/history.jsonl")), "in-kind replays are not kept"
+    kept = [json.loads(p.read_text()) for p in tmp_path.glob("trial-*/2*/test.json")]
+    assert kept, "the exact replays that failed are kept, as the shrinker's are"
+    assert not [k for k in kept if TIMING_SEED in k["options"]], "the in-kind replays are not kept"

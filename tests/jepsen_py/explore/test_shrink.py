@@ -41,6 +41,10 @@ def test_shrinks_to_the_two_overlapping_faults() -> None:
     assert sorted(e.f for e in out.client_events) == ["read", "write"]
     assert len(out.nodes) == 1
     assert out.time_limit < s.time_limit
+    # the path: every schedule that failed, from the one given to the result, each smaller or as small
+    assert result.path[-1] is out and len(result.path) == result.accepted
+    assert all(lost_writes(c) for c in result.path)
+    assert result.path[0].fault_count <= s.fault_count and result.path[-1].fault_count == 2
 
 
 def test_a_schedule_that_fails_without_faults_loses_them_all() -> None:
