@@ -46,6 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--harden-budget", type=number(0, MAX_SECONDS), default=120.0, metavar="S",
                    help="wall seconds to widen a shrunk schedule's kill and pause targets where that makes "
                         "its replay on a real backend reproduce more often, 0 = do not (default: 120)")
+    g.add_argument("--until-replayable", action="store_true",
+                   help="do not stop at a finding that fewer than half of its in-kind replays under other "
+                        "timings show (one a real backend would rarely reproduce): search on for one that "
+                        "replays, until the budget ends")
     g.add_argument("--keep-going", action="store_true",
                    help="do not stop at the first finding: search the whole budget")
     g.add_argument("--seed", type=integer(0, 2**63 - 1), default=None,
@@ -145,6 +149,9 @@ class FindingReport:
     # the size of the smallest failing schedule, when it replays in kind too rarely and the one
     # written (`shrunk`) is a larger one from the shrink's path
     smallest: dict[str, Any] | None = None
+    # whether the schedule written shows its kind in at least half of its in-kind replays under
+    # other timings (None: not hardened, e.g. a schedule without faults, whose client ops are replayed)
+    replayable: bool | None = None
     schedule_file: str | None = None
     run_dir: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -251,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
                                             time.monotonic() - started, time.process_time() - cpu0,
                                             args.shrink_budget, args.harden_budget))
             view.status = "searching"
-            if not args.keep_going:
+            if stops_search(findings[-1], keep_going=args.keep_going, until_replayable=args.until_replayable):
                 break
     finally:
         if live is not None:
@@ -289,6 +296,14 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_VALID
 
 
+def stops_search(finding: FindingReport, *, keep_going: bool, until_replayable: bool) -> bool:
+    """Whether the search ends at `finding`: never with --keep-going; with --until-replayable, only
+    at a finding a real backend can be expected to reproduce (or one not forecast at all)."""
+    if keep_going:
+        return False
+    return not (until_replayable and finding.replayable is False)
+
+
 def _harden(s: sched.Schedule, kind: str, system: Any, report: FindingReport, budget: float,
             path: list[sched.Schedule]) -> sched.Schedule:
     """`s` made replayable on a real backend (harden.py): a larger schedule from the shrink's `path`
@@ -301,6 +316,7 @@ def _harden(s: sched.Schedule, kind: str, system: Any, report: FindingReport, bu
     finally:
         system.deadline = None
     report.timing_rate = str(result.after)
+    report.replayable = result.replayable
     if result.stepped_back_from is not None:
         small = result.stepped_back_from.size()
         report.smallest = small

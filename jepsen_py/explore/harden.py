@@ -70,6 +70,11 @@ class HardenResult:
     # forecast at least that (`schedule` starts from that one)
     stepped_back_from: Schedule | None = None
 
+    @property
+    def replayable(self) -> bool:
+        """Whether `schedule` shows its kind under at least half of the timings."""
+        return self.after.runs > 0 and self.after.hits >= math.ceil(REPLAYABLE * self.after.runs)
+
 
 def timing_seeds(schedule: Schedule, n: int = TIMINGS) -> list[int]:
     """`n` timing seeds, fixed for a schedule (so a rate measured twice is the same rate)."""

@@ -10,8 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from jepsen_py.commands.explore import still_fails
-from jepsen_py.explore.harden import Rate, harden, in_kind_key, timing_rate, timing_seeds, widenings
+from jepsen_py.commands.explore import FindingReport, still_fails, stops_search
+from jepsen_py.explore.harden import (
+    HardenResult,
+    Rate,
+    harden,
+    in_kind_key,
+    timing_rate,
+    timing_seeds,
+    widenings,
+)
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule, load
 from jepsen_py.explore.system import SimSystem
 from jepsen_py.sim.run import TIMING_SEED
@@ -144,6 +152,26 @@ def test_harden_steps_back_along_the_shrink_path_to_the_smallest_replayable_sche
     assert asked.count(1) == 8, "a path entry with the same in-kind replay is not run again"
     # widening then starts from the stepped-back schedule: here no target changes the rate
     assert result.after == Rate(6, 8) and result.widened == []
+
+
+def test_until_replayable_searches_on_past_a_finding_a_real_backend_would_rarely_reproduce() -> None:
+    def finding(replayable: bool | None) -> FindingReport:
+        return FindingReport(kind="crash", kinds={"crash": 1}, found_after_s=1.0, schedules_tried=3,
+                             found_after_cpu_s=1.0, config="", original={}, replayable=replayable)
+
+    rare, replays, unforecast = finding(False), finding(True), finding(None)
+    assert stops_search(rare, keep_going=False, until_replayable=False), "by default the first one ends it"
+    assert not stops_search(rare, keep_going=False, until_replayable=True)
+    assert stops_search(replays, keep_going=False, until_replayable=True)
+    assert stops_search(unforecast, keep_going=False, until_replayable=True), "no faults: its ops replay"
+    assert not stops_search(replays, keep_going=True, until_replayable=True)
+
+
+def test_a_result_is_replayable_from_half_the_timings() -> None:
+    s = _schedule(_kill("one"))
+    assert HardenResult(s, Rate(0, 8), Rate(4, 8), Rate(4, 8)).replayable
+    assert not HardenResult(s, Rate(0, 8), Rate(3, 8), Rate(3, 8)).replayable
+    assert not HardenResult(s, Rate(0, 0), Rate(0, 0), Rate(0, 0)).replayable
 
 
 @pytest.mark.slow
