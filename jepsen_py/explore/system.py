@@ -152,6 +152,12 @@ def _timer_slack(spec: TestSpec) -> float:
     return float(getattr(Scheduler, "TIMER_SLACK_S", 0.0))
 
 
+def _discard(run_dir: Path) -> None:
+    """Removes a run that is not kept: its own directory and the per-trial one around it
+    (trials/trial-NNNNN/<stamp>)."""
+    shutil.rmtree(run_dir.parent if run_dir.parent.name.startswith("trial-") else run_dir, ignore_errors=True)
+
+
 def read_history(run_dir: Path) -> Iterator[dict[str, Any]]:
     try:
         with open(run_dir / "history.jsonl", encoding="utf-8") as f:
@@ -288,8 +294,7 @@ class SimSystem:
                         name=self._name(), db=self.db, base={TIMING_SEED: timing_seed})
         outcome = replay_in_kind(schedule, spec, self._cut_short(self.run))
         run_dir = Path(outcome.run_dir)
-        shutil.rmtree(run_dir.parent if run_dir.parent.name.startswith("trial-") else run_dir,
-                      ignore_errors=True)
+        _discard(run_dir)
         return anomaly_kinds(outcome.results or {}) if outcome.exit_code == 1 else {}
 
     def _cut_short(self, run: RunFn) -> RunFn:
@@ -311,8 +316,7 @@ class SimSystem:
         results = outcome.results or {}
         cut = self.deadline is not None and time.monotonic() >= self.deadline and outcome.exit_code >= 254
         if cut:  # stopped by the budget, not a finding and not a failure of the run: nothing to keep
-            shutil.rmtree(run_dir.parent if run_dir.parent.name.startswith("trial-") else run_dir,
-                          ignore_errors=True)
+            _discard(run_dir)
             return Trial(schedule=s, anomalies={}, coverage=frozenset(), sim_seconds=0.0, wall_seconds=wall,
                          config=config, run_dir=None, cut=True)
         kinds = anomaly_kinds(results) if outcome.exit_code == 1 else {}
@@ -323,8 +327,6 @@ class SimSystem:
                       sim_seconds=sim_seconds(results, s.time_limit), wall_seconds=wall, config=config,
                       run_dir=run_dir, error=error)
         if not kinds and not keep and not self.keep_clean and not error:
-            # the run's own directory and the per-trial one around it (trials/trial-NNNNN/<stamp>)
-            shutil.rmtree(run_dir.parent if run_dir.parent.name.startswith("trial-") else run_dir,
-                          ignore_errors=True)
+            _discard(run_dir)
             trial.run_dir = None
         return trial
