@@ -323,8 +323,8 @@ def _harden(s: sched.Schedule, kind: str, system: Any, report: FindingReport, bu
         report.notes.append(
             f"stepped back along the shrink's path: the smallest schedule ({small['faults']} fault(s), "
             f"{small['client_ops']} client op(s), {small['time_limit']:g} s) showed {kind} in "
-            f"{result.before} in-kind replays under other timings (its exact client ops mattered); the "
-            "schedule written is the smallest one before it that shows it in at least half")
+            f"{result.before} in-kind replays under other timings; the schedule written is the smallest "
+            "one before it that shows it in at least half")
     if result.widened:
         report.hardened_from = str(result.base)
         report.notes.append(f"hardened for a real backend: {'; '.join(result.widened)} (in-kind replays "
