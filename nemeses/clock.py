@@ -11,7 +11,8 @@ The file is written by a rename, so a reader never sees it half-written (libfake
 process on a timestamp it cannot parse). A daemon under clock faults should read its clocks on one
 thread: libfaketime re-reads the file on every call into state its threads share, and a process
 reading clocks on two threads at once gets the real time now and then (measured on a threaded probe
-server: about 1 answer in 100). The raft node is single-threaded.
+server: about 1 answer in 100). The raft node reads its clocks on its event loop's thread; only
+asyncio's name lookups, when it dials a peer, run on another.
 
 Ops: {"f": "bump-clock"} (random nodes, random signed offset), {"f": "strobe-clock"} (offset flips
 between 0 and delta every period, for a duration, in a helper on the node), {"f": "reset-clock"}.

@@ -43,7 +43,7 @@ class Server(socketserver.TCPServer):
     """One thread: libfaketime re-reads its timestamp file on every clock call into state all threads
     share, so a process reading clocks on two threads at once now and then gets the real time instead
     of the faked one (measured: about 1 answer in 100 when each answer had a thread of its own beside
-    the serving loop). The raft node reads its clocks on one thread too."""
+    the serving loop). The raft node reads its clocks on its event loop's thread."""
 
     allow_reuse_address = True
 
