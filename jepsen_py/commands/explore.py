@@ -44,8 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--shrink-budget", type=number(0, MAX_SECONDS), default=120.0, metavar="S",
                    help="wall seconds to shrink each finding, 0 = do not shrink (default: 120)")
     g.add_argument("--harden-budget", type=number(0, MAX_SECONDS), default=120.0, metavar="S",
-                   help="wall seconds to widen a shrunk schedule's kill and pause targets where that makes "
-                        "its replay on a real backend reproduce more often, 0 = do not (default: 120)")
+                   help="wall seconds to forecast how often a real backend reproduces a shrunk schedule and "
+                        "harden it (below half, a larger schedule from the shrink's path; kill and pause "
+                        "targets widened where that raises the forecast), 0 = do not (default: 120)")
     g.add_argument("--until-replayable", action="store_true",
                    help="do not stop at a finding that fewer than half of its in-kind replays under other "
                         "timings show (one a real backend would rarely reproduce): search on for one that "
@@ -142,8 +143,9 @@ class FindingReport:
     shrink_attempts: int = 0
     shrink_s: float = 0.0
     reproduced: bool = True
-    # in-kind replays in simulation under other timings that showed the kind, before and after
-    # hardening ("5/8"): what a replay on a real backend may expect
+    # in-kind replays in simulation under other timings that showed the kind ("5/8"), of the
+    # schedule written: what a replay on a real backend may expect; and before its targets were
+    # widened, when they were
     timing_rate: str | None = None
     hardened_from: str | None = None
     # the size of the smallest failing schedule, when it replays in kind too rarely and the one
