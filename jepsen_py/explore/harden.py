@@ -113,9 +113,7 @@ def widenings(e: Event) -> list[str]:
     """The targets wider than `e`'s, widest first; none when `e` is not a targeted kill or pause."""
     if e.f not in TARGETED or not isinstance(e.value, str) or e.value not in TARGET_WIDTH:
         return []
-    width = TARGET_WIDTH[e.value]
-    wider = {TARGET_WIDTH[t]: t for t in ("minority", "majority", "all") if TARGET_WIDTH[t] > width}
-    return [wider[w] for w in sorted(wider, reverse=True)]
+    return [t for t in ("all", "majority", "minority") if TARGET_WIDTH[t] > TARGET_WIDTH[e.value]]
 
 
 def harden(schedule: Schedule, kind: str, *, shows: Callable[[Schedule, int], bool],

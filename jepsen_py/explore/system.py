@@ -28,6 +28,7 @@ from jepsen_py.explore.replay import (
     Recorder,
     Tape,
     UntilPhaseEnd,
+    for_real_backend,
     watch_after_heal,
     watch_after_heal_s,
 )
@@ -287,14 +288,12 @@ class SimSystem:
     def replay_timed(self, schedule: Schedule, timing_seed: int) -> dict[str, int]:
         """The anomaly kinds of `schedule` replayed in kind (as a real backend replays it), in the
         simulator under `timing_seed`; the run is not kept."""
-        from jepsen_py.explore.replay import for_real_backend
         from jepsen_py.sim.run import TIMING_SEED
 
         spec = spec_for(for_real_backend(schedule), backend="sim", results_dir=self.work_dir,
                         name=self._name(), db=self.db, base={TIMING_SEED: timing_seed})
         outcome = replay_in_kind(schedule, spec, self._cut_short(self.run))
-        run_dir = Path(outcome.run_dir)
-        _discard(run_dir)
+        _discard(Path(outcome.run_dir))
         return anomaly_kinds(outcome.results or {}) if outcome.exit_code == 1 else {}
 
     def _cut_short(self, run: RunFn) -> RunFn:
