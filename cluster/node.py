@@ -490,6 +490,8 @@ class Node:
             hs = HardState(term=hs.term, vote=hs.vote, commit=min(hs.commit, rd.snapshot.index))
             self.wal.rewrite(rd.snapshot.index, rd.snapshot.term, hs, [])
             self.storage.apply_snapshot(rd.snapshot)
+        if rd.entries:
+            self._log_overwrite(rd.entries[0])
         if rd.entries or rd.hard_state is not None:
             durable = rd.entries
             if self.cfg.bugs.volatile_offsets:
@@ -502,6 +504,15 @@ class Node:
             self.storage.append(rd.entries)
         if rd.hard_state is not None:
             self.storage.set_hard_state(rd.hard_state)
+
+    def _log_overwrite(self, first: Entry) -> None:
+        """Says when a leader's entries replace a tail of this node's log: entries it had appended
+        and never saw committed, which WAL recovery must drop (the recovery-duplicates bug keeps
+        them). How often faults leave such a tail decides whether that bug can show."""
+        st = self.storage
+        if st.first_index() <= first.index <= st.last_index() and st.term(first.index) != first.term:
+            self.log(f"log: {st.last_index() - first.index + 1} entries from index {first.index} "
+                     f"(term {st.term(first.index)}) replaced by term {first.term}'s")
 
     def _apply(self, entries: tuple[Entry, ...]) -> None:
         for e in entries:
