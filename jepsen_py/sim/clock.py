@@ -1,5 +1,5 @@
 """A simulated process's clock: both readings come from its SimLoop, so a clock fault set on the loop
-moves them together with the process's timers (libfaketime moves a container's clock the same way)."""
+moves them, and the process's timers from its next wake-up, as libfaketime moves a container's."""
 
 from __future__ import annotations
 

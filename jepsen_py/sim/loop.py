@@ -10,8 +10,9 @@ whole run.
 
 A SimLoop is asyncio's AbstractEventLoop with just what the node, asyncio's Tasks, Futures, streams,
 `asyncio.sleep`, `wait_for`, `wait`, `gather`, Event and Semaphore use. Its `time()` is the node's own
-clock: local = global + offset + drift * (global - set_at), so a clock fault moves the node's timers
-as well as its clock readings, as libfaketime does to a container. Process faults act on the loop:
+clock: local = global + offset + drift * (global - set_at), so a clock fault moves the node's clock
+readings at once and its timers from its next wake-up, as libfaketime does to a container (a step
+does not cut short a sleep the kernel is timing). Process faults act on the loop:
 a paused loop's events are put aside in order and re-queued on resume (SIGSTOP/SIGCONT); a killed
 loop's events are dropped and its tasks are kept, never finalised (kill -9 runs no `finally`).
 A loop can be charged time (an fsync): it is then busy, and its callbacks run no earlier than when
@@ -210,6 +211,16 @@ class Scheduler:
                 # the process is still inside a charged operation (an fsync): run after it
                 heappush(self._heap, (loop._busy_until, next(self._seq), loop, h))
                 return True
+            if loop._clock_moved:
+                # the process wakes for the first time since its clock was set: asyncio reads the
+                # clock and arms its next sleep from it, so every timer is due by the new clock now
+                loop._clock_moved = False
+                self.retime(loop)
+                if h.__class__ is TimerHandle and h._when > loop.time():
+                    # woken by a timer the clock's step back has not made due yet: it sleeps again
+                    heappush(self._heap, (loop._global_of(h._when) + self.timer_slack, next(self._seq),
+                                          loop, h))
+                    return True
             if h.__class__ is TimerHandle:
                 h._scheduled = False
             if loop._spin_at == now:
@@ -406,6 +417,8 @@ class SimLoop(asyncio.AbstractEventLoop):
         self._dead = False
         self._exit_recorded = False
         self._busy_until = 0.0
+        #: the clock was set since the process last woke (its timers are still armed by the old one)
+        self._clock_moved = False
         self._spin_at = -1.0  # the instant of the callbacks counted in _spin_n
         self._spin_n = 0
         self._deferred: list[asyncio.Handle] = []
@@ -442,11 +455,18 @@ class SimLoop(asyncio.AbstractEventLoop):
 
     def set_clock(self, offset: float, drift: float = 0.0) -> None:
         """From now on local = global + offset + drift * (global - now): a jump by the change in
-        offset, then a rate of 1 + drift. Pending timers fire when the new local time reaches them."""
+        offset, then a rate of 1 + drift.
+
+        A sleeping process does not notice: as under libfaketime, whose step leaves the kernel's
+        relative wait (epoll_wait's timeout) running, its timers keep the global instants they were
+        armed for, and it reads the new clock when it next wakes (that timer or any input). Then
+        every timer the new clock has made due fires, and the others are re-armed from it. So a step
+        forward fires nothing at once, and a step back makes the timer that wakes the process sleep
+        the size of the step again."""
         if drift <= -1.0:
             raise ValueError(f"drift {drift} would stop or reverse the clock")
         self._offset, self._drift, self._set_at = offset, drift, self.scheduler.now
-        self.scheduler.retime(self)
+        self._clock_moved = True
 
     @property
     def clock_offset(self) -> float:

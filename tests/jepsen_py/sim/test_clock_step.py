@@ -1,6 +1,6 @@
 """Simulated 5-node clusters whose clocks all step back (a reset after a bump, a strobe) keep their
-leader and serve every request afterwards: the simulator moves a node's timers with its clock, as
-libfaketime moves asyncio's on Docker."""
+leader and serve every request afterwards: the simulator moves a node's timers with its clock from
+its next wake-up, as libfaketime moves asyncio's on Docker."""
 
 from __future__ import annotations
 

@@ -164,15 +164,31 @@ def test_clock_offset_and_drift_move_the_loops_time_and_timers() -> None:
     s.run_until(2.0)
     lp.set_clock(5.0)  # the clock jumps 5 s ahead: the timer at local 10 fires at global 5
     assert lp.time() == 7.0
+    lp.call_at(8.0, lambda: fired.append((s.now, lp.time())))  # armed by the new clock: global 3
     s.run_until(20.0)
-    assert fired == [(5.0, 10.0)]
+    # the wake at global 3 re-arms the timer armed before the step by the new clock
+    assert fired == [(3.0, 8.0), (5.0, 10.0)]
     lp.set_clock(5.0, drift=1.0)  # from global 20: local runs twice as fast
     assert lp.time() == 25.0
     lp.call_later(4.0, lambda: fired.append((s.now, lp.time())))
     s.run_until(30.0)
-    assert fired[1] == (22.0, 29.0)
+    assert fired[2] == (22.0, 29.0)
     with pytest.raises(ValueError):
         lp.set_clock(0.0, drift=-1.0)
+
+
+def test_a_step_forward_does_not_wake_a_sleeping_loop() -> None:
+    # libfaketime on Docker, measured: a step of +3 s one second into an asyncio sleep of 5 s left
+    # the process asleep until 5 s real; it then ran the timer of 8 s local (due by the stepped
+    # clock) in the same wake, and its sleep of 9 s ended at 6 s real.
+    s, (lp,) = make()
+    fired: list[tuple[str, float]] = []
+    for name, when in (("5", 5.0), ("8", 8.0), ("9", 9.0)):
+        lp.call_at(when, lambda name=name: fired.append((name, s.now)))
+    s.run_until(1.0)
+    lp.set_clock(3.0)
+    s.run_until(20.0)
+    assert fired == [("5", 5.0), ("8", 5.0), ("9", 6.0)]
 
 
 def test_clock_going_back_delays_timers() -> None:
