@@ -234,6 +234,7 @@ def run(args: argparse.Namespace) -> int:
     trials_with_finding: list[Trial] = []
     live = Live(view, console=console, refresh_per_second=4, transient=True) if live_ok else None
     last_line = started
+    handled = handled_cpu = 0.0  # wall and CPU seconds spent shrinking and hardening findings
     if live is not None:
         live.__enter__()
     try:
@@ -256,9 +257,16 @@ def run(args: argparse.Namespace) -> int:
                 continue
             trials_with_finding.append(trial)
             view.status = "shrinking"
+            h0, hcpu0 = time.monotonic(), time.process_time()
             findings.append(_handle_finding(trial, system, search, out_dir, len(findings) + 1,
-                                            time.monotonic() - started, time.process_time() - cpu0,
+                                            h0 - started - handled, hcpu0 - cpu0 - handled_cpu,
                                             args.shrink_budget, args.harden_budget))
+            # shrinking and hardening come on top of the search's budget (a later finding's time
+            # counts search alone)
+            handled += time.monotonic() - h0
+            handled_cpu += time.process_time() - hcpu0
+            deadline += time.monotonic() - h0
+            view.started += time.monotonic() - h0  # the live line counts search time against the budget
             view.status = "searching"
             if stops_search(findings[-1], keep_going=args.keep_going, until_replayable=args.until_replayable):
                 break

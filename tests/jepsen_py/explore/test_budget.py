@@ -3,6 +3,7 @@ short inside the run, not awaited, and is neither a finding nor an error."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -53,3 +54,19 @@ def test_explore_ends_within_its_budget(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 0, capsys.readouterr()
     assert wall < 30.0, wall  # without the cut, one 600 s trial alone takes minutes
     assert "TrialCut" not in capsys.readouterr().err
+
+
+def test_shrinking_a_finding_comes_on_top_of_the_search_budget(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """With --keep-going (or --until-replayable) the search goes on after a finding for the budget it
+    had left, however long the shrink took; each finding's time counts the search alone."""
+    budget, shrink = 5.0, 8.0
+    code = main(["explore", "--bug", "split-brain-metadata", "--keep-going", "--seed", "3",
+                 "--budget", str(budget), "--shrink-budget", str(shrink), "--harden-budget", "0",
+                 "--results-dir", str(tmp_path), "--no-progress"])
+    assert code == 1, capsys.readouterr()
+    summary = json.loads(next(tmp_path.glob("explore/*/explore.json")).read_text())
+    found = [f["found_after_s"] for f in summary["findings"]]
+    assert len(found) >= 2, (found, summary["wall_s"])
+    assert summary["wall_s"] > budget + 1.0, "a shrink ran past the budget and the search went on"
+    assert found == sorted(found) and found[-1] < budget + 10.0, found
