@@ -45,10 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="wall seconds to shrink each finding, 0 = do not shrink (default: 120)")
     g.add_argument("--harden-budget", type=number(0, MAX_SECONDS), default=120.0, metavar="S",
                    help="wall seconds to forecast how often a real backend reproduces a shrunk schedule and "
-                        "harden it (below half, a larger schedule from the shrink's path; kill and pause "
+                        "harden it (half or less, a larger schedule from the shrink's path; kill and pause "
                         "targets widened where that raises the forecast), 0 = do not (default: 120)")
     g.add_argument("--until-replayable", action="store_true",
-                   help="do not stop at a finding that fewer than half of its in-kind replays under other "
+                   help="do not stop at a finding that half or fewer of its in-kind replays under other "
                         "timings show (one a real backend would rarely reproduce): search on for one that "
                         "replays, until the budget ends")
     g.add_argument("--keep-going", action="store_true",
@@ -151,7 +151,7 @@ class FindingReport:
     # the size of the smallest failing schedule, when it replays in kind too rarely and the one
     # written (`shrunk`) is a larger one from the shrink's path
     smallest: dict[str, Any] | None = None
-    # whether the schedule written shows its kind in at least half of its in-kind replays under
+    # whether the schedule written shows its kind in most (more than half) of its in-kind replays under
     # other timings (None: not hardened, e.g. a schedule without faults, whose client ops are replayed)
     replayable: bool | None = None
     schedule_file: str | None = None
@@ -317,7 +317,7 @@ def stops_search(finding: FindingReport, *, keep_going: bool, until_replayable: 
 def _harden(s: sched.Schedule, kind: str, system: Any, report: FindingReport, budget: float,
             path: list[sched.Schedule]) -> sched.Schedule:
     """`s` made replayable on a real backend (harden.py): a larger schedule from the shrink's `path`
-    when `s` shows `kind` under fewer than half the timings, kill and pause targets widened where
+    when `s` shows `kind` under half the timings or fewer, kill and pause targets widened where
     that helps; the rates go in the report."""
     system.deadline = time.monotonic() + budget
     try:
@@ -334,7 +334,7 @@ def _harden(s: sched.Schedule, kind: str, system: Any, report: FindingReport, bu
             f"stepped back along the shrink's path: the smallest schedule ({small['faults']} fault(s), "
             f"{small['client_ops']} client op(s), {small['time_limit']:g} s) showed {kind} in "
             f"{result.before} in-kind replays under other timings; the schedule written is the smallest "
-            "one before it that shows it in at least half")
+            "one before it that shows it in most")
     if result.widened:
         report.hardened_from = str(result.base)
         report.notes.append(f"hardened for a real backend: {'; '.join(result.widened)} (in-kind replays "

@@ -11,11 +11,12 @@ under several timing seeds (network delays, disks and entropy drawn anew, while 
 still decides the nemesis's draws and the nodes' timeouts), and counts the runs that show the
 schedule's anomaly kind.
 
-`harden` then makes the schedule replayable. When the forecast is below half, it steps back along
-the shrink's path (the schedules the shrinker accepted, last first) to the smallest one that
-forecasts at least half: shrinking keeps what fails exactly, and on the way it may drop what made
+`harden` then makes the schedule replayable: shown by most timings (more than half), as a real
+backend should reproduce it in most runs. When the forecast is not, it steps back along the shrink's
+path (the schedules the shrinker accepted, last first) to the smallest one that forecasts most:
+shrinking keeps what fails exactly, and on the way it may drop what made
 the anomaly independent of the exact client ops and timings (a fault or a stretch of time more).
-A finding whose every step forecasts below half owes its anomaly to its recorded client ops (a
+A finding whose every step forecasts half or less owes its anomaly to its recorded client ops (a
 crash that needed two creates in flight as a kill landed); the forecast says so, and explore's
 --until-replayable searches on for another. Then it widens the targets of the kills and pauses (one node,
 a minority, a majority, all), widest first, keeping a wider target when the schedule still fails
@@ -27,7 +28,6 @@ whose tail was overwritten).
 from __future__ import annotations
 
 import json
-import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -42,8 +42,12 @@ TARGET_WIDTH: dict[str, int] = {"leader": 0, "one": 0, "random": 0, "minority": 
 TARGETED = frozenset({KILL, PAUSE_F})
 #: Timing seeds per rate: enough to tell 1/4 from 3/4, few enough to harden in about a minute.
 TIMINGS = 8
-#: The share of timings a replayable schedule shows its anomaly under.
-REPLAYABLE = 0.5
+
+
+def most(runs: int) -> int:
+    """The fewest hits that are most of `runs`: more than half, the share of runs a replayable
+    schedule shows its anomaly in."""
+    return runs // 2 + 1
 
 
 @dataclass(frozen=True)
@@ -68,14 +72,14 @@ class HardenResult:
     base: Rate  # of the schedule the widening started from (the one given, or one stepped back to)
     widened: list[str] = field(default_factory=list)  # "kill at 12 s: majority -> all"
     exhausted: bool = False  # the budget ended before every candidate was tried
-    # the shrunk schedule, when its forecast was below half and a larger one on the shrink's path
-    # forecast at least that (`schedule` starts from that one)
+    # the shrunk schedule, when its forecast was half or less and a larger one on the shrink's path
+    # forecast most (`schedule` starts from that one)
     stepped_back_from: Schedule | None = None
 
     @property
     def replayable(self) -> bool:
-        """Whether `schedule` shows its kind under at least half of the timings."""
-        return self.after.runs > 0 and self.after.hits >= math.ceil(REPLAYABLE * self.after.runs)
+        """Whether `schedule` shows its kind under most of the timings."""
+        return self.after.runs > 0 and self.after.hits >= most(self.after.runs)
 
 
 def timing_seeds(schedule: Schedule, n: int = TIMINGS) -> list[int]:
@@ -120,10 +124,10 @@ def harden(schedule: Schedule, kind: str, *, shows: Callable[[Schedule, int], bo
            still_fails: Callable[[Schedule], bool], path: Sequence[Schedule] = (), budget_s: float = 120.0,
            timings: int = TIMINGS, clock: Callable[[], float] = time.monotonic) -> HardenResult:
     """`schedule` made replayable on a real backend: stepped back along the shrink's `path` when it
-    forecasts below half, then its kills' and pauses' targets widened where that raises the forecast."""
+    forecasts half or less, then its kills' and pauses' targets widened where that raises the forecast."""
     deadline = clock() + budget_s
     seeds = timing_seeds(schedule, timings)
-    need = math.ceil(REPLAYABLE * len(seeds))
+    need = most(len(seeds))
     best = schedule
     best_rate = timing_rate(schedule, kind, shows, seeds)
     result = HardenResult(schedule, best_rate, best_rate, best_rate)
