@@ -315,10 +315,11 @@ def stops_search(finding: FindingReport, *, keep_going: bool, until_replayable: 
 
 
 def _harden(s: sched.Schedule, kind: str, system: Any, report: FindingReport, budget: float,
-            path: list[sched.Schedule]) -> sched.Schedule:
+            path: list[sched.Schedule], fdir: Path) -> sched.Schedule:
     """`s` made replayable on a real backend (harden.py): a larger schedule from the shrink's `path`
-    when `s` shows `kind` under half the timings or fewer, kill and pause targets widened where
-    that helps; the rates go in the report."""
+    when `s` shows `kind` under half the timings or fewer (`s` itself is kept beside it, in `fdir`,
+    as schedule-smallest.json: the smallest failing schedule, for reading and exact replay), kill and
+    pause targets widened where that helps; the rates go in the report."""
     system.deadline = time.monotonic() + budget
     try:
         result = harden(s, kind, shows=lambda c, timing: kind in system.replay_timed(c, timing),
@@ -328,11 +329,14 @@ def _harden(s: sched.Schedule, kind: str, system: Any, report: FindingReport, bu
     report.timing_rate = str(result.after)
     report.replayable = result.replayable
     if result.stepped_back_from is not None:
-        small = result.stepped_back_from.size()
+        smallest = result.stepped_back_from.with_events(result.stepped_back_from.events)
+        smallest.anomaly = kind
+        small = smallest.size()
         report.smallest = small
         report.notes.append(
             f"stepped back along the shrink's path: the smallest schedule ({small['faults']} fault(s), "
-            f"{small['client_ops']} client op(s), {small['time_limit']:g} s) showed {kind} in "
+            f"{small['client_ops']} client op(s), {small['time_limit']:g} s; "
+            f"{sched.save(smallest, fdir / 'schedule-smallest.json')}) showed {kind} in "
             f"{result.before} in-kind replays under other timings; the schedule written is the smallest "
             "one before it that shows it in most")
     if result.widened:
@@ -382,7 +386,7 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
             report.notes.append("the recorded schedule did not show the anomaly on replay: not shrunk")
     report.shrink_s = round(time.monotonic() - t0, 3)
     if harden_budget > 0 and best.nemesis_events and report.reproduced:
-        best = _harden(best, kind, system, report, harden_budget, result.path if result else [])
+        best = _harden(best, kind, system, report, harden_budget, result.path if result else [], fdir)
     best = best.with_events(best.events)
     best.anomaly = kind
     from jepsen_py.analysis import CLI_POST_RUN

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jepsen_py.commands.explore import FindingReport, still_fails, stops_search
+from jepsen_py.commands.explore import FindingReport, _harden, still_fails, stops_search
 from jepsen_py.explore.harden import (
     HardenResult,
     Rate,
@@ -192,3 +192,25 @@ def test_a_recovery_duplicates_schedule_hardens_from_a_minority_to_every_node(tm
     kept = [json.loads(p.read_text()) for p in tmp_path.glob("trial-*/2*/test.json")]
     assert kept, "the exact replays that failed are kept, as the shrinker's are"
     assert not [k for k in kept if TIMING_SEED in k["options"]], "the in-kind replays are not kept"
+
+
+def test_a_finding_stepped_back_keeps_its_smallest_schedule_beside_it(tmp_path: Path) -> None:
+    """explore writes the schedule that replays (a larger one from the shrink's path) and keeps the
+    smallest failing one as schedule-smallest.json, which the note names."""
+    kills = [_kill("one", at) for at in (2.0, 4.0)]
+    larger, smallest = _schedule(*kills), _schedule(kills[1])
+
+    class TwoKillsReplay:
+        deadline: float | None = None
+
+        def replay_timed(self, c: Schedule, timing: int) -> dict[str, int]:
+            return {"crash": 1} if len(c.nemesis_events) >= 2 else {}
+
+    report = FindingReport(kind="crash", kinds={"crash": 1}, found_after_s=1.0, schedules_tried=1,
+                           found_after_cpu_s=1.0, config="", original=larger.size())
+    written = _harden(smallest, "crash", TwoKillsReplay(), report, 60.0, [larger, smallest], tmp_path)
+    assert written.nemesis_events == larger.nemesis_events and report.timing_rate == "8/8"
+    kept = load(tmp_path / "schedule-smallest.json")
+    assert kept.nemesis_events == smallest.nemesis_events and kept.anomaly == "crash"
+    assert report.smallest == smallest.size() and report.smallest["faults"] == 1
+    assert str(tmp_path / "schedule-smallest.json") in report.notes[0]
