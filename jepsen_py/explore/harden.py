@@ -14,10 +14,10 @@ schedule's anomaly kind.
 `harden` then makes the schedule replayable: shown by most timings (more than half), as a real
 backend should reproduce it in most runs. When the forecast is not, it steps back along the shrink's
 path (the schedules the shrinker accepted, last first) to the smallest one that forecasts most:
-shrinking keeps what fails exactly, and on the way it may drop what made
-the anomaly independent of the exact client ops and timings (a fault or a stretch of time more).
-A finding whose every step forecasts half or less owes its anomaly to its recorded client ops (a
-crash that needed two creates in flight as a kill landed); the forecast says so, and explore's
+shrinking keeps what fails exactly, and on the way it may drop what made the anomaly independent of
+the exact client ops and timings (a fault or a stretch of time more). A finding whose every step
+forecasts half or less owes its anomaly to its recorded client ops (a crash that needed two creates
+in flight as a kill landed) or to a race that goes either way; the forecast says so, and explore's
 --until-replayable searches on for another. Then it widens the targets of the kills and pauses (one node,
 a minority, a majority, all), widest first, keeping a wider target when the schedule still fails
 exactly as recorded (with its control: the same schedule on the build without the bug passes) and
