@@ -262,11 +262,12 @@ def run(args: argparse.Namespace) -> int:
                                             h0 - started - handled, hcpu0 - cpu0 - handled_cpu,
                                             args.shrink_budget, args.harden_budget))
             # shrinking and hardening come on top of the search's budget (a later finding's time
-            # counts search alone)
-            handled += time.monotonic() - h0
+            # counts search alone, and so does the live line)
+            spent = time.monotonic() - h0
+            handled += spent
             handled_cpu += time.process_time() - hcpu0
-            deadline += time.monotonic() - h0
-            view.started += time.monotonic() - h0  # the live line counts search time against the budget
+            deadline += spent
+            view.started += spent
             view.status = "searching"
             if stops_search(findings[-1], keep_going=args.keep_going, until_replayable=args.until_replayable):
                 break
@@ -329,14 +330,14 @@ def _harden(s: sched.Schedule, kind: str, system: Any, report: FindingReport, bu
     report.timing_rate = str(result.after)
     report.replayable = result.replayable
     if result.stepped_back_from is not None:
-        smallest = result.stepped_back_from.with_events(result.stepped_back_from.events)
-        smallest.anomaly = kind
+        smallest = result.stepped_back_from
+        small_file = sched.save(smallest.with_events(smallest.events, anomaly=kind),
+                                fdir / "schedule-smallest.json")
         small = smallest.size()
         report.smallest = small
         report.notes.append(
             f"stepped back along the shrink's path: the smallest schedule ({small['faults']} fault(s), "
-            f"{small['client_ops']} client op(s), {small['time_limit']:g} s; "
-            f"{sched.save(smallest, fdir / 'schedule-smallest.json')}) showed {kind} in "
+            f"{small['client_ops']} client op(s), {small['time_limit']:g} s; {small_file}) showed {kind} in "
             f"{result.before} in-kind replays under other timings; the schedule written is the smallest "
             "one before it that shows it in most")
     if result.widened:
@@ -351,8 +352,7 @@ def _harden(s: sched.Schedule, kind: str, system: Any, report: FindingReport, bu
 def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n: int, found_after: float,
                     found_after_cpu: float, shrink_budget: float, harden_budget: float) -> FindingReport:
     kind = primary_kind(trial.anomalies) or "anomaly"
-    original = trial.schedule.with_events(trial.schedule.events)
-    original.anomaly = kind
+    original = trial.schedule.with_events(trial.schedule.events, anomaly=kind)
     fdir = out_dir / f"finding-{n}"
     fdir.mkdir(parents=True, exist_ok=True)
     sched.save(original, fdir / "schedule-found.json")
@@ -387,8 +387,7 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
     report.shrink_s = round(time.monotonic() - t0, 3)
     if harden_budget > 0 and best.nemesis_events and report.reproduced:
         best = _harden(best, kind, system, report, harden_budget, result.path if result else [], fdir)
-    best = best.with_events(best.events)
-    best.anomaly = kind
+    best = best.with_events(best.events, anomaly=kind)
     from jepsen_py.analysis import CLI_POST_RUN
 
     final = system.replay(best, keep=fdir, post_run=CLI_POST_RUN, name="shrunk")
