@@ -21,7 +21,7 @@ from rich.text import Text
 
 from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_INVALID, EXIT_VALID, BadInput
 from jepsen_py.explore import schedule as sched
-from jepsen_py.explore.harden import harden
+from jepsen_py.explore.harden import Rate, harden, in_kind_key, kind_rates, steadier_kinds, timing_seeds
 from jepsen_py.explore.search import Search, Trial, primary_kind
 from jepsen_py.explore.shrink import Shrinker
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, Space
@@ -316,14 +316,33 @@ def stops_search(finding: FindingReport, *, keep_going: bool, until_replayable: 
 
 
 def _harden(s: sched.Schedule, kind: str, system: Any, report: FindingReport, budget: float,
-            path: list[sched.Schedule], fdir: Path) -> sched.Schedule:
-    """`s` made replayable on a real backend (harden.py): a larger schedule from the shrink's `path`
-    when `s` shows `kind` under half the timings or fewer (`s` itself is kept beside it, in `fdir`,
-    as schedule-smallest.json: the smallest failing schedule, for reading and exact replay), kill and
-    pause targets widened where that helps; the rates go in the report."""
+            path: list[sched.Schedule], fdir: Path) -> tuple[sched.Schedule, str]:
+    """`s` made replayable on a real backend (harden.py), and the kind it is named by: the one its
+    in-kind replays show most often of those its exact replay shows; a larger schedule from the
+    shrink's `path` when `s` shows that kind under half the timings or fewer (`s` itself is kept
+    beside it, in `fdir`, as schedule-smallest.json: the smallest failing schedule, for reading and
+    exact replay), kill and pause targets widened where that helps; the rates go in the report."""
+    shown: dict[tuple[str, int], frozenset[str]] = {}
+
+    def replayed(c: sched.Schedule, timing: int) -> frozenset[str]:
+        key = (in_kind_key(c), timing)
+        if key not in shown:
+            shown[key] = frozenset(system.replay_timed(c, timing))
+        return shown[key]
+
     system.deadline = time.monotonic() + budget
     try:
-        result = harden(s, kind, shows=lambda c, timing: kind in system.replay_timed(c, timing),
+        seeds = timing_seeds(s)
+        rates = kind_rates(s, replayed, seeds)
+        for steadier in steadier_kinds(rates, kind):
+            if still_fails(system, s, steadier):
+                own = rates.get(kind, Rate(0, len(seeds)))
+                report.notes.append(
+                    f"named {steadier}, not {kind}: in-kind replays under other timings show {steadier} "
+                    f"in {rates[steadier]}, {kind} in {own} (its exact replay shows both)")
+                kind = report.kind = steadier
+                break
+        result = harden(s, kind, shows=lambda c, timing: kind in replayed(c, timing),
                         still_fails=lambda c: still_fails(system, c, kind), path=path, budget_s=budget)
     finally:
         system.deadline = None
@@ -346,7 +365,7 @@ def _harden(s: sched.Schedule, kind: str, system: Any, report: FindingReport, bu
                             f"under other timings showing {kind}: {result.base} -> {result.after})")
     if result.exhausted:
         report.notes.append("the harden budget ended before every wider target was tried")
-    return result.schedule
+    return result.schedule, kind
 
 
 def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n: int, found_after: float,
@@ -386,7 +405,7 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
             report.notes.append("the recorded schedule did not show the anomaly on replay: not shrunk")
     report.shrink_s = round(time.monotonic() - t0, 3)
     if harden_budget > 0 and best.nemesis_events and report.reproduced:
-        best = _harden(best, kind, system, report, harden_budget, result.path if result else [], fdir)
+        best, kind = _harden(best, kind, system, report, harden_budget, result.path if result else [], fdir)
     best = best.with_events(best.events, anomaly=kind)
     from jepsen_py.analysis import CLI_POST_RUN
 

@@ -11,6 +11,10 @@ under several timing seeds (network delays, disks and entropy drawn anew, while 
 still decides the nemesis's draws and the nodes' timeouts), and counts the runs that show the
 schedule's anomaly kind.
 
+A schedule shrunk for one kind often shows others too: a commit lost, and the reads that can no
+longer be ordered around it. `steadier_kinds` ranks the kinds its in-kind replays show by how many
+timings show them, so explore names the schedule by the one a real backend will reproduce most.
+
 `harden` then makes the schedule replayable: shown by most timings (more than half), as a real
 backend should reproduce it in most runs. When the forecast is not, it steps back along the shrink's
 path (the schedules the shrinker accepted, last first) to the smallest one that forecasts most:
@@ -30,10 +34,12 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 from jepsen_py.explore.schedule import Event, Schedule
+from jepsen_py.explore.search import severity_rank
 from jepsen_py.nemeses.faults import KILL, PAUSE_F
 
 #: How many nodes each target hits, narrowest first (leader, one and random hit one node).
@@ -98,6 +104,25 @@ def timing_rate(schedule: Schedule, kind: str, shows: Callable[[Schedule, int], 
             return Rate(hits, i)
         hits += bool(shows(schedule, seed))
     return Rate(hits, len(seeds))
+
+
+def kind_rates(schedule: Schedule, replayed: Callable[[Schedule, int], Collection[str]],
+               seeds: Sequence[int]) -> dict[str, Rate]:
+    """The forecast of every kind the in-kind replays of `schedule` under `seeds` show, one replay
+    per seed for all of them."""
+    shown = Counter(k for seed in seeds for k in set(replayed(schedule, seed)))
+    return {k: Rate(n, len(seeds)) for k, n in shown.items()}
+
+
+def steadier_kinds(rates: dict[str, Rate], kind: str) -> list[str]:
+    """The kinds more timings show than `kind`, most first (the more severe first among equals).
+
+    A schedule shrunk for one kind often shows others too: a lost commit and the stale reads it
+    leaves behind. A real backend reproduces the steadiest of them most often, so the schedule is
+    better named by that one, when its exact replay shows it too."""
+    own = rates.get(kind, Rate(0, 1))
+    return sorted((k for k, r in rates.items() if r.above(own)),
+                  key=lambda k: (-rates[k].hits / rates[k].runs, severity_rank(k)))
 
 
 def in_kind_key(s: Schedule) -> str:

@@ -31,12 +31,14 @@ SEVERITY: tuple[str, ...] = (
 )
 
 
+def severity_rank(kind: str) -> tuple[int, str]:
+    """Sorts kinds most severe first (SEVERITY's order, then unlisted kinds by name)."""
+    return (SEVERITY.index(kind) if kind in SEVERITY else len(SEVERITY), kind)
+
+
 def primary_kind(kinds: dict[str, int] | set[str] | frozenset[str]) -> str | None:
     """The kind a finding is named by and its shrinking keeps."""
-    if not kinds:
-        return None
-    ranked = sorted(kinds, key=lambda k: (SEVERITY.index(k) if k in SEVERITY else len(SEVERITY), k))
-    return ranked[0]
+    return min(kinds, key=severity_rank) if kinds else None
 
 
 @dataclass
