@@ -115,11 +115,8 @@ def kind_rates(schedule: Schedule, replayed: Callable[[Schedule, int], Collectio
 
 
 def steadier_kinds(rates: dict[str, Rate], kind: str) -> list[str]:
-    """The kinds more timings show than `kind`, most first (the more severe first among equals).
-
-    A schedule shrunk for one kind often shows others too: a lost commit and the stale reads it
-    leaves behind. A real backend reproduces the steadiest of them most often, so the schedule is
-    better named by that one, when its exact replay shows it too."""
+    """The kinds more timings show than `kind`, most first (the more severe first among equals):
+    the names a schedule could take instead, if its exact replay shows them too."""
     own = rates.get(kind, Rate(0, 1))
     return sorted((k for k, r in rates.items() if r.above(own)),
                   key=lambda k: (-rates[k].hits / rates[k].runs, severity_rank(k)))
