@@ -89,7 +89,15 @@ class Backend(Protocol):
 @runtime_checkable
 class Client(Protocol):
     """A connection to one node for one worker. Jepsen's rules for outcomes:
-    ok took effect, fail certainly did not, info may or may not have (timeout after sending)."""
+    ok took effect, fail certainly did not, info may or may not have (timeout after sending).
+
+    Lifecycle, as Jepsen's: a worker whose op ended info continues as a new process, and a new
+    process gets new clients (the old ones closed, fresh ones opened), so a connection left with a
+    request in flight cannot hold that worker's later ops behind it. A client that leaves nothing
+    behind after an info (it closes a connection whose answer did not come, say) may keep serving
+    the new process: it says so with the optional `reusable(test) -> bool` (Jepsen's
+    `is-reusable?`; absent means False). See `client_reusable`.
+    """
 
     def open(self, test: Test, node: str) -> Client:
         """A new client bound to `node`; the receiver is a template and is not changed."""
@@ -99,6 +107,13 @@ class Client(Protocol):
         fail or info completions; an exception escaping here is recorded as info."""
 
     def close(self, test: Test) -> None: ...
+
+
+def client_reusable(client: object, test: Test) -> bool:
+    """Whether `client` may serve its worker's next process (its optional `reusable(test)`);
+    False when it does not say, as in Jepsen."""
+    fn = getattr(client, "reusable", None)
+    return callable(fn) and bool(fn(test))
 
 
 @runtime_checkable
@@ -290,5 +305,6 @@ __all__ = [
     "TestSpec",
     "Valid",
     "capabilities",
+    "client_reusable",
     "has_capability",
 ]

@@ -24,8 +24,11 @@ from tests.jepsen_py.fakes import (
     FakeNemesis,
     ReadsSeeWritesChecker,
     Register,
+    StaleReplica,
+    StaleReplicaDB,
     make_spec,
     register_workload,
+    stale_reads,
 )
 
 NEMESIS_SCHEDULE = [gen.sleep(0.2), {"f": "start"}, gen.sleep(0.2), {"f": "stop"}]
@@ -148,7 +151,39 @@ def test_a_client_exception_is_info_and_the_client_is_reopened(tmp_path: Path) -
     assert done == [("raise", INFO, 0), ("info", INFO, 1), ("write", OK, 2)]
     raised = next(o for o in history if o.f == "raise" and o.type == INFO)
     assert raised.error == "ConnectionError: boom"
-    assert calls.names().count("client.open") == 2
+    # one client per process, as in Jepsen: reopened after the raise, and again for process 2
+    # (RegisterClient does not say it is reusable), the old one closed first
+    opens = [(n, a) for n, a in calls.items if n in ("client.open", "client.close")]
+    assert opens == [("client.open", "n1"), ("client.close", "n1"), ("client.open", "n1"),
+                     ("client.close", "n1"), ("client.open", "n1"), ("client.close", "n1")]
+
+
+STUCK_THEN_READS = [{"f": "write", "key": 0, "value": 1, "node": "n1"},
+                    *({"f": "read", "key": 0, "node": "n3"} for _ in range(4))]
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+def test_a_new_process_gets_a_new_connection_so_a_stuck_one_cannot_hide_stale_reads(
+        tmp_path: Path, reuse: bool) -> None:
+    # n3 serves stale reads, and the first request sent to it is lost: that connection never
+    # answers again. Only a fresh client (a new connection) for the next process shows the stale
+    # read; a client that wrongly says it is reusable hides it behind timeouts.
+    spec = make_spec(tmp_path, concurrency=1, recovery_timeout=0, time_limit=10)
+    replica = StaleReplica(stale_node="n3", lost=1, timeout=0.05)
+    w = register_workload(final=False, generator=list(STUCK_THEN_READS))
+    out = run_test(spec, db=StaleReplicaDB(spec, replica=replica, reuse=reuse), workload=w,
+                   backend=NoneBackend(spec))
+    history = read_history(out.run_dir / "history.jsonl")
+    validate(history)
+    reads = [(o.type, o.process, o.value) for o in history if o.f == "read" and o.type != INVOKE]
+    if reuse:
+        assert reads == [(INFO, 0, None), (INFO, 1, None), (INFO, 2, None), (INFO, 3, None)]
+        assert stale_reads(history) == []
+        assert replica.opened == ["n1", "n3"]
+    else:
+        assert reads == [(INFO, 0, None), (OK, 1, None), (OK, 1, None), (OK, 1, None)]
+        assert [o.value for o in stale_reads(history)] == [None, None, None]
+        assert replica.opened == ["n1", "n3", "n3"]
 
 
 def test_a_failed_db_setup_still_tears_everything_down(tmp_path: Path) -> None:
