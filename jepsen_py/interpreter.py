@@ -28,6 +28,7 @@ from typing import Protocol
 from jepsen_py.errors import FrameworkFailure
 from jepsen_py.generator import Context, Generator, Pending, Template, Thread
 from jepsen_py.history import COMPLETIONS, FAIL, INFO, INVOKE, NEMESIS, OK, Op
+from jepsen_py.nemeses import faults
 from jepsen_py.protocols import Client, Nemesis, Test, client_reusable
 
 log = logging.getLogger(__name__)
@@ -223,6 +224,8 @@ class Interpreter:
             for i in range(concurrency)
         ]
         self.nemesis_worker = Worker(thread=NEMESIS, process=NEMESIS, node=None)
+        # the faults an outside nemesis declares, written into its ops (nemeses.faults.mark)
+        self.declared = faults.declared(nemesis) if nemesis is not None else {}
         self.watchdog_stop = threading.Event()
         self.errors: list[str] = []
 
@@ -326,9 +329,15 @@ class Interpreter:
     def _start(self, w: Worker) -> Callable[[Template], Op]:
         def start(tpl: Template) -> Op:
             w.invokes += 1
-            return self.record(Op(-1, self.clock.ns(), INVOKE, w.process, tpl.f, tpl.key, tpl.value,
-                                  tpl.node or w.node, None, dict(tpl.meta) if tpl.meta else {}))
+            return self.record(self._declare(Op(-1, self.clock.ns(), INVOKE, w.process, tpl.f, tpl.key,
+                                                tpl.value, tpl.node or w.node, None,
+                                                dict(tpl.meta) if tpl.meta else {})))
         return start
+
+    def _declare(self, op: Op) -> Op:
+        """A nemesis op of a declared fault carries the declaration (nemeses.faults.mark)."""
+        kind = self.declared.get(op.f) if op.process == NEMESIS else None
+        return faults.mark(op, kind) if kind is not None else op
 
     def _done(self, w: Worker, inv: Op, comp: Op) -> Callable[[], tuple[int | str, Op, Op]]:
         """Records a completion unless the watchdog already recorded info for it; moves a worker
@@ -413,6 +422,6 @@ class Interpreter:
                     log.debug("nemesis failure in full", exc_info=True)
                     comp = Op(-1, 0, INFO, NEMESIS, inv.f, inv.key, inv.value, inv.node,
                               f"{type(e).__name__}: {e}", {})
-                done = self._done(w, inv, comp)
+                done = self._done(w, inv, self._declare(comp))
         except Exception as e:
             self._worker_failed(w, driver, e)
