@@ -409,3 +409,61 @@ def test_the_clock_and_the_scheduler_are_injected(tmp_path: Path) -> None:
     history = read_history(out.run_dir / "history.jsonl")
     assert history and all(op.time >= 3600 * 10**9 for op in history)
     assert sorted(sched.names) == ["nemesis", "op-timeouts", "worker-0", "worker-1", "worker-2"]
+
+
+class Freezer:
+    """A nemesis from outside: "freeze" pauses n2 until "thaw" (no start-/stop- names), declared."""
+
+    def __init__(self, declare: list[Any]) -> None:
+        self.declare = declare
+
+    def fs(self) -> frozenset[str]:
+        return frozenset({"freeze", "thaw"})
+
+    def faults(self) -> list[Any]:
+        return self.declare
+
+    def setup(self, test: Any) -> None: ...
+    def heal(self, test: Any) -> None: ...
+    def teardown(self, test: Any) -> None: ...
+
+    def invoke(self, test: Any, op: Any) -> Any:
+        import dataclasses
+
+        return dataclasses.replace(op, type=INFO, value={"nodes": ["n2"]})
+
+
+def test_an_outside_nemesis_s_declared_faults_are_in_the_stored_history(tmp_path: Path) -> None:
+    from jepsen_py.checkers.availability import quiet_stretches
+    from jepsen_py.nemeses.faults import PAUSE, FaultKind, fault_windows
+
+    freeze = FaultKind("freeze", frozenset({"freeze"}), frozenset({"thaw"}), frozenset({PAUSE}))
+    spec = make_spec(tmp_path, time_limit=1.0, rate=100.0, recovery_timeout=0)
+    schedule = [gen.sleep(0.2), {"f": "freeze"}, gen.sleep(0.3), {"f": "thaw"}]
+    out = run_test(spec, db=FakeDB(spec), workload=register_workload(final=False), nemesis=Freezer([freeze]),
+                   nemesis_generator=schedule, backend=NoneBackend(spec))
+    assert out.exit_code == 0, out.results
+    history = read_history(out.run_dir / "history.jsonl")
+    validate(history)
+    nem = [o for o in history if o.process == NEMESIS and o.f in ("freeze", "thaw")]
+    assert len(nem) == 4 and all(o.meta["fault"]["kind"] == "freeze" for o in nem)
+    # read from the file alone: one pause window on n2, from freeze to thaw, and quiet after it
+    (w,) = fault_windows(history, nodes=spec.nodes)
+    assert (w.kind, w.targets, w.silences) == (freeze, {"n2"}, True)
+    assert w.start == nem[0].time and w.end == nem[3].time
+    end = max(o.time for o in history)
+    assert any(a >= nem[3].time for a, _ in quiet_stretches(history, end))
+
+
+def test_a_declaration_the_analysis_cannot_use_is_refused_before_the_run(tmp_path: Path) -> None:
+    from jepsen_py.nemeses.faults import FaultKind
+
+    from jepsen_py.errors import BadInput
+
+    bad = FaultKind("freeze", frozenset({"freeze"}), frozenset({"thaw"}), frozenset({"cpu"}))
+    spec = make_spec(tmp_path)
+    says = r"^--nemesis: Freezer.faults\(\): fault 'freeze' has effects \['cpu'\]; choose one or more of"
+    with pytest.raises(BadInput, match=says):
+        run_test(spec, db=FakeDB(spec), workload=register_workload(), nemesis=Freezer([bad]),
+                 nemesis_generator=[{"f": "freeze"}], backend=NoneBackend(spec))
+    assert not spec.results_dir.exists()
