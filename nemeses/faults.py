@@ -8,9 +8,10 @@ analysing a stored history never pulls in iptables or Docker code.
 A nemesis from outside the project declares its faults in the same vocabulary: its optional
 `faults()` returns FaultKinds (which of its ops start and end each, what the fault does: NETWORK,
 PROCESS, PAUSE, CLOCK). The interpreter writes the declaration into each such op's meta ("fault"),
-so a stored history says what its faults were without the nemesis's code, and every reader here
-takes the op's own declaration before the built-in table. Whom an op hit is what its completion's
-value names ("nodes" or "node"; a network fault's isolated side is "node" or the smaller "sides").
+so a stored history says what its faults were without the nemesis's code, and the fault windows
+take an op's own declaration before the built-in table (`op_kind`). Whom an op hit is what its
+completion's value names ("nodes" or "node"; a network fault's isolated side is "node" or the
+smaller "sides").
 
 Histories imported from elsewhere (Jepsen's own) may use names no nemesis here uses; for those the
 old rules of thumb still apply, in one place: a verb such as stop-*, heal, resume or reset-* ends a
