@@ -5,7 +5,9 @@ worker, records the invocation, performs it through that worker's client (or the
 the completion and tells the generator. Concurrency is real: one task per client worker, each with
 its own clients (one per node it used); the only shared critical sections are the generator (asking
 for the next op, microseconds) and the history append. A worker whose op completes info (or raises,
-or overruns the op timeout) takes a fresh process id, process + concurrency.
+or overruns the op timeout) takes a fresh process id, process + concurrency, and, as in Jepsen, a
+new process gets new clients unless its clients say they are reusable (`client_reusable`): a
+connection left holding an unanswered request must not hold the worker's later ops behind it.
 
 Time and tasks come from two injected objects, `Clock` and `Scheduler`: the real ones read the
 monotonic clock and start threads; a deterministic simulator can supply its own of each without
@@ -26,7 +28,8 @@ from typing import Protocol
 from jepsen_py.errors import FrameworkFailure
 from jepsen_py.generator import Context, Generator, Pending, Template, Thread
 from jepsen_py.history import COMPLETIONS, FAIL, INFO, INVOKE, NEMESIS, OK, Op
-from jepsen_py.protocols import Client, Nemesis, Test
+from jepsen_py.nemeses import faults
+from jepsen_py.protocols import Client, Nemesis, Test, client_reusable
 
 log = logging.getLogger(__name__)
 
@@ -157,13 +160,14 @@ class Driver:
 
 @dataclass(eq=False)
 class Worker:
-    """One client thread's state: its process, its node, its clients (one per node it used) and
-    the op in flight (watched for the op timeout)."""
+    """One client thread's state: its process, its node, its clients (one per node it used, opened
+    for process `clients_process`) and the op in flight (watched for the op timeout)."""
 
     thread: Thread
     process: int | str
     node: str | None
     clients: dict[str, Client] = field(default_factory=dict)
+    clients_process: int | str | None = None
     invokes: int = 0
     oks: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -220,6 +224,8 @@ class Interpreter:
             for i in range(concurrency)
         ]
         self.nemesis_worker = Worker(thread=NEMESIS, process=NEMESIS, node=None)
+        # the faults an outside nemesis declares, written into its ops (nemeses.faults.mark)
+        self.declared = faults.declared(nemesis) if nemesis is not None else {}
         self.watchdog_stop = threading.Event()
         self.errors: list[str] = []
 
@@ -295,12 +301,22 @@ class Interpreter:
                                    meta={"timeout_s": self.op_timeout, "by": "controller"}))
 
     def _client_for(self, w: Worker, node: str | None) -> Client:
+        if w.clients_process != w.process:
+            self._renew_clients(w)
         key = node or ""
         c = w.clients.get(key)
         if c is None:
             c = self.client_template.open(self.test, node) if node is not None else self.client_template
             w.clients[key] = c
         return c
+
+    def _renew_clients(self, w: Worker) -> None:
+        """The worker moved to a new process: closes each client that is not reusable, so the next
+        op opens a fresh one (Jepsen's rule)."""
+        for key, c in list(w.clients.items()):
+            if not client_reusable(c, self.test):
+                self._drop_client(w, key or None)
+        w.clients_process = w.process
 
     def _drop_client(self, w: Worker, node: str | None) -> None:
         c = w.clients.pop(node or "", None)
@@ -313,9 +329,15 @@ class Interpreter:
     def _start(self, w: Worker) -> Callable[[Template], Op]:
         def start(tpl: Template) -> Op:
             w.invokes += 1
-            return self.record(Op(-1, self.clock.ns(), INVOKE, w.process, tpl.f, tpl.key, tpl.value,
-                                  tpl.node or w.node, None, dict(tpl.meta) if tpl.meta else {}))
+            return self.record(self._declare(Op(-1, self.clock.ns(), INVOKE, w.process, tpl.f, tpl.key,
+                                                tpl.value, tpl.node or w.node, None,
+                                                dict(tpl.meta) if tpl.meta else {})))
         return start
+
+    def _declare(self, op: Op) -> Op:
+        """A nemesis op of a declared fault carries the declaration (nemeses.faults.mark)."""
+        kind = self.declared.get(op.f) if op.process == NEMESIS else None
+        return faults.mark(op, kind) if kind is not None else op
 
     def _done(self, w: Worker, inv: Op, comp: Op) -> Callable[[], tuple[int | str, Op, Op]]:
         """Records a completion unless the watchdog already recorded info for it; moves a worker
@@ -400,6 +422,6 @@ class Interpreter:
                     log.debug("nemesis failure in full", exc_info=True)
                     comp = Op(-1, 0, INFO, NEMESIS, inv.f, inv.key, inv.value, inv.node,
                               f"{type(e).__name__}: {e}", {})
-                done = self._done(w, inv, comp)
+                done = self._done(w, inv, self._declare(comp))
         except Exception as e:
             self._worker_failed(w, driver, e)

@@ -31,6 +31,7 @@ from jepsen_py.protocols import DB, Checker, Nemesis, TestSpec
 
 if TYPE_CHECKING:
     from jepsen_py.generator import Generator
+    from jepsen_py.nemeses.compose import Family
     from jepsen_py.workload import Workload
 
 ENTRY_POINT_GROUP = "jepsen_py.db"
@@ -217,9 +218,10 @@ def load_nemesis(ref: str, spec: TestSpec) -> tuple[Nemesis, Generator]:
 
 
 def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
-    """The schedule of a nemesis object: its own `generator(spec)` when it has one, else its
+    """The schedule of a nemesis object: its own `generator(spec)` when it has one, else each fault
+    it declares (`faults()`, nemeses.faults) toggled as the built-in families are, else its
     start*/stop* pair toggled every nemesis interval."""
-    from jepsen_py.generator import Template, is_nemesis_thread, lift, on_threads
+    from jepsen_py.generator import is_nemesis_thread, lift, on_threads
 
     missing = [m for m in ("fs", "setup", "invoke", "heal", "teardown")
                if not callable(getattr(nem, m, None))]
@@ -228,19 +230,34 @@ def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
     own = getattr(nem, "generator", None)
     if callable(own):
         return on_threads(is_nemesis_thread, lift(own(spec)))
-    from jepsen_py.nemeses.compose import Family, FaultSchedule
+    from jepsen_py.nemeses.compose import FaultSchedule
+    from jepsen_py.nemeses.faults import declared
 
-    fs = sorted(nem.fs())
-    starts = [f for f in fs if f.startswith("start")]
-    stops = [f for f in fs if f.startswith("stop")]
-    if len(starts) != 1 or len(stops) != 1:
-        raise BadInput(f"--nemesis: {label} handles {', '.join(fs) or 'nothing'}; without a "
-                       f"generator(spec) method it needs exactly one start* and one stop* op")
-    start, stop = starts[0], stops[0]
-    family = Family(label, lambda rng: Template(start), lambda rng: Template(stop))
+    try:
+        kinds = list(dict.fromkeys(declared(nem).values()))
+    except ValueError as e:
+        raise BadInput(f"--nemesis: {e}") from None
+    families = [_family(k.name, min(k.starts), min(k.stops)) for k in kinds if k.stops]
+    if not families:
+        fs = sorted(nem.fs())
+        starts = [f for f in fs if f.startswith("start")]
+        stops = [f for f in fs if f.startswith("stop")]
+        if len(starts) != 1 or len(stops) != 1:
+            raise BadInput(f"--nemesis: {label} handles {', '.join(fs) or 'nothing'}; without a "
+                           f"generator(spec) method or declared faults() it needs exactly one start* "
+                           f"and one stop* op")
+        families = [_family(label, starts[0], stops[0])]
     if spec.nemesis_interval <= 0:
         raise BadInput(f"--nemesis-interval must be > 0 seconds, got {spec.nemesis_interval}")
-    return on_threads(is_nemesis_thread, FaultSchedule.for_spec([family], spec))
+    return on_threads(is_nemesis_thread, FaultSchedule.for_spec(families, spec))
+
+
+def _family(name: str, start: str, stop: str) -> Family:
+    """A schedule family that starts with op `start` and stops with op `stop`."""
+    from jepsen_py.generator import Template
+    from jepsen_py.nemeses.compose import Family
+
+    return Family(name, lambda rng: Template(start), lambda rng: Template(stop))
 
 
 def build_nemesis(names: list[Any], spec: TestSpec) -> tuple[Nemesis | None, Generator | None]:

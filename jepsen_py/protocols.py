@@ -89,7 +89,15 @@ class Backend(Protocol):
 @runtime_checkable
 class Client(Protocol):
     """A connection to one node for one worker. Jepsen's rules for outcomes:
-    ok took effect, fail certainly did not, info may or may not have (timeout after sending)."""
+    ok took effect, fail certainly did not, info may or may not have (timeout after sending).
+
+    Lifecycle, as Jepsen's: a worker whose op ended info continues as a new process, and a new
+    process gets new clients (the old ones closed, fresh ones opened), so a connection left with a
+    request in flight cannot hold that worker's later ops behind it. A client that leaves nothing
+    behind after an info (it closes a connection whose answer did not come, say) may keep serving
+    the new process: it says so with the optional `reusable(test) -> bool` (Jepsen's
+    `is-reusable?`; absent means False). See `client_reusable`.
+    """
 
     def open(self, test: Test, node: str) -> Client:
         """A new client bound to `node`; the receiver is a template and is not changed."""
@@ -99,6 +107,13 @@ class Client(Protocol):
         fail or info completions; an exception escaping here is recorded as info."""
 
     def close(self, test: Test) -> None: ...
+
+
+def client_reusable(client: object, test: Test) -> bool:
+    """Whether `client` may serve its worker's next process (its optional `reusable(test)`);
+    False when it does not say, as in Jepsen."""
+    fn = getattr(client, "reusable", None)
+    return callable(fn) and bool(fn(test))
 
 
 @runtime_checkable
@@ -186,7 +201,22 @@ def has_capability(db: object, name: str) -> bool:
 
 @runtime_checkable
 class Nemesis(Protocol):
-    """Injects faults. Every op it performs is recorded; heal undoes every fault it made."""
+    """Injects faults. Every op it performs is recorded; heal undoes every fault it made.
+
+    Optional: `faults()` -> a list of `FaultKind` (jepsen_py.nemeses.faults) declaring each of its
+    faults in the built-ins' vocabulary: a name, the ops of fs() that start it and that end it, and
+    its effects (NETWORK, PROCESS, PAUSE, CLOCK; `replaces=True` when a new start replaces the one in
+    force, as a new partition does). Whom an op hit is what its completion's value names: "nodes"
+    (or "node"); for a NETWORK fault the isolated side is "node", else the smaller of "sides". The
+    interpreter writes the declaration into each such op's meta, so fault windows, availability, the
+    crash checker and the pictures read a declared fault as they read a built-in one, from the stored
+    history alone. Without it a fault's window comes only from the start-/stop- naming rule, with no
+    kind. A declaration the analysis could not use is refused before the run (exit 254). E.g.
+
+        def faults(self) -> list[FaultKind]:
+            return [FaultKind("freeze", starts=frozenset({"freeze"}), stops=frozenset({"thaw"}),
+                              effects=frozenset({PAUSE}))]
+    """
 
     def fs(self) -> frozenset[str]:
         """The op names (f) this nemesis handles, e.g. {"start-partition", "stop-partition"}."""
@@ -203,7 +233,7 @@ class Nemesis(Protocol):
     def teardown(self, test: Test) -> None: ...
 
     # Optional: `needs()` -> {capability: what needs it}, e.g. {"process": "--nemesis kill"}; the
-    # runner refuses the test up front when the DB lacks one (see nemeses.faults.needs).
+    # runner refuses the test up front when the DB lacks one (see plugins.check_capabilities).
 
 
 @runtime_checkable
@@ -290,5 +320,6 @@ __all__ = [
     "TestSpec",
     "Valid",
     "capabilities",
+    "client_reusable",
     "has_capability",
 ]

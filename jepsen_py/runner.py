@@ -365,12 +365,18 @@ class Run:
 
 
 def _check_capabilities(db: DB, nemesis: Nemesis | None, spec: TestSpec) -> None:
-    """A nemesis that needs what the DB cannot do is refused here, before anything is created."""
+    """A nemesis that needs what the DB cannot do, or declares faults the analysis cannot read, is
+    refused here, before anything is created."""
     if nemesis is None:
         return
+    from jepsen_py.nemeses.faults import declared
     from jepsen_py.plugins import check_capabilities
 
     check_capabilities(db, nemesis, db_name=spec.db or type(db).__name__)
+    try:
+        declared(nemesis)
+    except ValueError as e:
+        raise BadInput(f"--nemesis: {e}") from None
 
 
 def run_test(

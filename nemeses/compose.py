@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from jepsen_py.nemeses.faults import own_duration
+from jepsen_py.nemeses.faults import FaultKind, declared, own_duration
 
 from jepsen_py.generator import Context, Generator, Pending, Step, Template
 from jepsen_py.history import Op
@@ -147,6 +147,10 @@ class ComposedNemesis:
             for capability, who in (fn() if callable(fn) else {}).items():
                 out.setdefault(capability, who)
         return out
+
+    def faults(self) -> list[FaultKind]:
+        """Every member's declared faults (each member's declaration checked on its own)."""
+        return list(dict.fromkeys(k for m in self.members for k in declared(m).values()))
 
     def setup(self, test: Test) -> None:
         for m in self.members:

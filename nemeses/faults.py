@@ -5,6 +5,14 @@ The nemeses name their ops from here, and checkers (crash, availability) and pic
 perf) ask this module instead of guessing from op names. It does no I/O and imports no nemesis, so
 analysing a stored history never pulls in iptables or Docker code.
 
+A nemesis from outside the project declares its faults in the same vocabulary: its optional
+`faults()` returns FaultKinds (which of its ops start and end each, what the fault does: NETWORK,
+PROCESS, PAUSE, CLOCK). The interpreter writes the declaration into each such op's meta ("fault"),
+so a stored history says what its faults were without the nemesis's code, and the fault windows
+take an op's own declaration before the built-in table (`op_kind`). Whom an op hit is what its
+completion's value names ("nodes" or "node"; a network fault's isolated side is "node" or the
+smaller "sides").
+
 Histories imported from elsewhere (Jepsen's own) may use names no nemesis here uses; for those the
 old rules of thumb still apply, in one place: a verb such as stop-*, heal, resume or reset-* ends a
 fault of the same family, and names such as kill, pause, crash or freeze silence their node.
@@ -24,6 +32,7 @@ NETWORK = "network"  # messages between nodes dropped
 PROCESS = "process"  # the node's process killed (restarted from disk when the fault ends)
 PAUSE = "pause"  # the node's process frozen (thawed when the fault ends)
 CLOCK = "clock"  # the node's clock moved
+EFFECTS = frozenset({NETWORK, PROCESS, PAUSE, CLOCK})
 
 START_PARTITION, STOP_PARTITION = "start-partition", "stop-partition"
 KILL, RESTART = "kill", "start"
@@ -73,6 +82,74 @@ _SILENCING_STOP = re.compile(r"stop-(node|process)", re.I)  # "stop" as in SIGST
 def kind_of(f: str) -> FaultKind | None:
     """The kind of fault an op starts or ends; None for an op no nemesis here performs."""
     return _BY_START.get(f) or _BY_STOP.get(f)
+
+
+#: The op meta key that carries an outside nemesis's declaration of the fault an op starts or ends.
+META = "fault"
+
+
+def declared(nemesis: object) -> dict[str, FaultKind]:
+    """The faults a nemesis declares with its optional `faults()`, by op name (each start and stop
+    op). ValueError, in one line, for a declaration the analysis could not use."""
+    fn = getattr(nemesis, "faults", None)
+    if not callable(fn):
+        return {}
+    fs_fn = getattr(nemesis, "fs", None)
+    handles = frozenset(fs_fn()) if callable(fs_fn) else frozenset()
+    who = type(nemesis).__name__
+    out: dict[str, FaultKind] = {}
+    for k in fn():
+        if not isinstance(k, FaultKind):
+            raise ValueError(f"{who}.faults() must return FaultKinds (jepsen_py.nemeses.faults), "
+                             f"got {type(k).__name__}")
+        if not k.name or not k.starts:
+            raise ValueError(f"{who}.faults(): a fault needs a name and at least one start op")
+        if not k.effects or not k.effects <= EFFECTS:
+            raise ValueError(f"{who}.faults(): fault {k.name!r} has effects {sorted(k.effects)}; "
+                             f"choose one or more of {', '.join(sorted(EFFECTS))}")
+        for f in sorted(k.starts | k.stops):
+            if f in out or (f in k.starts and f in k.stops):
+                raise ValueError(f"{who}.faults(): op {f!r} is declared twice")
+            if f not in handles:
+                raise ValueError(f"{who}.faults(): fault {k.name!r} names op {f!r}, which its fs() "
+                                 "does not handle")
+            out[f] = k
+    return out
+
+
+def mark(op: Op, kind: FaultKind) -> Op:
+    """`op` with `kind`'s declaration in its meta (in place: the op is about to be recorded)."""
+    op.meta = {**op.meta, META: {"kind": kind.name, "starts": sorted(kind.starts),
+                                 "stops": sorted(kind.stops), "effects": sorted(kind.effects),
+                                 "replaces": kind.replaces}}
+    return op
+
+
+def _declared_kind(op: Op | None) -> FaultKind | None:
+    """The fault an op's own meta declares (see `mark`); None when it declares none or not
+    readably (a hand-edited history falls back to the built-in table and the rules of thumb)."""
+    d = op.meta.get(META) if op is not None and isinstance(op.meta, dict) else None
+    if not isinstance(d, dict):
+        return None
+    name, starts, stops, effects = d.get("kind"), d.get("starts"), d.get("stops"), d.get("effects")
+    if not (isinstance(name, str) and all(isinstance(x, list) and all(isinstance(f, str) for f in x)
+                                          for x in (starts, stops, effects))):
+        return None
+    assert isinstance(starts, list) and isinstance(stops, list) and isinstance(effects, list)
+    if op.f not in starts and op.f not in stops:
+        return None
+    return FaultKind(name, frozenset(starts), frozenset(stops), frozenset(effects),
+                     replaces=d.get("replaces") is True)
+
+
+def op_kind(p: Pair) -> tuple[FaultKind | None, bool]:
+    """What a nemesis op pair is: the fault kind it starts or ends (its own declaration first, then
+    the built-in table; None for a foreign name), and whether it ends a fault."""
+    kind = _declared_kind(p.complete) or _declared_kind(p.invoke)
+    if kind is not None:
+        return kind, p.invoke.f in kind.stops
+    f = p.invoke.f
+    return _BY_START.get(f) or _BY_STOP.get(f), is_stop(f)
 
 
 def _verb(f: str) -> str:
@@ -153,10 +230,11 @@ def windows_of_pairs(nemesis_pairs: Sequence[Pair], *, nodes: Iterable[str] = ()
     """Pairs each fault-causing nemesis op with the op that undid it.
 
     An undo closes the newest open window of the kind it ends (stop-partition ends start-partition,
-    resume ends pause, start ends kill, reset-clock ends bump-clock; for other names a window of the
-    same family, else the oldest open one); "heal" closes all; a new partition replaces the open
-    one. A strobe with a duration ends when its duration is up. A failed nemesis op caused nothing
-    and opens nothing.
+    resume ends pause, start ends kill, reset-clock ends bump-clock, a declared stop its declared
+    kind; for other names a window of the same family, else the oldest open one); "heal" closes
+    all; a new partition (or a start of a kind declared `replaces`) replaces the open one. A strobe
+    with a duration ends when its duration is up. A failed nemesis op caused nothing and opens
+    nothing.
     """
     nodes = list(nodes)
     out: list[FaultWindow] = []
@@ -168,13 +246,14 @@ def windows_of_pairs(nemesis_pairs: Sequence[Pair], *, nodes: Iterable[str] = ()
         t = p.invoke.time
         t_done = p.complete.time if p.complete is not None else p.invoke.time
         said = p.complete.value if p.complete is not None else p.invoke.value
-        if is_stop(f):
-            if _verb(f) == HEAL:
+        kind, stop = op_kind(p)
+        if stop:
+            if kind is None and _verb(f) == HEAL:
                 closing, open_ = open_, []
             else:
-                stopped = _BY_STOP.get(f)
+                stopped = kind
                 if stopped is not None:
-                    same = [w for w in open_ if w.f in stopped.starts]
+                    same = [w for w in open_ if w.kind == stopped]
                 else:
                     fam = _family(f)
                     same = [w for w in open_ if fam and _family(w.f) == fam]
@@ -184,7 +263,6 @@ def windows_of_pairs(nemesis_pairs: Sequence[Pair], *, nodes: Iterable[str] = ()
             for w in closing:
                 w.end = t_done
             continue
-        kind = _BY_START.get(f)
         if kind is not None and kind.replaces:
             for w in [w for w in open_ if w.f == f]:
                 w.end = t

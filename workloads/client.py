@@ -59,6 +59,12 @@ class MetadataClient:
         c.node = node
         return c
 
+    def reusable(self, test: Test) -> bool:
+        """True: a new process may keep this client. An op leaves each connection either closed
+        (ClusterClient closes it on a timeout or a lost stream) or with no request outstanding (its
+        answer was read), so nothing an earlier process sent can hold a later op behind it."""
+        return True
+
     def _timeout(self, test: Test) -> float:
         if self.timeout is not None:
             return self.timeout

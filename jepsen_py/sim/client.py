@@ -125,6 +125,11 @@ class SimClient:
         c.node = node
         return c
 
+    def reusable(self, test: Test) -> bool:
+        """True, as MetadataClient: an op leaves each stream closed (a timeout, a lost stream, a
+        cancelled call) or with no request outstanding."""
+        return True
+
     def _timeout(self, test: Test) -> float:
         if self.timeout is not None:
             return self.timeout

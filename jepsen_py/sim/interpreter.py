@@ -7,7 +7,8 @@ the threaded interpreter does under its lock. A worker the generator keeps waiti
 until the time it names, or, waiting for an event, until some op completes; either re-asks at least
 every POLL_S, as a threaded worker polls. An op not completed within the op
 timeout is recorded info (error "timeout", by the controller) and abandoned; a worker whose op
-ended info continues as a fresh process, process + concurrency.
+ended info continues as a fresh process, process + concurrency, with new clients unless its clients
+say they are reusable (jepsen_py.protocols.client_reusable), as in the threaded interpreter.
 
 Nothing here reads a real clock, starts a thread or draws from an unseeded source: with the same
 generator, rng and loop, the same history comes out.
@@ -26,7 +27,7 @@ from jepsen_py.errors import FrameworkFailure
 from jepsen_py.generator import Context, Generator, Pending, Template, Thread
 from jepsen_py.history import FAIL, INFO, INVOKE, NEMESIS, OK, Op
 from jepsen_py.interpreter import normalize
-from jepsen_py.protocols import Test
+from jepsen_py.protocols import Test, client_reusable
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +53,14 @@ class AsyncNemesis(Protocol):
 
 @dataclass(eq=False)
 class Worker:
-    """One client worker: its process, its node, its clients (one per node it used)."""
+    """One client worker: its process, its node, its clients (one per node it used, opened for
+    process `clients_process`)."""
 
     thread: Thread
     process: int | str
     node: str | None
     clients: dict[str, AsyncClient] = field(default_factory=dict)
+    clients_process: int | str | None = None
     invokes: int = 0
     oks: int = 0
 
@@ -267,12 +270,22 @@ class SimInterpreter:
                       f"{type(e).__name__}: {e}", {})
 
     def _client_for(self, w: Worker, node: str | None) -> AsyncClient:
+        if w.clients_process != w.process:
+            self._renew_clients(w)
         key = node or ""
         c = w.clients.get(key)
         if c is None:
             c = self.client_template.open(self.test, node) if node is not None else self.client_template
             w.clients[key] = c
         return c
+
+    def _renew_clients(self, w: Worker) -> None:
+        """The worker moved to a new process: closes each client that is not reusable, so the next
+        op opens a fresh one (Jepsen's rule)."""
+        for key, c in list(w.clients.items()):
+            if not client_reusable(c, self.test):
+                self._drop_client(w, key or None)
+        w.clients_process = w.process
 
     def _drop_client(self, w: Worker, node: str | None) -> None:
         c = w.clients.pop(node or "", None)

@@ -41,9 +41,10 @@ class H:
         self._add(t_ms, type="ok" if answered else "fail", process="observer", f="status",
                   node=node, value=value)
 
-    def nemesis(self, f: str, start: float, end: float, value: Any = None) -> None:
-        self._add(start, type="invoke", process="nemesis", f=f, value=None)
-        self._add(end, type="info", process="nemesis", f=f, value=value)
+    def nemesis(self, f: str, start: float, end: float, value: Any = None,
+                meta: dict[str, Any] | None = None) -> None:
+        self._add(start, type="invoke", process="nemesis", f=f, value=None, meta=dict(meta or {}))
+        self._add(end, type="info", process="nemesis", f=f, value=value, meta=dict(meta or {}))
 
     def build(self) -> list[Op]:
         ops = []

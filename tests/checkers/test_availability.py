@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 from jepsen_py.checkers.availability import AvailabilityChecker, Thresholds
+from jepsen_py.nemeses.faults import NETWORK, FaultKind, mark
 
+from jepsen_py.history import Op
 from tests.checkers.histories import H
 
 
@@ -214,18 +216,27 @@ def test_a_restart_ends_the_kill_but_not_a_partition_still_in_force():
     assert ms == [(0, 10_000), (20_200, 30_000), (40_300, 50_000)]
 
 
-def disruptive_rejoin(*, fault: str = "start-partition", isolated_value: dict | None = None) -> list:
+#: An outside nemesis's network fault: "isolate" cuts a node off, "rejoin" heals it. Neither name
+#: follows the start-/stop- rule, so only the declaration says that rejoin ends isolate.
+ISOLATE = FaultKind("isolation", frozenset({"isolate"}), frozenset({"rejoin"}), frozenset({NETWORK}))
+
+
+def disruptive_rejoin(*, fault: str = "start-partition", isolated_value: dict | None = None,
+                      stop: str | None = None, declared: FaultKind | None = None) -> list:
     """n1 leads term 8 and is cut off at 2 s; n2 takes over in term 9 while n1, alone, runs its term
-    up to 18. Healed at 10 s; n1 is still at 18 when it is next seen and deposes n2: n3 leads 19."""
+    up to 18. Healed at 10 s; n1 is still at 18 when it is next seen and deposes n2: n3 leads 19.
+    `declared`: the fault's ops carry that declaration, as an outside nemesis's ops do."""
     h = H()
     steady(h, 0, 20_000, every=200)
     value = isolated_value if isolated_value is not None else {
         "shape": "leader", "leader": "n1", "sides": [["n1"], ["n2", "n3"]],
         "grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}}
-    stop = "stop-partition" if fault == "start-partition" else "stop-leader-clock"
+    if stop is None:
+        stop = "stop-partition" if fault == "start-partition" else "stop-leader-clock"
     if fault:
-        h.nemesis(fault, 2000, 2010, value)
-        h.nemesis(stop, 10_000, 10_010, {"healed": True})
+        meta = mark(Op(0, 0, "info", "nemesis", fault), declared).meta if declared else {}
+        h.nemesis(fault, 2000, 2010, value, meta=meta)
+        h.nemesis(stop, 10_000, 10_010, {"healed": True}, meta=meta)
     t = 0.0
     while t < 20_000:
         if t < 2000:
@@ -259,6 +270,19 @@ def test_a_leader_clock_isolation_is_named_too():
     text = next(a["explanation"] for a in r["anomalies"] if a["kind"] == "election-churn")
     assert "n1's term jumped from 8 to 18 while it was isolated (start-leader-clock" in text
     assert "leader n2 (term 9) was deposed" in text
+
+
+def test_an_outside_nemesis_that_declares_its_network_fault_is_read_as_a_built_in_one():
+    value = {"node": "n1"}
+    r = AvailabilityChecker().check(None, disruptive_rejoin(fault="isolate", stop="rejoin",
+                                                            isolated_value=value, declared=ISOLATE))
+    text = next(a["explanation"] for a in r["anomalies"] if a["kind"] == "election-churn")
+    assert text.startswith("n1's term jumped from 8 to 18 while it was isolated (isolate, healed ")
+    assert "on its return the leader n2 (term 9) was deposed and n3 took over in term 19" in text
+    # undeclared, "rejoin" reads as a second fault: nothing is ever quiet again, no churn is judged
+    r = AvailabilityChecker().check(None, disruptive_rejoin(fault="isolate", stop="rejoin",
+                                                            isolated_value=value))
+    assert not any(a["kind"] == "election-churn" for a in r["anomalies"]), r["anomalies"]
 
 
 def test_a_term_jump_with_no_isolation_says_so():

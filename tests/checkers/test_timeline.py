@@ -182,6 +182,25 @@ def test_many_ops_merge_then_zoom_shows_each(browser: Any, tmp_path: Path) -> No
     assert severe_console_errors(browser) == []
 
 
+def test_a_declared_outside_fault_is_a_band_of_its_kind() -> None:
+    from jepsen_py.nemeses.faults import PAUSE, FaultKind, mark
+
+    freeze = FaultKind("freeze", frozenset({"freeze"}), frozenset({"thaw"}), frozenset({PAUSE}))
+
+    def pr(t0: int, f: str, value: Any = None, declared: bool = True) -> Pair:
+        inv, comp = Op(0, t0 * 10**9, "invoke", "nemesis", f), Op(0, t0 * 10**9 + 1, "info", "nemesis", f,
+                                                                   None, value)
+        return Pair(mark(inv, freeze), mark(comp, freeze)) if declared else Pair(inv, comp)
+
+    ws = fault_windows([pr(1, "freeze", {"nodes": ["n2"]}), pr(4, "thaw", {"nodes": ["n2"]})], 10.0)
+    got = [(w.label, w.kind, round(w.start), round(w.end or 0)) for w in ws]
+    assert got == [("freeze: n2", "freeze", 1, 4)]
+    # the same ops undeclared: two bands of no kind, both open to the end
+    ws = fault_windows([pr(1, "freeze", {"nodes": ["n2"]}, False), pr(4, "thaw", {"nodes": ["n2"]}, False)],
+                       10.0)
+    assert [(w.f, w.kind, round(w.end or 0)) for w in ws] == [("freeze", "", 10), ("thaw", "", 10)]
+
+
 def test_fault_windows_pair_undo_with_its_fault() -> None:
     def pr(t0: int, f: str, value: Any = None, typ: str = "info") -> Pair:
         return Pair(Op(0, t0 * 10**9, "invoke", "nemesis", f),

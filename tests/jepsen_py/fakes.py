@@ -95,6 +95,101 @@ class RegisterClient:
         self.calls.add("client.close", self.node)
 
 
+class StaleReplica:
+    """A register whose replica on `stale_node` stopped applying writes (it serves what it had:
+    stale reads), and whose link to that node loses the first `lost` requests sent over it."""
+
+    def __init__(self, *, stale_node: str = "n3", lost: int = 1, timeout: float = 0.05) -> None:
+        self.lock = threading.Lock()
+        self.values: dict[Any, Any] = {}
+        self.stale_node = stale_node
+        self.lost = lost
+        self.timeout = timeout
+        self.opened: list[str] = []
+
+
+class StuckConnectionClient:
+    """One connection to one node. A request lost on it (sent while its node was cut off) is never
+    answered, and every later request waits behind it until the client gives up after `timeout`
+    (info), as on a TCP stream whose head request is stuck. A new client is a new connection."""
+
+    def __init__(self, replica: StaleReplica, node: str | None = None, *, reuse: bool = False) -> None:
+        self.replica = replica
+        self.node = node
+        self.reuse = reuse
+        self.stuck = False
+
+    def open(self, test: Test, node: str) -> StuckConnectionClient:
+        with self.replica.lock:
+            self.replica.opened.append(node)
+        return StuckConnectionClient(self.replica, node, reuse=self.reuse)
+
+    def reusable(self, test: Test) -> bool:
+        return self.reuse
+
+    def _send(self, op: Op) -> Op | None:
+        """The completion if the node answers; None if the request is stuck."""
+        r = self.replica
+        with r.lock:
+            if not self.stuck and self.node == r.stale_node and r.lost > 0:
+                r.lost -= 1
+                self.stuck = True
+            if self.stuck:
+                return None
+            if op.f == "write":
+                r.values[op.key] = op.value
+                return dataclasses.replace(op, type=OK, node=self.node)
+            v = None if self.node == r.stale_node else r.values.get(op.key)
+            return dataclasses.replace(op, type=OK, value=v, node=self.node)
+
+    def invoke(self, test: Test, op: Op) -> Op:
+        done = self._send(op)
+        if done is None:
+            time.sleep(self.replica.timeout)
+            return dataclasses.replace(op, type=INFO, error="timeout", node=self.node)
+        return done
+
+    def close(self, test: Test) -> None:
+        self.stuck = False
+
+
+class StaleReplicaDB:
+    """A DB around a StaleReplica: nothing to install; its clients are StuckConnectionClients."""
+
+    def __init__(self, spec: TestSpec | None = None, *, replica: StaleReplica | None = None,
+                 reuse: bool = False) -> None:
+        self.replica = replica or StaleReplica()
+        self.reuse = reuse
+
+    def setup(self, test: Test, node: str) -> None: ...
+    def teardown(self, test: Test, node: str) -> None: ...
+
+    def log_files(self, test: Test, node: str) -> list[str]:
+        return []
+
+    def client(self, workload: str) -> StuckConnectionClient:
+        return StuckConnectionClient(self.replica, reuse=self.reuse)
+
+
+def stale_reads(history: Sequence[Op]) -> list[Op]:
+    """Ok reads that returned an older value than a write completed before the read was invoked."""
+    done: dict[Any, tuple[int, Any]] = {}  # key -> (completion time, value) of the latest ok write
+    invokes: dict[Any, Op] = {}
+    out = []
+    for op in history:
+        if op.type == "invoke":
+            invokes[op.process] = op
+            continue
+        inv = invokes.pop(op.process, None)
+        if op.f == "write" and op.type == OK:
+            done[op.key] = (op.time, op.value)
+        elif op.f == "read" and op.type == OK and inv is not None:
+            latest = done.get(op.key)
+            if latest is not None and latest[0] < inv.time and op.value != latest[1]:
+                out.append(op)
+    return out
+
+
 class FakeDB:
     def __init__(self, spec: TestSpec | None = None, *, register: Register | None = None,
                  calls: Calls | None = None, barrier: threading.Barrier | None = None,

@@ -261,3 +261,76 @@ def test_outside_generator_and_checkers_join_a_built_in_workload(tmp_path: Path,
     assert [o.template.f for o in simulate(w.generator, concurrency=2)] == ["read"]
     with pytest.raises(BadInput, match="--generator: no module named 'nosuch'"):
         build_workload(make_spec(tmp_path, options={"generator": "nosuch:g"}), None)
+
+
+#: The example of docs/plugins.md: a nemesis that declares its fault, so windows, availability and
+#: the pictures read it as they read a built-in pause.
+DECLARED = '''
+"""Freezes one random node (the DB's pause) until thawed, and says so in the fault vocabulary."""
+
+import dataclasses
+
+from jepsen_py.nemeses.faults import PAUSE, FaultKind
+
+
+class Freeze:
+    def __init__(self, spec):
+        self.frozen = []
+
+    def fs(self):
+        return frozenset({"freeze", "thaw"})
+
+    def faults(self):
+        return [FaultKind("freeze", starts=frozenset({"freeze"}), stops=frozenset({"thaw"}),
+                          effects=frozenset({PAUSE}))]
+
+    def needs(self):
+        return {"pause": "--nemesis freezer:Freeze"}
+
+    def setup(self, test):
+        pass
+
+    def invoke(self, test, op):
+        if op.f == "freeze":
+            node = test.rng.choice(test.nodes)
+            test.db.pause(test, node)
+            self.frozen.append(node)
+            return dataclasses.replace(op, type="info", value={"nodes": [node]})
+        thawed, self.frozen = self.frozen, []
+        for node in thawed:
+            test.db.resume(test, node)
+        return dataclasses.replace(op, type="info", value={"nodes": thawed})
+
+    def heal(self, test):
+        for node in self.frozen:
+            test.db.resume(test, node)
+        self.frozen = []
+
+    def teardown(self, test):
+        pass
+'''
+
+
+def test_an_outside_nemesis_declares_its_faults(tmp_path: Path, console_script: Path) -> None:
+    from jepsen_py.checkers.pictures.runview import load_run
+    from jepsen_py.nemeses.faults import PAUSE, fault_windows
+
+    from jepsen_py.history import read_history
+
+    plugin = write_plugin(tmp_path / "proj")
+    (plugin / "freezer.py").write_text(textwrap.dedent(DECLARED))
+    res = jepsen_run(plugin, tmp_path / "results", "--db", "myplug:CounterDB",
+                     "--workload", "myplug:counter", "--nemesis", "freezer:Freeze", pythonpath=REPO)
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = only_run(tmp_path / "results")
+    history = read_history(run / "history.jsonl")
+    # scheduled from its declaration (no generator, no start-/stop- names): freeze, thaw, ...
+    nem = [o for o in history if o.process == "nemesis" and o.type == "info" and o.f != "heal"]
+    assert [o.f for o in nem][:2] == ["freeze", "thaw"], [o.f for o in nem]
+    # the stored history alone says what each fault was and whom it hit
+    windows = fault_windows(history, nodes=["n1", "n2", "n3"])
+    assert windows and all(w.kind is not None and w.kind.effects == {PAUSE} and w.silences
+                           for w in windows)
+    assert all(w.targets is not None and len(w.targets) == 1 for w in windows)
+    assert all(w.end is not None for w in windows)  # each thawed (or healed)
+    assert {w.kind for w in load_run(run).faults} == {"freeze"}  # the pictures' bands

@@ -24,8 +24,11 @@ from tests.jepsen_py.fakes import (
     FakeNemesis,
     ReadsSeeWritesChecker,
     Register,
+    StaleReplica,
+    StaleReplicaDB,
     make_spec,
     register_workload,
+    stale_reads,
 )
 
 NEMESIS_SCHEDULE = [gen.sleep(0.2), {"f": "start"}, gen.sleep(0.2), {"f": "stop"}]
@@ -148,7 +151,39 @@ def test_a_client_exception_is_info_and_the_client_is_reopened(tmp_path: Path) -
     assert done == [("raise", INFO, 0), ("info", INFO, 1), ("write", OK, 2)]
     raised = next(o for o in history if o.f == "raise" and o.type == INFO)
     assert raised.error == "ConnectionError: boom"
-    assert calls.names().count("client.open") == 2
+    # one client per process, as in Jepsen: reopened after the raise, and again for process 2
+    # (RegisterClient does not say it is reusable), the old one closed first
+    opens = [(n, a) for n, a in calls.items if n in ("client.open", "client.close")]
+    assert opens == [("client.open", "n1"), ("client.close", "n1"), ("client.open", "n1"),
+                     ("client.close", "n1"), ("client.open", "n1"), ("client.close", "n1")]
+
+
+STUCK_THEN_READS = [{"f": "write", "key": 0, "value": 1, "node": "n1"},
+                    *({"f": "read", "key": 0, "node": "n3"} for _ in range(4))]
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+def test_a_new_process_gets_a_new_connection_so_a_stuck_one_cannot_hide_stale_reads(
+        tmp_path: Path, reuse: bool) -> None:
+    # n3 serves stale reads, and the first request sent to it is lost: that connection never
+    # answers again. Only a fresh client (a new connection) for the next process shows the stale
+    # read; a client that wrongly says it is reusable hides it behind timeouts.
+    spec = make_spec(tmp_path, concurrency=1, recovery_timeout=0, time_limit=10)
+    replica = StaleReplica(stale_node="n3", lost=1, timeout=0.05)
+    w = register_workload(final=False, generator=list(STUCK_THEN_READS))
+    out = run_test(spec, db=StaleReplicaDB(spec, replica=replica, reuse=reuse), workload=w,
+                   backend=NoneBackend(spec))
+    history = read_history(out.run_dir / "history.jsonl")
+    validate(history)
+    reads = [(o.type, o.process, o.value) for o in history if o.f == "read" and o.type != INVOKE]
+    if reuse:
+        assert reads == [(INFO, 0, None), (INFO, 1, None), (INFO, 2, None), (INFO, 3, None)]
+        assert stale_reads(history) == []
+        assert replica.opened == ["n1", "n3"]
+    else:
+        assert reads == [(INFO, 0, None), (OK, 1, None), (OK, 1, None), (OK, 1, None)]
+        assert [o.value for o in stale_reads(history)] == [None, None, None]
+        assert replica.opened == ["n1", "n3", "n3"]
 
 
 def test_a_failed_db_setup_still_tears_everything_down(tmp_path: Path) -> None:
@@ -374,3 +409,61 @@ def test_the_clock_and_the_scheduler_are_injected(tmp_path: Path) -> None:
     history = read_history(out.run_dir / "history.jsonl")
     assert history and all(op.time >= 3600 * 10**9 for op in history)
     assert sorted(sched.names) == ["nemesis", "op-timeouts", "worker-0", "worker-1", "worker-2"]
+
+
+class Freezer:
+    """A nemesis from outside: "freeze" pauses n2 until "thaw" (no start-/stop- names), declared."""
+
+    def __init__(self, declare: list[Any]) -> None:
+        self.declare = declare
+
+    def fs(self) -> frozenset[str]:
+        return frozenset({"freeze", "thaw"})
+
+    def faults(self) -> list[Any]:
+        return self.declare
+
+    def setup(self, test: Any) -> None: ...
+    def heal(self, test: Any) -> None: ...
+    def teardown(self, test: Any) -> None: ...
+
+    def invoke(self, test: Any, op: Any) -> Any:
+        import dataclasses
+
+        return dataclasses.replace(op, type=INFO, value={"nodes": ["n2"]})
+
+
+def test_an_outside_nemesis_s_declared_faults_are_in_the_stored_history(tmp_path: Path) -> None:
+    from jepsen_py.checkers.availability import quiet_stretches
+    from jepsen_py.nemeses.faults import PAUSE, FaultKind, fault_windows
+
+    freeze = FaultKind("freeze", frozenset({"freeze"}), frozenset({"thaw"}), frozenset({PAUSE}))
+    spec = make_spec(tmp_path, time_limit=1.0, rate=100.0, recovery_timeout=0)
+    schedule = [gen.sleep(0.2), {"f": "freeze"}, gen.sleep(0.3), {"f": "thaw"}]
+    out = run_test(spec, db=FakeDB(spec), workload=register_workload(final=False), nemesis=Freezer([freeze]),
+                   nemesis_generator=schedule, backend=NoneBackend(spec))
+    assert out.exit_code == 0, out.results
+    history = read_history(out.run_dir / "history.jsonl")
+    validate(history)
+    nem = [o for o in history if o.process == NEMESIS and o.f in ("freeze", "thaw")]
+    assert len(nem) == 4 and all(o.meta["fault"]["kind"] == "freeze" for o in nem)
+    # read from the file alone: one pause window on n2, from freeze to thaw, and quiet after it
+    (w,) = fault_windows(history, nodes=spec.nodes)
+    assert (w.kind, w.targets, w.silences) == (freeze, {"n2"}, True)
+    assert w.start == nem[0].time and w.end == nem[3].time
+    end = max(o.time for o in history)
+    assert any(a >= nem[3].time for a, _ in quiet_stretches(history, end))
+
+
+def test_a_declaration_the_analysis_cannot_use_is_refused_before_the_run(tmp_path: Path) -> None:
+    from jepsen_py.nemeses.faults import FaultKind
+
+    from jepsen_py.errors import BadInput
+
+    bad = FaultKind("freeze", frozenset({"freeze"}), frozenset({"thaw"}), frozenset({"cpu"}))
+    spec = make_spec(tmp_path)
+    says = r"^--nemesis: Freezer.faults\(\): fault 'freeze' has effects \['cpu'\]; choose one or more of"
+    with pytest.raises(BadInput, match=says):
+        run_test(spec, db=FakeDB(spec), workload=register_workload(), nemesis=Freezer([bad]),
+                 nemesis_generator=[{"f": "freeze"}], backend=NoneBackend(spec))
+    assert not spec.results_dir.exists()

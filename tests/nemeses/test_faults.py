@@ -76,3 +76,93 @@ def test_verdict_checkers_do_not_import_the_pictures() -> None:
             " if m.startswith('jepsen_py.checkers.pictures') or m == 'plotly'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+FREEZE = faults.FaultKind("freeze", frozenset({"freeze"}), frozenset({"thaw"}), frozenset({faults.PAUSE}))
+
+
+class Freezer:
+    """An outside nemesis: its op names follow no rule of thumb ("thaw" is no stop- verb)."""
+
+    def __init__(self, declare: list[object] | None = None) -> None:
+        self.declare = [FREEZE] if declare is None else declare
+
+    def fs(self) -> frozenset[str]:
+        return frozenset({"freeze", "thaw"})
+
+    def faults(self) -> list[object]:
+        return self.declare
+
+
+def declared_nem(ops: list[tuple[str, int, int, object]], kind: faults.FaultKind | None) -> list[Op]:
+    out = nem(ops)
+    return [faults.mark(op, kind) if kind is not None else op for op in out]
+
+
+def test_a_declared_fault_pairs_its_own_undo_and_says_what_it_does() -> None:
+    ops = [("freeze", 1_000, 1_010, {"nodes": ["n2"]}), ("thaw", 3_000, 3_020, {"nodes": ["n2"]})]
+    (w,) = faults.fault_windows(declared_nem(ops, FREEZE), nodes=["n1", "n2", "n3"])
+    assert (w.f, w.kind, w.end) == ("freeze", FREEZE, 3_020 * 1_000_000)
+    assert w.silences and w.targets == {"n2"}
+    # undeclared, the names say nothing: "thaw" reads as a second fault and neither ever ends
+    ws = faults.fault_windows(declared_nem(ops, None), nodes=["n1", "n2", "n3"])
+    assert [(w.f, w.kind, w.end) for w in ws] == [("freeze", None, None), ("thaw", None, None)]
+
+
+def test_a_declaration_is_read_back_from_a_stored_history(tmp_path: Path) -> None:
+    from jepsen_py.history import HistoryWriter, read_history
+
+    cut = faults.FaultKind("cut", frozenset({"cut"}), frozenset({"mend"}), frozenset({faults.NETWORK}),
+                           replaces=True)
+    ops = [("cut", 1_000, 1_010, {"node": "n1"}), ("cut", 2_000, 2_010, {"node": "n3"}),
+           ("mend", 3_000, 3_010, None)]
+    writer = HistoryWriter(tmp_path / "history.jsonl")
+    for op in declared_nem(ops, cut):
+        writer.append(op)
+    writer.close()
+    ws = faults.fault_windows(read_history(tmp_path / "history.jsonl"), nodes=["n1", "n2", "n3"])
+    # a new cut replaces the one in force, as a new partition does; mend ends the second
+    assert [(w.targets, w.kind, w.start // 1_000_000, w.end and w.end // 1_000_000) for w in ws] == [
+        ({"n1"}, cut, 1_000, 2_000), ({"n3"}, cut, 2_000, 3_010)]
+    assert not ws[0].silences
+
+
+def test_a_declaration_overrides_a_built_in_name_and_a_bad_meta_falls_back() -> None:
+    # an outside "kill" that only cuts the network: its own declaration says so
+    soft = faults.FaultKind("soft-kill", frozenset({"kill"}), frozenset({"start"}),
+                            frozenset({faults.NETWORK}))
+    (w,) = faults.fault_windows(declared_nem([("kill", 1, 2, {"nodes": ["n1"]})], soft), nodes=["n1"])
+    assert w.kind == soft and not w.silences
+    broken = nem([("kill", 1, 2, {"nodes": ["n1"]})])
+    broken[1].meta = {faults.META: {"kind": "x", "starts": "kill"}}
+    (w,) = faults.fault_windows(broken, nodes=["n1"])
+    assert w.kind is not None and w.kind.name == "kill" and w.silences
+
+
+def test_declared_faults_by_op_and_the_composed_nemesis_gathers_them() -> None:
+    from jepsen_py.nemeses.compose import ComposedNemesis, NoopNemesis
+
+    assert faults.declared(Freezer()) == {"freeze": FREEZE, "thaw": FREEZE}
+    assert faults.declared(NoopNemesis()) == {}
+    composed = ComposedNemesis([NoopNemesis(), Freezer()])  # type: ignore[list-item]
+    assert composed.faults() == [FREEZE]
+    assert faults.declared(composed) == {"freeze": FREEZE, "thaw": FREEZE}
+
+
+@pytest.mark.parametrize(("declare", "says"), [
+    (["freeze"], "must return FaultKinds"),
+    ([faults.FaultKind("freeze", frozenset(), frozenset({"thaw"}), frozenset({faults.PAUSE}))],
+     "at least one start op"),
+    ([faults.FaultKind("freeze", frozenset({"freeze"}), frozenset({"thaw"}), frozenset({"cpu"}))],
+     "choose one or more of clock, network, pause, process"),
+    ([faults.FaultKind("freeze", frozenset({"freeze"}), frozenset({"thaw"}), frozenset())],
+     "choose one or more of"),
+    ([faults.FaultKind("freeze", frozenset({"freeze"}), frozenset({"melt"}), frozenset({faults.PAUSE}))],
+     r"names op 'melt', which its fs\(\) does not handle"),
+    ([FREEZE, faults.FaultKind("again", frozenset({"thaw"}), frozenset(), frozenset({faults.PAUSE}))],
+     "op 'thaw' is declared twice"),
+])
+def test_a_declaration_the_analysis_cannot_use_is_refused(declare: list[object], says: str) -> None:
+    with pytest.raises(ValueError, match=says) as e:
+        faults.declared(Freezer(declare))
+    assert str(e.value).startswith("Freezer.faults()") and "\n" not in str(e.value)

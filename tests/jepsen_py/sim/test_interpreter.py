@@ -14,7 +14,7 @@ import pytest
 from jepsen_py import generator as gen
 from jepsen_py.history import FAIL, INFO, INVOKE, NEMESIS, OK, HistoryWriter, Op, read_history, validate
 from jepsen_py.protocols import Test, TestSpec
-from jepsen_py.sim.interpreter import SimInterpreter
+from jepsen_py.sim.interpreter import AsyncClient, SimInterpreter
 from tests.jepsen_py.sim.vloop import VirtualLoop
 
 
@@ -63,7 +63,7 @@ def make_test(tmp_path: Path, concurrency: int = 4) -> Test:
 
 def drive(tmp_path: Path, g: gen.Generator, *, name: str = "history.jsonl", with_nemesis: bool = False,
           op_timeout: float = 2.0, concurrency: int = 4,
-          client: EchoClient | None = None) -> tuple[list[Op], SimInterpreter, bytes]:
+          client: AsyncClient | None = None) -> tuple[list[Op], SimInterpreter, bytes]:
     test = make_test(tmp_path, concurrency)
     path = tmp_path / name
     writer = HistoryWriter(path)
@@ -150,6 +150,60 @@ def test_a_client_that_raises_is_recorded_info_and_reopened(tmp_path: Path) -> N
     assert len(crashed) == 1 and crashed[0].error == "RuntimeError: client crashed"
     assert template.opened == ["n1", "n1"]  # dropped after the crash, opened again
     assert [op.process for op in history if op.type == INVOKE] == [0, 1]
+
+
+class StuckStreamClient:
+    """One stream to one node; n3 serves stale reads (it never applied the write) and the first
+    request sent to it is lost: that stream answers nothing again, each later request timing out
+    behind it after 0.1 s (info, by the client, well within the op timeout)."""
+
+    def __init__(self, shared: dict[str, Any], node: str | None = None, *, reuse: bool = False) -> None:
+        self.shared = shared
+        self.node = node
+        self.reuse = reuse
+        self.stuck = False
+
+    def open(self, test: Test, node: str) -> StuckStreamClient:
+        self.shared["opened"].append(node)
+        return StuckStreamClient(self.shared, node, reuse=self.reuse)
+
+    def reusable(self, test: Test) -> bool:
+        return self.reuse
+
+    async def invoke(self, test: Test, op: Op) -> Op:
+        if self.node == "n3" and self.shared["lost"] > 0:
+            self.shared["lost"] -= 1
+            self.stuck = True
+        await asyncio.sleep(0.1 if self.stuck else 0.01)
+        if self.stuck:
+            return Op(-1, 0, INFO, op.process, op.f, op.key, op.value, self.node, "timeout")
+        if op.f == "write":
+            self.shared["value"] = op.value
+            return Op(-1, 0, OK, op.process, op.f, op.key, op.value, self.node)
+        value = None if self.node == "n3" else self.shared["value"]
+        return Op(-1, 0, OK, op.process, op.f, op.key, value, self.node)
+
+    def close(self, test: Test) -> None:
+        self.stuck = False
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+def test_a_new_process_gets_a_new_stream_so_a_stuck_one_cannot_hide_stale_reads(
+        tmp_path: Path, reuse: bool) -> None:
+    shared: dict[str, Any] = {"lost": 1, "value": None, "opened": []}
+    ops = [{"f": "write", "key": 0, "value": 1, "node": "n1"},
+           *({"f": "read", "key": 0, "node": "n3"} for _ in range(3))]
+    history, _, _ = drive(tmp_path, gen.clients(ops), concurrency=1,
+                          client=StuckStreamClient(shared, reuse=reuse))
+    reads = [(op.type, op.process, op.value) for op in history if op.f == "read" and op.type != INVOKE]
+    if reuse:  # the stuck stream kept: every later read waits behind the lost request
+        assert reads == [(INFO, 0, None), (INFO, 1, None), (INFO, 2, None)]
+        assert shared["opened"] == ["n1", "n3"]
+    else:  # a fresh stream for process 1 reaches n3, which answers with its stale value
+        assert reads == [(INFO, 0, None), (OK, 1, None), (OK, 1, None)]
+        assert shared["opened"] == ["n1", "n3", "n3"]
+    write = next(op for op in history if op.f == "write" and op.type == OK)
+    assert write.value == 1
 
 
 def test_a_fail_keeps_the_process(tmp_path: Path) -> None:
