@@ -8,6 +8,7 @@ records and nothing else.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -15,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from jepsen_py import inputfile
 from jepsen_py.errors import BadInput
 from jepsen_py.numbers import finite_json
 
@@ -179,6 +181,14 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _finite_float(text: str) -> float:
+    """A JSON number that a float can hold: 1e999 would read as infinity, which no client returned."""
+    x = float(text)
+    if not math.isfinite(x):
+        raise ValueError(f"{text[:40]} is beyond a float's range")
+    return x
+
+
 def depth_ok(v: Any, limit: int = MAX_DEPTH) -> bool:
     """Is `v` nested at most `limit` deep (lists and objects)? Iterative: a deep value must not
     overflow the stack that measures it."""
@@ -235,7 +245,7 @@ def _short(v: Any) -> str:
 def parse_line(line: str, *, where: str) -> Op:
     """One JSON line into an Op, or BadInput naming `where` (file:line)."""
     try:
-        d = json.loads(line, parse_constant=_no_constant)
+        d = json.loads(line, parse_constant=_no_constant, parse_float=_finite_float)
     except json.JSONDecodeError as e:
         raise BadInput(f"{where}: not a JSON object ({e.msg})") from None
     except RecursionError:
@@ -265,29 +275,33 @@ def load_jsonl(path: Path | str, *, allow_truncated: bool = True) -> Loaded:
     """Reads a history.jsonl strictly: every bad line is BadInput naming file:line.
 
     A last line without its newline that does not parse is what a writer killed mid-write leaves:
-    with `allow_truncated` it is left out (Loaded.torn says where), else it is BadInput too."""
+    with `allow_truncated` it is left out (Loaded.torn says where), else it is BadInput too.
+    Indices must increase line by line (the writer numbers ops as it writes them): a repeated or
+    decreasing index is a damaged or spliced file. Only a regular file is read, and no line longer
+    than MAX_LINE_BYTES (jepsen_py.inputfile)."""
     path = Path(path)
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such history file") from None
-    except IsADirectoryError:
-        raise BadInput(f"{path}: is a directory, not a history file") from None
-    except OSError as e:
-        raise BadInput(f"{path}: cannot read ({e.strerror or e})") from None
     out = Loaded([], [])
-    with f:
+    with inputfile.open_input(path) as f:
         lineno = 0
+        last_index = -1
         try:
-            for raw in f:
+            while True:
+                cap = inputfile.MAX_LINE_BYTES
+                raw = f.readline(cap + 1)
+                if not raw:
+                    break
                 lineno += 1
                 where = f"{path}:{lineno}"
+                if len(raw) > cap:
+                    raise BadInput(f"{where}: line longer than {inputfile.size(cap)}: not an op")
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError as e:
                     if not raw.endswith(b"\n") and allow_truncated:
                         out.torn = lineno
                         break
+                    if not raw.endswith(b"\n"):
+                        raise BadInput(torn_message(where, len(out.ops))) from None
                     raise BadInput(f"{where}: not UTF-8 text (byte {e.start + 1} of the line)") from None
                 if not text.strip():
                     continue
@@ -296,18 +310,26 @@ def load_jsonl(path: Path | str, *, allow_truncated: bool = True) -> Loaded:
                         op = parse_line(text, where=where)
                     except BadInput:
                         if not allow_truncated:
-                            raise BadInput(f"{where}: history truncated mid-line (the writer stopped "
-                                           f"mid-write); the {len(out.ops)} ops before it are intact: "
-                                           "pass --allow-truncated to check them") from None
+                            raise BadInput(torn_message(where, len(out.ops))) from None
                         out.torn = lineno
                         break
                 else:
                     op = parse_line(text, where=where)
+                if op.index <= last_index:
+                    raise BadInput(f"{where}: index {op.index} after index {last_index}: indices must "
+                                   "increase line by line (a repeated or reordered line)")
+                last_index = op.index
                 out.ops.append(op)
                 out.lines.append(lineno)
         except OSError as e:
             raise BadInput(f"{path}: cannot read ({e.strerror or e})") from None
     return out
+
+
+def torn_message(where: str, intact: int) -> str:
+    """Also the importers' words (jepsen_py.importers.text.torn): one message for every format."""
+    return (f"{where}: history truncated mid-line (the writer stopped mid-write); the {intact} ops "
+            "before it are intact: pass --allow-truncated to check them")
 
 
 def iter_history(path: Path | str) -> Iterator[Op]:
@@ -342,8 +364,9 @@ def validate(
 
     - a completion needs an invocation in flight on the same process;
     - a process has at most one invocation in flight;
-    - a process that completed with info never invokes again (its worker takes a new process id).
-    Nemesis ops follow the first two rules; observer samples stand alone.
+    - a process that completed with info never invokes again (its worker takes a new process id);
+    - a completion matches its invocation (`mismatch`: same f, same key, not timed before it).
+    Nemesis ops follow the first two rules and the last; observer samples stand alone.
     """
     in_flight: dict[Process, Op] = {}
     crashed: set[Process] = set()
@@ -366,8 +389,29 @@ def validate(
             inv = in_flight.pop(op.process, None)
             if inv is None:
                 raise BadInput(f"{where}: {op.type} for process {op.process!r} without an invocation")
+            why = mismatch(inv, op)
+            if why is not None:
+                at = f"line {locate(inv).rsplit(':', 1)[-1]}" if locate is not None else f"op {inv.index}"
+                raise BadInput(f"{where}: {why} (its invocation: {at})")
             if op.type == INFO:
                 crashed.add(op.process)
+
+
+def mismatch(invoke: Op, completion: Op) -> str | None:
+    """Why `completion` cannot complete `invoke`, or None. Checkers pair by process and then
+    group by f and key, so a completion whose f or key differs would be dropped and its
+    invocation left open (indeterminate), and a damaged history could pass. A completion may omit
+    the key; one that carries a key carries its invocation's. It cannot end before it began."""
+    if completion.f != invoke.f:
+        return (f"{completion.type} {completion.f!r} for process {invoke.process!r} completes an "
+                f"invocation of {invoke.f!r}")
+    if completion.key is not None and invoke.key is not None and completion.key != invoke.key:
+        return (f"{completion.type} of key {_short(completion.key)} for process {invoke.process!r} "
+                f"completes an invocation on key {_short(invoke.key)}")
+    if completion.time < invoke.time:
+        return (f"{completion.type} at time {completion.time} for process {invoke.process!r} is "
+                f"before its invocation at time {invoke.time}")
+    return None
 
 
 def pairs(ops: Iterable[Op]) -> list[Pair]:

@@ -21,6 +21,7 @@ from typing import Any
 
 from jepsen_py import spec as specmod
 from jepsen_py.errors import BadInput, EnvironmentProblem
+from jepsen_py.inputfile import read_bounded
 from jepsen_py.numbers import finite_json
 from jepsen_py.protocols import TestSpec
 
@@ -163,13 +164,10 @@ def _default(o: Any) -> Any:
 
 
 def read_json(path: Path) -> Any:
+    """A JSON file of a run (test.json, results.json): a regular file of bounded size only (a
+    FIFO in its place would make `analyze` wait forever), else one BadInput line."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise BadInput(f"{path}: is a directory, not a file") from None
+        return json.loads(read_bounded(path, what="file").decode("utf-8"))
     except json.JSONDecodeError as e:
         raise BadInput(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
     except UnicodeDecodeError as e:

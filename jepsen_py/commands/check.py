@@ -59,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", default=None, help="Spark master URL for --engine spark")
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
     parser.add_argument("--allow-truncated", action="store_true",
-                        help="check the intact lines of a JSONL history whose last line was cut off "
+                        help="check the intact ops of a history (any format) whose tail was cut off "
                              "(a writer killed mid-write) instead of refusing it")
 
 
@@ -78,10 +78,10 @@ def run(args: argparse.Namespace) -> int:
     for line in dropped:
         print(f"jepsen-py: warning: {args.file}:{line}: torn last line dropped (1 line; the writer "
               f"stopped mid-write); checking the {len(ops)} ops before it", file=sys.stderr)
-    check_rules(ops, lines, args.file)
     if args.independent == "yes" or (args.independent == "auto" and args.model != "multi-register"
                                       and is_independent(ops)):
         ops = unwrap_independent(ops)
+    check_rules(ops, lines, args.file)  # after unwrapping: a completion's key is checked too
     options = _model_options(args, fmt)
     budget = Budget(args.time_limit, args.memory_limit)
     if args.engine == "spark":

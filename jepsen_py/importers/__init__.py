@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jepsen_py.errors import BadInput
-from jepsen_py.history import INFO, INVOKE, NEMESIS, SAMPLE_PROCESSES, Op, load_jsonl
+from jepsen_py.history import INFO, INVOKE, NEMESIS, SAMPLE_PROCESSES, Op, load_jsonl, mismatch
+from jepsen_py.inputfile import open_input
 
 FORMATS = ("auto", "jsonl", "edn", "jepsen-log", "porcupine-kv")
 
@@ -19,15 +20,11 @@ def detect_format(path: Path | str) -> str:
     path = Path(path)
     if path.suffix == ".jsonl":
         return "jsonl"
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            head = f.read(65536)
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise BadInput(f"{path}: is a directory") from None
-    except OSError as e:
-        raise BadInput(f"{path}: cannot read ({e.strerror or e})") from None
+    with open_input(path) as f:
+        try:
+            head = f.read(65536).decode("utf-8", errors="replace")
+        except OSError as e:
+            raise BadInput(f"{path}: cannot read ({e.strerror or e})") from None
     if "jepsen.util" in head or path.suffix == ".log":
         return "jepsen-log"
     first = next((ln.strip() for ln in head.splitlines() if ln.strip() and not ln.startswith(";")), "")
@@ -49,8 +46,8 @@ def load_history(path: Path | str, fmt: str = "auto", *, allow_truncated: bool =
     """The file's ops, the format it was read as, and each op's line number.
 
     A file with no operation in it is BadInput: whatever it is, it is not a history to pass. A
-    JSONL history whose last line was torn mid-write is BadInput unless `allow_truncated`; then the
-    torn line is left out and its number appended to `dropped`."""
+    history whose tail was torn mid-write (in any format) is BadInput unless `allow_truncated`;
+    then the torn line is left out and its number appended to `dropped`."""
     if fmt not in FORMATS:
         raise BadInput(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     path = Path(path)
@@ -65,15 +62,15 @@ def load_history(path: Path | str, fmt: str = "auto", *, allow_truncated: bool =
     elif fmt == "edn":
         from jepsen_py.importers.edn import read_edn_history
 
-        ops = read_edn_history(path, lines)
+        ops = read_edn_history(path, lines, allow_truncated=allow_truncated, dropped=dropped)
     elif fmt == "jepsen-log":
         from jepsen_py.importers.jepsen_log import read_jepsen_log
 
-        ops = read_jepsen_log(path, lines)
+        ops = read_jepsen_log(path, lines, allow_truncated=allow_truncated, dropped=dropped)
     else:
         from jepsen_py.importers.porcupine_kv import read_porcupine_kv
 
-        ops = read_porcupine_kv(path, lines)
+        ops = read_porcupine_kv(path, lines, allow_truncated=allow_truncated, dropped=dropped)
     if not ops:
         raise BadInput(f"{path}: no operations found (read as {fmt}): not a history")
     return ops, fmt, lines
@@ -81,8 +78,9 @@ def load_history(path: Path | str, fmt: str = "auto", *, allow_truncated: bool =
 
 def check_rules(ops: Sequence[Op], lines: Sequence[int], path: Path | str) -> None:
     """Jepsen's rules for client ops (as jepsen_py.history.validate), with the error naming
-    file:line: a completion needs an invocation in flight on its process, a process has one
-    invocation in flight, and a process that got info does not invoke again."""
+    file:line: a completion needs an invocation in flight on its process and matches it (same f,
+    same key, not before it), a process has one invocation in flight, and a process that got info
+    does not invoke again."""
     in_flight: dict[object, int] = {}
     crashed: set[object] = set()
     for i, op in enumerate(ops):
@@ -100,8 +98,13 @@ def check_rules(ops: Sequence[Op], lines: Sequence[int], path: Path | str) -> No
                 raise BadInput(f"{where}: process {p!r} invokes again after an info completion")
             in_flight[p] = i
         else:
-            if in_flight.pop(p, None) is None:
+            at = in_flight.pop(p, None)
+            if at is None:
                 raise BadInput(f"{where}: {op.type} for process {p!r} without an invocation")
+            why = mismatch(ops[at], op)
+            if why is not None:
+                inv_line = lines[at] if at < len(lines) else "?"
+                raise BadInput(f"{where}: {why} (its invocation: line {inv_line})")
             if op.type == INFO:
                 crashed.add(p)
 

@@ -15,7 +15,7 @@ How Jepsen's history reads here (Knossos's rules):
 
 from __future__ import annotations
 
-import itertools
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +23,7 @@ from typing import Any
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import TYPES, Op, check_fields
-from jepsen_py.importers.text import read_text
+from jepsen_py.importers.text import read_text, torn
 
 
 class Keyword(str):
@@ -47,9 +47,13 @@ class Tagged:
 
 
 class EDNError(ValueError):
-    def __init__(self, msg: str, line: int) -> None:
+    """A syntax error at `line`; `at_end` when the text ended inside a form (what a writer
+    stopped mid-write leaves), as opposed to text that is wrong where it stands."""
+
+    def __init__(self, msg: str, line: int, *, at_end: bool = False) -> None:
         super().__init__(msg)
         self.line = line
+        self.at_end = at_end
 
 
 _WS = re.compile(r"(?:[\s,]|;[^\n]*)*")
@@ -106,7 +110,7 @@ class Reader:
         self._ws()
         t = self.text
         if self.pos >= len(t):
-            raise EDNError("unexpected end of input", self.line_at(self.pos))
+            raise EDNError("unexpected end of input", self.line_at(self.pos), at_end=True)
         ch = t[self.pos]
         if ch in "([{":
             self.pos += 1
@@ -134,7 +138,7 @@ class Reader:
         while True:
             self._ws()
             if self.pos >= len(self.text):
-                raise EDNError(f"missing {close!r}", self.line_at(start))
+                raise EDNError(f"missing {close!r}", self.line_at(start), at_end=True)
             if self.text[self.pos] == close:
                 self.pos += 1
                 return items
@@ -161,7 +165,7 @@ class Reader:
             while j < len(t) and t[j] not in '"\\':
                 j += 1
             if j >= len(t):
-                raise EDNError("unterminated string", self.line_at(self.pos))
+                raise EDNError("unterminated string", self.line_at(self.pos), at_end=True)
             parts.append(t[i:j])
             if t[j] == '"':
                 self.pos = j + 1
@@ -205,8 +209,9 @@ class Reader:
             m = _TOKEN.match(t, self.pos + 2)
             if m is None:
                 raise EDNError("bad ## literal", self.line_at(self.pos))
-            self.pos = m.end()
-            return {"Inf": float("inf"), "-Inf": float("-inf"), "NaN": float("nan")}.get(m.group(0))
+            # ##Inf, ##-Inf and ##NaN are not values a client returned: a checker comparing them would
+            # answer nonsense (NaN equals nothing), so they are refused like JSON's NaN.
+            raise EDNError(f"##{m.group(0)[:20]} is not a usable number", self.line_at(self.pos))
         m = re.compile(r"#([A-Za-z][^\s,()\[\]{}\"\\;]*)").match(t, self.pos)
         if m is None:
             raise EDNError("bad # dispatch", self.line_at(self.pos))
@@ -231,7 +236,10 @@ def _atom(tok: str, line: int) -> Any:
             if _INT.match(tok):
                 return int(tok.rstrip("N"))
             if _FLOAT.match(tok):
-                return float(tok.rstrip("M"))
+                x = float(tok.rstrip("M"))
+                if math.isfinite(x):
+                    return x
+                raise OverflowError("beyond a float's range")
             if _RATIO.match(tok):
                 a, b = tok.split("/")
                 return int(a) / int(b)
@@ -292,6 +300,11 @@ def _plain_key(k: Any) -> Any:
     return p if isinstance(p, str | int | float | bool) or p is None else str(p)
 
 
+def _plain_number(v: Any) -> Any:
+    """An EDN keyword or symbol as text, so check_fields names it; anything else as read."""
+    return f":{v}" if isinstance(v, Keyword) else to_plain(v)
+
+
 def op_from_map(m: Any, *, position: int, where: str) -> Op:
     """One Jepsen op map into an Op; BadInput naming `where` when it is not one."""
     if not isinstance(m, dict):
@@ -314,12 +327,13 @@ def op_from_map(m: Any, *, position: int, where: str) -> Op:
         raise BadInput(f"{where}: op has no :f")
     if not isinstance(f, str):
         raise BadInput(f"{where}: :f must be a keyword or a name, got {type(f).__name__}")
-    index = m.get(Keyword("index"))
-    time_ = m.get(Keyword("time"))
-    index = index if isinstance(index, int) and not isinstance(index, bool) and index >= 0 else position
-    time_ = time_ if isinstance(time_, int) and not isinstance(time_, bool) else 0
+    # Absent :index and :time are the position and 0; present ones are used as they stand, and
+    # check_fields refuses a wrong one (a NaN time, an :index :foo) rather than replace it.
+    index = m.get(Keyword("index"), position)
+    time_ = m.get(Keyword("time"), 0)
     node = m.get(Keyword("node"))
-    check_fields({"type": typ, "process": process, "f": str(f), "index": index, "time": time_,
+    check_fields({"type": typ, "process": process, "f": str(f), "index": _plain_number(index),
+                  "time": _plain_number(time_),
                   "node": str(node) if node is not None else None,
                   "key": m.get(Keyword("key")), "value": m.get(Keyword("value")),
                   "error": m.get(Keyword("error"))}, where=where)
@@ -342,13 +356,32 @@ def op_from_map(m: Any, *, position: int, where: str) -> Op:
     )
 
 
-def read_edn_history(path: Path | str, lines: list[int] | None = None) -> list[Op]:
+def read_edn_history(path: Path | str, lines: list[int] | None = None, *,
+                     allow_truncated: bool = False, dropped: list[int] | None = None) -> list[Op]:
     """A Jepsen history.edn: one vector or list of op maps, or one op map per line (all are written).
-    `lines`, when given, receives each op's line number."""
+    `lines`, when given, receives each op's line number.
+
+    File order is the history's order: :index, where given, must increase op by op (an op without
+    one takes the next number). A file that ends inside a form was cut off mid-write: BadInput
+    naming where the unfinished op starts, unless `allow_truncated`; then the ops before it are
+    returned and that line is appended to `dropped`."""
     path = Path(path)
     text = read_text(path)
+    at: list[int] = [] if lines is None else lines
     ops: list[Op] = []
     r = Reader(text)
+    cut = 1  # where an unfinished form would start: the next op, or the vector's missing bracket
+
+    def add(m: Any, line: int) -> None:
+        where = f"{path}:{line}"
+        nxt = ops[-1].index + 1 if ops else 0
+        op = op_from_map(m, position=nxt, where=where)
+        if ops and op.index <= ops[-1].index:
+            raise BadInput(f"{where}: :index {op.index} after :index {ops[-1].index}: indices must "
+                           "increase op by op (a repeated or reordered op)")
+        ops.append(op)
+        at.append(line)
+
     try:
         opener = r.peek()
         if opener in ("[", "("):  # one vector (or list) of maps
@@ -356,34 +389,32 @@ def read_edn_history(path: Path | str, lines: list[int] | None = None) -> list[O
             r.pos += 1
             while r.peek() != close:
                 if r.at_end():
-                    raise EDNError(f"missing {close!r}", r.line_at(r.pos))
+                    cut = r.line_at(len(text.rstrip()))
+                    raise EDNError(f"missing {close!r}", cut, at_end=True)
+                cut = r.line_at(r.pos)
                 if r.text.startswith("#_", r.pos):
                     r.pos += 2
                     r.read()
                     continue
-                line = r.line_at(r.pos)
-                ops.append(op_from_map(r.read(), position=len(ops), where=f"{path}:{line}"))
-                if lines is not None:
-                    lines.append(line)
+                add(r.read(), cut)
             r.pos += 1
             if not r.at_end():
                 raise EDNError("text after the history vector", r.line_at(r.pos))
-            return _reindex(ops)
-        for line, m in iter_forms(text):
-            ops.append(op_from_map(m, position=len(ops), where=f"{path}:{line}"))
-            if lines is not None:
-                lines.append(line)
+            return ops
+        while not r.at_end():
+            cut = r.line_at(r.pos)
+            if r.text.startswith("#_", r.pos):
+                r.pos += 2
+                r.read()
+                continue
+            add(r.read(), cut)
     except EDNError as e:
-        raise BadInput(f"{path}:{e.line}: not valid EDN ({e})") from None
-    return _reindex(ops)
-
-
-def _reindex(ops: list[Op]) -> list[Op]:
-    """File order is the history's order; indices must be unique and increasing for the checkers."""
-    idx = [o.index for o in ops]
-    if any(b <= a for a, b in itertools.pairwise(idx)):
-        for i, o in enumerate(ops):
-            o.meta.setdefault("edn_index", o.index)
-            o.index = i
+        if not e.at_end:
+            raise BadInput(f"{path}:{e.line}: not valid EDN ({e})") from None
+        # The text ended inside a form: the op that starts at `cut` (or the vector's closing
+        # bracket, after the last whole op) was cut off.
+        if not allow_truncated:
+            raise torn(f"{path}:{cut}", len(ops)) from None
+        if dropped is not None:
+            dropped.append(cut)
     return ops
-

@@ -12,6 +12,10 @@ and an EDN value. How outcomes read (the etcd logs in Porcupine's test data, and
   not match"; check with the cas-register option failed_cas="mismatch" (the CLI's default for this
   format) to get Porcupine's verdicts, or the default "drop" for Knossos's.
 Ops get index = their order in the file and time = 0 (the log has no op clock).
+
+A log line ends in a newline; a last line without one was cut off mid-write, and a cut op line can
+still read as an op (`:read 12` cut to `:read 1`, or to `:read` with no value), so it is refused
+whatever it holds, unless the caller allows a torn tail: then it is left out and reported.
 """
 
 from __future__ import annotations
@@ -21,26 +25,40 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from jepsen_py import inputfile
 from jepsen_py.errors import BadInput
 from jepsen_py.history import INVOKE, TYPES, Op
 from jepsen_py.importers.edn import EDNError, Keyword, loads, to_plain
-from jepsen_py.importers.text import read_text
+from jepsen_py.importers.text import read_text, torn
 
 _OP_LINE = re.compile(r"^\S+\s+jepsen\.util\s+-\s+(\S+)\s+:(\S+)\s+:(\S+)(?:\s+(.*?))?\s*$")
 _PROCESS_NUMBER = re.compile(r"-?[0-9]{1,18}")
 _UTIL = re.compile(r"^\S+\s+jepsen\.util\s+-\s")
 
 
-def read_jepsen_log(path: Path | str, lines_out: list[int] | None = None) -> list[Op]:
-    """The log's ops in file order; `lines_out`, when given, receives each op's line number."""
+def read_jepsen_log(path: Path | str, lines_out: list[int] | None = None, *,
+                    allow_truncated: bool = False, dropped: list[int] | None = None) -> list[Op]:
+    """The log's ops in file order; `lines_out`, when given, receives each op's line number and
+    `dropped` the line of a torn tail left out under `allow_truncated`."""
     path = Path(path)
-    lines = read_text(path).splitlines()
+    text = read_text(path)
+    lines = text.splitlines()
+    torn_at = len(lines) if text and not text.endswith("\n") else None
     ops: list[Op] = []
     invoked: dict[object, object] = {}
     for lineno, line in enumerate(lines, start=1):
+        where = f"{path}:{lineno}"
+        if lineno == torn_at:
+            if not allow_truncated:
+                raise torn(where, len(ops))
+            if dropped is not None:
+                dropped.append(lineno)
+            break
+        if len(line) > inputfile.MAX_LINE_BYTES:
+            raise BadInput(f"{where}: line longer than {inputfile.size(inputfile.MAX_LINE_BYTES)}: "
+                           "not a log line")
         if not _UTIL.match(line):
             continue
-        where = f"{path}:{lineno}"
         m = _OP_LINE.match(line)
         if m is None:
             raise BadInput(f"{where}: not a jepsen.util op line (process :type :f value)")

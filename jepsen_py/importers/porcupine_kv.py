@@ -17,9 +17,10 @@ from jepsen_py.importers.edn import read_edn_history
 KV_FS = frozenset({"get", "put", "append"})
 
 
-def read_porcupine_kv(path: Path | str, lines: list[int] | None = None) -> list[Op]:
+def read_porcupine_kv(path: Path | str, lines: list[int] | None = None, *,
+                      allow_truncated: bool = False, dropped: list[int] | None = None) -> list[Op]:
     at: list[int] = [] if lines is None else lines
-    ops = read_edn_history(path, at)
+    ops = read_edn_history(path, at, allow_truncated=allow_truncated, dropped=dropped)
     for i, op in enumerate(ops):
         if op.process == "nemesis":
             continue

@@ -2,17 +2,25 @@
 fields, completions with no invocation, two invocations on one process, NaN and huge times,
 binary garbage, deep nesting, a 50 MB line), fed to every importer, `check` and `analyze`; and
 fuzzed `run` flags. Every input ends in 0, 1, 2 or 254 with one line naming the file, never a
-traceback or 255; bad `run` flags are refused before anything is provisioned."""
+traceback or 255; bad `run` flags are refused before anything is provisioned.
+
+Two properties over valid and invalid seeds in every format: one damaged field of one line is
+refused (254) or changes nothing, and never passes an invalid history; a rewrite that keeps the
+meaning (layout, field order, CRLF, shifted times, renumbered processes, another format) keeps the
+verdict."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +28,9 @@ from hypothesis import strategies as st
 
 from jepsen_py import cli
 from jepsen_py.errors import BadInput
+from jepsen_py.history import Op
 from jepsen_py.importers import FORMATS, load_history
+from tests.jepsen_py import history_formats as hf
 from tests.jepsen_py.test_cli import FAKE_DB, REPO, fake_run, use_fakes
 
 ANCHORS = Path(os.environ.get("JEPSEN_PY_PORCUPINE_ANCHORS", "/work/shared/anchors/porcupine"))
@@ -286,3 +296,198 @@ def test_bad_run_flags_are_refused_before_provisioning(workdir: Path, capsys, mo
     assert code == 254, (bad, err)
     assert "Traceback" not in err
     assert not (results.is_dir() and any(results.iterdir())), "provisioned before refusing"
+
+
+# Damage to one field of one line, in every format: never a pass of an invalid history, never 255,
+# and either refused (254) or (when the damage changes nothing a checker reads) the same verdict.
+# And rewrites that keep a history's meaning (reformatting, field order, CRLF, shifted times,
+# renumbered processes, another format) never change a verdict.
+
+MODEL_FLAGS = {"cas-register": ["--failed-cas", "mismatch", "--nil-read", "empty"],
+               "register": ["--nil-read", "empty"], "kv": []}
+SUFFIX = {hf.JSONL: ".jsonl", hf.EDN: ".edn", hf.EDN_LINES: ".txt", hf.LOG: ".log"}
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A history of known verdict and the formats it can be written in (first: its own)."""
+
+    name: str
+    ops: tuple[Op, ...]
+    model: str
+    formats: tuple[str, ...]
+    valid: bool
+
+
+def _stale(ops: list[dict[str, object]]) -> list[dict[str, object]]:
+    """The register history with its last ok read returning a value never written: invalid."""
+    out = [dict(o) for o in ops]
+    i = max(i for i, o in enumerate(out) if o["f"] == "read" and o["type"] == "ok")
+    out[i]["value"] = 99
+    return out
+
+
+def _property_seeds() -> list[Seed]:
+    register = [Op.from_dict(o) for o in _register_ops()]
+    seeds = [Seed("register-ok", tuple(register), "register", (hf.JSONL, hf.EDN, hf.EDN_LINES), True),
+             Seed("register-stale", tuple(Op.from_dict(o) for o in _stale(_register_ops())), "register",
+                  (hf.JSONL, hf.EDN, hf.EDN_LINES), False)]
+    for rel, model, valid, formats in (
+            ("jepsen/etcd_000.log", "cas-register", False, (hf.LOG, hf.JSONL, hf.EDN)),
+            ("jepsen/etcd_005.log", "cas-register", True, (hf.LOG, hf.JSONL, hf.EDN)),
+            ("kv/c01-bad.txt", "kv", False, (hf.EDN_LINES, hf.JSONL, hf.EDN)),
+            ("kv/c01-ok.txt", "kv", True, (hf.EDN_LINES, hf.JSONL, hf.EDN))):
+        if (ANCHORS / rel).exists():
+            ops, _, _ = load_history(ANCHORS / rel)
+            seeds.append(Seed(rel, tuple(ops), model, formats, valid))
+    return seeds
+
+
+PROPERTY_SEEDS = _property_seeds()
+
+
+def _check(path: Path, seed: Seed, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = cli.main(["check", str(path), "--model", seed.model, "--workers", "1", "--time-limit", "20",
+                     *MODEL_FLAGS[seed.model], *extra])
+    return code, capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def seed_codes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], int]:
+    """Each seed's verdict in each of its formats, checked once: the known verdict, or the test
+    has nothing to compare with."""
+    d = tmp_path_factory.mktemp("seeds")
+    codes: dict[tuple[str, str], int] = {}
+    for seed in PROPERTY_SEEDS:
+        for fmt in seed.formats:
+            p = d / f"seed{SUFFIX[fmt]}"
+            p.write_text(hf.render(seed.ops, fmt))
+            code = cli.main(["check", str(p), "--model", seed.model, "--workers", "1",
+                             *MODEL_FLAGS[seed.model]])
+            assert code == (0 if seed.valid else 1), (seed.name, fmt, code)
+            codes[seed.name, fmt] = code
+    return codes
+
+
+def _paired(ops: Sequence[Op]) -> set[int]:
+    """Positions of client ops whose invocation has a completion (and those completions)."""
+    open_: dict[object, int] = {}
+    out: set[int] = set()
+    for i, o in enumerate(ops):
+        if not isinstance(o.process, int):
+            continue
+        if o.type == "invoke":
+            open_[o.process] = i
+        elif o.process in open_:
+            out.update((open_.pop(o.process), i))
+    return out
+
+
+# Tokens that no reader may take for a field, per format. "~" stands for the field's own value
+# spelled as a different name (f "read" -> "readx"): a completion that no longer matches.
+BAD_TOKENS: dict[str, dict[str, list[str]]] = {
+    hf.JSONL: {"type": ['"invok"', '""', "7", "null", '["ok"]'], "f": ["~", "7", "null", '""'],
+               "process": ["12345", "1.5", "null", "[1]"], "value": ["1e999", "NaN", "-Infinity", "[1, 2"],
+               "time": ["-1", "100000000000001", "1.5", '"x"', "null", "<"],
+               "index": ["-1", '"x"', "1.5", "="], "key": ["~", "1e999"], "node": ["7", "[1]"],
+               "meta": ["[1]", "7"], "error": ["1e999", "NaN"]},
+    hf.EDN: {"type": [":invok", ":okay", "7", "nil", "[:ok]"], "f": ["~", "7", "nil"],
+             "process": ["12345", "1.5", '"p"'], "value": ["##NaN", "##Inf", "1e999", "[1 2"],
+             "time": ["-1", "100000000000001", "1.5", '"x"', "nil", "##NaN", "<"],
+             "index": ["-1", ":foo", "1.5", "="], "key": ["~", "##NaN"], "error": ["##-Inf"]},
+    hf.LOG: {"type": [":invok", ":okay", "7"], "f": ["~", "7"], "process": ["12345", "1.5", "-"],
+             "value": ["##NaN", "1e999", "[1 2", "{:a"]},
+}
+BAD_TOKENS[hf.EDN_LINES] = BAD_TOKENS[hf.EDN]
+FIELDS_OF_PAIRED_OPS = {"f", "key"}  # renaming these on an op that never completed is no damage
+
+
+@st.composite
+def damages(draw: st.DrawFn) -> tuple[Seed, str, int, str, str]:
+    """(seed, format, line, field, token), or field "torn": the file cut inside that line."""
+    seed = draw(st.sampled_from(PROPERTY_SEEDS))
+    fmt = draw(st.sampled_from(seed.formats))
+    i = draw(st.integers(0, len(seed.ops) - 1))
+    field_names = [*sorted(BAD_TOKENS[fmt]), "torn"]
+    fld = draw(st.sampled_from(field_names))
+    if fld in FIELDS_OF_PAIRED_OPS and i not in _paired(seed.ops):
+        i = min(_paired(seed.ops))
+    token = "" if fld == "torn" else draw(st.sampled_from(BAD_TOKENS[fmt][fld]))
+    return seed, fmt, i, fld, token
+
+
+def _damaged(seed: Seed, fmt: str, i: int, fld: str, token: str, cut: float) -> str:
+    ops = seed.ops
+    if fld == "torn":
+        whole = hf.render(ops, fmt)
+        start = len(hf.render(ops[:i], fmt)) if fmt != hf.EDN else (
+            len(hf.render(ops[:i], fmt)) - 2 if i else 0)  # the vector's "]\n" ends the prefix
+        end = len(hf.render(ops[:i + 1], fmt)) - (3 if fmt == hf.EDN else 1)
+        return whole[:start + 1 + int(cut * max(0, end - start - 1))]
+    o = ops[i]
+    if token == "~" and fld == "key" and o.key is None:
+        # A key added to an op that had none: its completion may omit the key, so that is another
+        # history (an op on another key), not damage. A number no reader takes is.
+        token = "1e999"
+    elif token == "~":
+        token = hf.fields(o, fmt)[fld] + "x" if fld == "f" else hf.fields(o, fmt)[fld][:-1] + 'zz"'
+    elif token == "=":  # the previous op's index, or one that is not a number at all
+        token = str(ops[i - 1].index) if i else "-1"
+    elif token == "<":  # a completion timed before its invocation (or before the test began)
+        inv = next((ops[j] for j in range(i - 1, -1, -1) if ops[j].process == o.process), None)
+        token = str(inv.time - 1) if o.type != "invoke" and inv is not None and inv.time > 0 else "-1"
+    return hf.render(ops, fmt, damage={i: {fld: token}})
+
+
+@settings(FUZZ, max_examples=80)
+@given(d=damages(), cut=st.floats(0, 1, allow_nan=False))
+def test_one_damaged_field_is_refused_or_changes_nothing(workdir: Path, capsys, seed_codes, d, cut) -> None:
+    seed, fmt, i, fld, token = d
+    path = workdir / f"damaged{SUFFIX[fmt]}"
+    path.write_text(_damaged(seed, fmt, i, fld, token, cut))
+    code, err = _check(path, seed, capsys)
+    assert_one_line(code, err, [str(path)])
+    assert code != 255
+    if not seed.valid:
+        assert code != 0, (seed.name, fmt, i, fld, token, path.read_text()[:3000])
+    assert code in (254, seed_codes[seed.name, fmt]), (seed.name, fmt, i, fld, token, err)
+
+
+@st.composite
+def rewrites(draw: st.DrawFn) -> tuple[Seed, str, str, dict[str, Any]]:
+    """(seed, format, file text, what was done): the seed rewritten without changing its meaning."""
+    seed = draw(st.sampled_from(PROPERTY_SEEDS))
+    fmt = draw(st.sampled_from(seed.formats))  # another format than the seed's own is a conversion
+    ops = list(seed.ops)
+    done: dict[str, Any] = {"format": fmt}
+    if fmt != hf.LOG and draw(st.booleans()):  # every time shifted: only their order is read
+        shift = draw(st.integers(0, 10**12))
+        ops = [dataclasses.replace(o, time=o.time + shift) for o in ops]
+        done["shift"] = shift
+    if draw(st.booleans()):  # client processes renumbered one to one
+        procs = sorted({o.process for o in ops if isinstance(o.process, int)})
+        new = draw(st.permutations(range(len(procs))))
+        offset = draw(st.integers(0, 10**6))
+        to = {p: new[k] * 3 + offset for k, p in enumerate(procs)}
+        ops = [dataclasses.replace(o, process=to[o.process]) if isinstance(o.process, int) else o
+               for o in ops]
+        done["processes"] = to
+    style: dict[str, Any] = {"newline": draw(st.sampled_from(["\n", "\r\n"]))}
+    if fmt == hf.LOG:
+        style["sep"] = draw(st.sampled_from(["\t", " ", "  \t "]))
+    else:
+        style["spaced"] = draw(st.booleans())
+        style["order"] = draw(st.permutations(list(Op.__dataclass_fields__)))
+    done.update(style)
+    return seed, fmt, hf.render(ops, fmt, **style), done
+
+
+@settings(FUZZ, max_examples=30)
+@given(r=rewrites())
+def test_a_meaning_preserving_rewrite_keeps_the_verdict(workdir: Path, capsys, seed_codes, r) -> None:
+    seed, fmt, text, done = r
+    path = workdir / f"rewritten{SUFFIX[fmt]}"
+    path.write_bytes(text.encode())
+    code, err = _check(path, seed, capsys)
+    assert code == (0 if seed.valid else 1), (seed.name, done, err)
