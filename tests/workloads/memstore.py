@@ -70,12 +70,15 @@ class Store:
             if op.f == "write":
                 if not self.lost():
                     self.data[op.key] = op.value
+                self.replicate()
                 return ok
             if op.f == "cas":
                 old, new = op.value
                 if self.data.get(op.key) != old:
                     return dataclasses.replace(op, type=FAIL, error="mismatch")
                 self.data[op.key] = new
+                self.writes += 1
+                self.replicate()
                 return ok
             if op.f in ("add", "append"):
                 if not self.lost():

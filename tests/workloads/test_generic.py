@@ -70,6 +70,17 @@ def test_a_failover_that_drops_seen_writes_is_lost_data_even_when_not_linearizab
     assert "lost" in r["failing_kinds"]
 
 
+def test_a_failover_that_breaks_many_register_keys_reports_each_one(tmp_path: Path) -> None:
+    """Keys with a cas need the search; every broken key is searched and reported, not only the
+    first, and the summary's count is the number of broken keys."""
+    out = run(tmp_path, "register", Store(rollback_every=16), active_keys=8, ops_per_key=40)
+    r = out.results["checkers"]["linearizable"]
+    assert out.valid is False and len(r["invalid_keys"]) > 1, r.get("invalid_keys")
+    assert r["unknown_reasons"] == {}
+    assert r["anomaly_counts"] == {"nonlinearizable": len(r["invalid_keys"])}
+    assert out.anomalies >= len(r["invalid_keys"])
+
+
 def test_yes_no_options_refuse_what_is_neither(tmp_path: Path) -> None:
     from jepsen_py.errors import BadInput
 
