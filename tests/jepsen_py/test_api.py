@@ -78,11 +78,12 @@ def test_objects_everywhere_and_a_stale_store_fails(tmp_path: Path) -> None:
 
 def test_references_and_a_generator_object(tmp_path: Path) -> None:
     out = run(JepsenTest(db="tests.workloads.memstore:StoreDB", workload="set",
-                         generator=lambda ctx: {"f": "add", "key": "s0", "value": ctx.rng.random()},
+                         generator=lambda ctx: ({"f": "read", "key": "s0"} if ctx.rng.random() < 0.2
+                                                else {"f": "add", "key": "s0", "value": ctx.rng.random()}),
                          results_dir=tmp_path, pictures=False, **FAST))
     assert out.valid is True
     r = out.results["checkers"]["set"]
-    assert r["acknowledged"] > 50 and r["keys"] == 1
+    assert r["acknowledged"] > 50 and r["keys"] == 1 and r["reads"] > 0
 
 
 @pytest.mark.parametrize(("fields", "message"), [
