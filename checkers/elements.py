@@ -158,26 +158,29 @@ class Tally:
                 self.never_read += 1
         self.stale_reads += len(stale_reads)
 
-    def _how(self, e: Element, noun: str) -> str:
+    def _how(self, key: Hashable, e: Element, noun: str) -> str:
+        where = f"{noun} of {e.value!r} to {key!r} (op {e.add.index})"
         if e.add_type == OK:
             assert e.add_done is not None
-            return f"{noun} of {e.value!r} (op {e.add.index}) was acknowledged at op {e.add_done.index}"
+            return f"{where} was acknowledged at op {e.add_done.index}"
         assert e.known is not None
         ended = "ended info" if e.add_done is not None else "never completed"
-        return f"{noun} of {e.value!r} (op {e.add.index}) {ended}; read op {e.known.index} saw it"
+        return f"{where} {ended}; a read completed at op {e.known.index} saw it"
 
     def _lost(self, key: Hashable, e: Element, f: Fate, noun: str) -> None:
         assert e.known is not None and e.last_absent is not None
         after = e.last_present.index if e.last_present is not None else e.known.index
-        missed = [r for r in e.missed_after_known if r.index > after]
-        seen = (f"the last read to see it was op {e.last_present.index} ({f.ms:.1f} ms after it was "
-                f"known)" if e.last_present is not None else "no read ever saw it")
+        missed = _reads(len([r for r in e.missed_after_known if r.index > after]))
+        if e.last_present is not None:
+            seen = (f"the last read to see it was op {e.last_present.index} ({f.ms:.1f} ms after it "
+                    f"was known), and all {missed} invoked after that missed it")
+        else:
+            seen = f"no read saw it, and all {missed} invoked after it was known missed it"
         ops = [e.add.index, e.known.index, *([e.last_present.index] if e.last_present else []),
                e.last_absent.index]
         self.anomalies.append({
             "kind": LOST, "key": key, "element": e.value, "ops": sorted(set(ops)),
-            "explanation": f"{self._how(e, noun)} in {key!r}; {seen}, and all {len(missed)} reads "
-                           f"invoked after that missed it, the last op {e.last_absent.index}"})
+            "explanation": f"{self._how(key, e, noun)}; {seen}, the last op {e.last_absent.index}"})
 
     def _stale(self, key: Hashable, e: Element, f: Fate, noun: str) -> None:
         assert e.known is not None and e.last_absent is not None
@@ -186,7 +189,7 @@ class Tally:
         record = {
             "kind": "stale-read", "key": key, "element": e.value, "stale_ms": round(f.ms, 3),
             "ops": sorted({e.add.index, e.known.index, first.index, e.last_absent.index}),
-            "explanation": f"{self._how(e, noun)} in {key!r}, yet {n} read(s) invoked after op "
+            "explanation": f"{self._how(key, e, noun)}, yet {_reads(n)} invoked after op "
                            f"{e.known.index} missed it (first op {first.index}, last op "
                            f"{e.last_absent.index}); every read invoked after op "
                            f"{e.last_absent.index} saw it: stale for {f.ms:.1f} ms"}
@@ -219,6 +222,10 @@ class Tally:
         if self.lost_ms:
             out["lost_after_ms"] = quantiles(self.lost_ms)
         return out
+
+
+def _reads(n: int) -> str:
+    return f"{n} read" + ("" if n == 1 else "s")
 
 
 def quantiles(xs: Iterable[float]) -> dict[str, float]:
