@@ -243,7 +243,7 @@ def test_reported_only_anomalies_never_crowd_out_failing_ones() -> None:
 # Property tests: histories of known truth (tests/checkers/truth.py), a correct store's run with
 # faults injected, and the checkers' counts must equal what was injected.
 
-PROPS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FAULTS = ("none", "lost", "stale", "resurrected", "random")
 
 
