@@ -78,7 +78,7 @@ class SetChecker:
                 reads += 1
                 values = [hashable(x) for x in (op.value or [])]
                 for x, n in Counter(values).items():
-                    if n > 1 and n > most.get((key, x), (1,))[0]:
+                    if n > 1 and ((key, x) not in most or n > most[(key, x)][0]):
                         most[(key, x)] = (n, inv, op)
                     if x not in attempted[key]:
                         anomalies.append({"kind": "unexpected", "key": key, "element": x,
