@@ -4,18 +4,24 @@ say about the appends.
 Ops: `append` (value: an element, unique per key) and `read` (ok value: the key's whole list), on
 `key`. Per key:
 
-  incompatible-order  two reads where neither is a prefix of the other: the list was not one
+  incompatible-order  fails: two reads where neither is a prefix of the other: the list was not one
                       sequence that grew at its end
-  duplicate           a read holding an element twice
-  unexpected          a read holding an element no append tried
-  lost                an acknowledged append missing from every read invoked after it completed
-                      (and there is at least one)
-  stale-read          a read missing an append that completed before it and that a later read saw
+  duplicate           fails: a read holding an element twice
+  unexpected          fails: a read holding an element no append tried
+  lost                fails: an element that was acknowledged or seen, then missing from every
+                      read invoked after the last one that saw it (checkers.elements, as the set
+                      checker follows elements); an append that ended info is checked as soon as
+                      a read saw it
+  aborted-read        fails: a read holding the element of an append that failed (certainly not
+                      done): Elle's G1a
+  stale-read          a read invoked after an element was known that missed it, the element being
+                      seen by every read after that one
   realtime-order      an append that completed before another began, yet comes after it in the
                       list
 
-The last two hold only for linearizable (strict serializable) systems: `linearizable=False`
-reports them without failing.
+Only the last two are excused by `linearizable=False` (a system that is serializable but not
+strict); every other kind fails the run, as lost data does whatever `linearizable` says. The
+verdict is "unknown" when nothing failed and no element was ever confirmed by a read.
 """
 
 from __future__ import annotations
@@ -23,19 +29,34 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from jepsen_py.checkers.sets import MAX_ANOMALIES, hashable
+from jepsen_py.checkers.anomalies import anomaly_report, hashable
+from jepsen_py.checkers.elements import Tally, Timeline
 
-from jepsen_py.history import OK, Op, Pair, pairs
+from jepsen_py.history import INVOKE, OK, Op, Pair
 from jepsen_py.protocols import Test
 
 INF = float("inf")
 STRICT_KINDS = frozenset({"stale-read", "realtime-order"})
+ALWAYS_FAILING = frozenset({"incompatible-order", "duplicate", "unexpected", "lost", "aborted-read"})
+
+Read = tuple[Op, Op, list[Hashable]]
+
+
+@dataclass
+class _Key:
+    """One key's appends (by element), ok reads and element timeline, in history order."""
+
+    appends: dict[Hashable, Pair] = field(default_factory=dict)
+    reads: list[Read] = field(default_factory=list)
+    timeline: Timeline = field(default_factory=Timeline)
 
 
 class AppendChecker:
-    """Prefix consistency, no lost, duplicate or invented elements, and (strict) real-time order."""
+    """Prefix consistency, no lost, duplicate, aborted or invented elements, and (strict) real-time
+    order."""
 
     def __init__(self, *, name: str = "append", append_f: str = "append", read_f: str = "read",
                  linearizable: bool = True) -> None:
@@ -44,44 +65,63 @@ class AppendChecker:
         self.read_f = read_f
         self.linearizable = linearizable
 
+    def failing(self) -> frozenset[str]:
+        return ALWAYS_FAILING | (STRICT_KINDS if self.linearizable else frozenset())
+
     def check(self, test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
-        by_key: dict[Hashable, list[Pair]] = defaultdict(list)
-        for p in pairs(op for op in history if isinstance(op.process, int)):
-            if p.invoke.f in (self.append_f, self.read_f):
-                by_key[hashable(p.invoke.key)].append(p)
+        keys: dict[Hashable, _Key] = defaultdict(_Key)
+        open_: dict[Any, Op] = {}
+        for op in history:
+            if not isinstance(op.process, int) or op.f not in (self.append_f, self.read_f):
+                continue
+            if op.type == INVOKE:
+                open_[op.process] = op
+                if op.f == self.append_f:
+                    k = keys[hashable(op.key)]
+                    v = hashable(op.value)
+                    k.appends[v] = Pair(op, None)
+                    k.timeline.add_invoked(v, op)
+                continue
+            inv = open_.pop(op.process, None)
+            if inv is None:
+                continue
+            k = keys[hashable(inv.key)]
+            if inv.f == self.append_f:
+                v = hashable(inv.value)
+                k.appends[v].complete = op
+                k.timeline.add_completed(v, op)
+            elif op.type == OK:
+                xs = [hashable(x) for x in (op.value or [])]
+                k.reads.append((inv, op, xs))
+                k.timeline.read(inv, op, set(xs))
         anomalies: list[dict[str, Any]] = []
-        reads = acknowledged = 0
-        for key, ps in by_key.items():
-            r, a = self._check_key(key, ps, anomalies)
-            reads += r
-            acknowledged += a
-        kinds: dict[str, int] = defaultdict(int)
-        for a in anomalies:
-            kinds[a["kind"]] += 1
-        failing = [k for k in kinds if self.linearizable or k not in STRICT_KINDS]
-        anomalies.sort(key=lambda a: a["ops"][0] if a["ops"] else -1)
+        tally = Tally()
+        for key, k in keys.items():
+            self._check_key(key, k, anomalies)
+            tally.judge(key, k.timeline, "append")
+        anomalies += tally.anomalies
+        report = anomaly_report(anomalies, self.failing())
+        valid: bool | str = not report["failing_kinds"]
+        out: dict[str, Any] = {"valid": valid}
+        if valid and tally.stable == 0:
+            out["valid"] = "unknown"
+            out["unknown_reason"] = ("no element was confirmed by a read: nothing could be verified "
+                                     f"({tally.attempts} appends tried)")
         return {
-            "valid": not failing,
-            "keys": len(by_key),
-            "reads": reads,
-            "acknowledged": acknowledged,
-            "anomaly_counts": dict(kinds),
-            "anomalies": anomalies[:MAX_ANOMALIES],
-            **({"anomalies_truncated": len(anomalies) - MAX_ANOMALIES}
-               if len(anomalies) > MAX_ANOMALIES else {}),
+            **out,
+            "keys": len(keys),
+            "reads": sum(len(k.reads) for k in keys.values()),
+            **tally.counts(),
+            **report,
         }
 
-    def _check_key(self, key: Hashable, ps: list[Pair], out: list[dict[str, Any]]) -> tuple[int, int]:
-        appends = [p for p in ps if p.invoke.f == self.append_f]
-        reads: list[tuple[Op, Op, list[Hashable]]] = [
-            (p.invoke, p.complete, [hashable(x) for x in (p.complete.value or [])])
-            for p in ps if p.invoke.f == self.read_f and p.complete is not None and p.complete.type == OK]
-        by_value = {hashable(p.invoke.value): p for p in appends}
+    def _check_key(self, key: Hashable, k: _Key, out: list[dict[str, Any]]) -> None:
+        by_value = k.appends
 
         def add(kind: str, ops: list[int], explanation: str) -> None:
             out.append({"kind": kind, "key": key, "ops": ops, "explanation": explanation})
 
-        for inv, comp, xs in reads:
+        for inv, comp, xs in k.reads:
             seen: set[Hashable] = set()
             for x in xs:
                 if x in seen:
@@ -91,44 +131,15 @@ class AppendChecker:
                     add("unexpected", [inv.index, comp.index],
                         f"read of {key!r} holds {x!r}, which no append tried")
         # Prefix consistency: sorted by length, each read is a prefix of the next.
-        ordered = sorted(reads, key=lambda r: (len(r[2]), r[0].index))
+        ordered = sorted(k.reads, key=lambda r: (len(r[2]), r[0].index))
         for (i1, c1, a), (i2, c2, b) in itertools.pairwise(ordered):
             if b[:len(a)] != a:
                 at = next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
                 add("incompatible-order", [i1.index, c1.index, i2.index, c2.index],
                     f"reads of {key!r} disagree at position {at}: {a[at]!r} (op {i1.index}) vs "
                     f"{b[at]!r} (op {i2.index}); neither list is a prefix of the other")
-        acknowledged = self._lost_and_stale(key, appends, reads, add)
         if ordered:
             self._realtime(key, ordered[-1], by_value, add)
-        return len(reads), acknowledged
-
-    def _lost_and_stale(self, key: Hashable, appends: list[Pair], reads: list[tuple[Op, Op, list[Hashable]]],
-                        add: Any) -> int:
-        sets = [(inv, comp, set(xs)) for inv, comp, xs in reads]
-        stale: dict[int, tuple[Op, Op, list[Hashable]]] = {}
-        acknowledged = 0
-        for p in appends:
-            if p.type != OK or p.complete is None:
-                continue
-            acknowledged += 1
-            v = hashable(p.invoke.value)
-            done = p.complete.index
-            later = [r for r in sets if r[0].index > done]
-            missing = [r for r in later if v not in r[2]]
-            if later and len(missing) == len(later):
-                add("lost", [p.invoke.index, done, missing[-1][0].index, missing[-1][1].index],
-                    f"append {v!r} to {key!r} was acknowledged (op {done}) but none of the "
-                    f"{len(later)} reads after it saw it")
-            else:
-                for inv, comp, _ in missing:
-                    stale.setdefault(inv.index, (inv, comp, []))[2].append(v)
-        for inv, comp, vs in stale.values():
-            shown = ", ".join(map(repr, vs[:5])) + (f" and {len(vs) - 5} more" if len(vs) > 5 else "")
-            add("stale-read", [inv.index, comp.index],
-                f"read of {key!r} (op {inv.index}) missed {shown}, acknowledged before it was "
-                f"invoked and seen by a later read")
-        return acknowledged
 
     def _realtime(self, key: Hashable, longest: tuple[Op, Op, list[Hashable]], by_value: dict[Hashable, Pair],
                   add: Any) -> None:

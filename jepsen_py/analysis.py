@@ -57,9 +57,58 @@ def run_checkers(checkers: Sequence[Checker], test: Test | None, history: Sequen
     return {"valid": merge(r["valid"] for r in out.values()), "checkers": out}
 
 
+@dataclass(frozen=True)
+class AnomalyTally:
+    """Anomalies over every checker, by kind: those that fail the run and those only reported (a
+    stale read of a system run with linearizable=false), so a summary never prints a true verdict
+    beside an unexplained anomaly count."""
+
+    failing: dict[str, int] = field(default_factory=dict)
+    reported: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.failing.values()) + sum(self.reported.values())
+
+
+def checker_tally(result: dict[str, Any]) -> AnomalyTally:
+    """One checker's anomalies. A checker that says which kinds fail it (`anomaly_counts` with
+    `failing_kinds`, checkers/anomalies.py) is taken at its word, counts past the listed hundred
+    included; for any other, its listed anomalies fail the run if its verdict is false and are
+    reported only otherwise."""
+    counts = result.get("anomaly_counts")
+    if not isinstance(counts, dict) or "failing_kinds" not in result:
+        counts = {}
+        for a in result.get("anomalies") or []:
+            kind = str(a.get("kind", "anomaly")) if isinstance(a, dict) else "anomaly"
+            counts[kind] = counts.get(kind, 0) + 1
+        failing_kinds = set(counts) if result.get("valid") is False else set()
+    else:
+        failing_kinds = set(result.get("failing_kinds") or [])
+    failing: dict[str, int] = {}
+    reported: dict[str, int] = {}
+    for kind, n in counts.items():
+        if isinstance(n, int) and n > 0:
+            (failing if kind in failing_kinds else reported)[str(kind)] = n
+    return AnomalyTally(failing, reported)
+
+
+def tally_anomalies(results: dict[str, Any]) -> AnomalyTally:
+    """Every checker's tally of a results.json, summed by kind."""
+    failing: dict[str, int] = {}
+    reported: dict[str, int] = {}
+    for r in (results.get("checkers") or {}).values():
+        if isinstance(r, dict):
+            t = checker_tally(r)
+            for src, dst in ((t.failing, failing), (t.reported, reported)):
+                for kind, n in src.items():
+                    dst[kind] = dst.get(kind, 0) + n
+    return AnomalyTally(failing, reported)
+
+
 def count_anomalies(results: dict[str, Any]) -> int:
-    return sum(len(r.get("anomalies") or []) for r in (results.get("checkers") or {}).values()
-               if isinstance(r, dict))
+    """Every anomaly found, failing or reported only, also those past a checker's listed hundred."""
+    return tally_anomalies(results).total
 
 
 def client_stats(history: Sequence[Op]) -> tuple[int, int]:

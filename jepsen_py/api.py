@@ -198,7 +198,10 @@ def failure_message(outcome: RunOutcome, *, limit: int = 10) -> str:
             continue
         lines.append(f"{name}: valid={str(r.get('valid')).lower()}"
                      + (f" ({r['error']})" if r.get("error") else ""))
-        for a in r.get("anomalies") or []:
+        failing = set(r.get("failing_kinds") or [])
+        listed = [a for a in r.get("anomalies") or [] if isinstance(a, dict)]
+        # Anomalies that fail the checker first, then those it only reports.
+        for a in sorted(listed, key=lambda a: bool(failing) and a.get("kind") not in failing):
             if shown >= limit:
                 break
             lines.append(f"  - {a.get('kind', 'anomaly')}: {a.get('explanation', '')}".rstrip())

@@ -47,10 +47,15 @@ class RunReport:
 
 
 def _summary(name: str, result: dict[str, Any]) -> str:
-    anomalies = result.get("anomalies") or []
+    anomalies = [a for a in result.get("anomalies") or [] if isinstance(a, dict)]
     if anomalies:
-        first = anomalies[0]
-        more = f" (+{len(anomalies) - 1} more)" if len(anomalies) > 1 else ""
+        from jepsen_py.analysis import checker_tally
+
+        # Lead with an anomaly that fails the checker, not one it only reports.
+        tally = checker_tally(result)
+        first = next((a for a in anomalies if a.get("kind") in tally.failing), anomalies[0])
+        total = max(tally.total, len(anomalies))
+        more = f" (+{total - 1} more)" if total > 1 else ""
         return f"{name}: {first.get('kind', 'anomaly')}: {first.get('explanation', '')}{more}"
     for k in ("error", "reason", "problems", "unknown_reasons"):
         if result.get(k):

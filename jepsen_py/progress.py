@@ -10,10 +10,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from jepsen_py.analysis import AnomalyTally
 
 
 class Progress:
@@ -92,14 +96,35 @@ def print_summary(
     table.add_row("verdict", Text(str(valid).lower(), style=style))
     table.add_row("ops", str(invokes))
     table.add_row("ok", f"{oks / invokes:.1%}" if invokes else "-")
-    table.add_row("anomalies", str(anomalies))
+    from jepsen_py.analysis import checker_tally, tally_anomalies
+
+    # What the checkers say of their anomalies (failing or reported only) when they say it.
+    tally = tally_anomalies({"checkers": checkers or {}})
+    table.add_row("anomalies", describe_tally(tally) if tally.total else str(anomalies))
     for name, r in (checkers or {}).items():
         v = r.get("valid") if isinstance(r, dict) else None
-        table.add_row(f"  {name}", Text(str(v).lower(), style=_verdict_style(v)))
+        line = Text(str(v).lower(), style=_verdict_style(v))
+        if isinstance(r, dict):
+            t = checker_tally(r)
+            if t.total:
+                line.append(f"  {describe_tally(t)}", style="dim")
+        table.add_row(f"  {name}", line)
     if error:
         table.add_row("error", Text(error, style="red"))
     table.add_row("stored in", str(run_dir))
     console.print(table)
+
+
+def describe_tally(t: AnomalyTally) -> str:
+    """'3 failing the run (lost 2, duplicate 1); 100 reported only (stale-read 100)', or '0'."""
+
+    def part(counts: dict[str, int], what: str) -> str:
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        return f"{sum(counts.values())} {what} ({kinds})"
+
+    parts = [part(c, what) for c, what in ((t.failing, "failing the run"), (t.reported, "reported only"))
+             if c]
+    return "; ".join(parts) or "0"
 
 
 def _verdict_style(v: object) -> str:

@@ -9,9 +9,10 @@ The client contract (what `DB.client("append")` returns):
 Any op may end fail (certainly not done) or info (unknown). The system needs no leader.
 
 Keys rotate (`active_keys` at once, `ops_per_key` each); after heal every key is read on every
-node. Checked by checkers.append: reads of a key are prefixes of one another, no acknowledged append
-is lost, nothing is duplicated or invented, and (unless `linearizable` is false) no read misses a
-completed append and the order respects real time. Options: active_keys, ops_per_key,
+node. Checked by checkers.append: reads of a key are prefixes of one another, no element that was
+acknowledged or seen is lost, nothing is duplicated, invented or read from a failed append, and
+(unless `linearizable` is false) no read misses a completed append and the order respects real time;
+lost data fails either way. Options: active_keys, ops_per_key,
 read_fraction, final_delay (seconds before the final reads, default 1), linearizable.
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from jepsen_py.checkers.append import AppendChecker
-from jepsen_py.workloads.common import KeyRotation, run_checkers
+from jepsen_py.workloads.common import KeyRotation, bool_option, run_checkers
 
 from jepsen_py.generator import Context, defer, fn, seq, sleep
 from jepsen_py.protocols import TestSpec
@@ -60,7 +61,7 @@ def append_workload(spec: TestSpec) -> Workload:
         generator=fn(lambda ctx: state.op(ctx)),
         final_generator=seq(sleep(float(o.get("final_delay", FINAL_DELAY_S))),
                             defer(lambda ctx: state.final(ctx))),
-        checkers=[AppendChecker(linearizable=bool(o.get("linearizable", True))), *run_checkers(spec)],
+        checkers=[AppendChecker(linearizable=bool_option(o, "linearizable", True)), *run_checkers(spec)],
         meta={"model": "list-append", "active_keys": state.keys.active,
               "ops_per_key": state.keys.ops_per_key},
     )

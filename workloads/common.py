@@ -10,6 +10,7 @@ from jepsen_py.checkers.crash import CrashChecker
 from jepsen_py.checkers.scoped import Scoped
 from jepsen_py.checkers.stats import StatsChecker
 
+from jepsen_py.errors import BadInput
 from jepsen_py.generator import Context
 from jepsen_py.history import Op
 from jepsen_py.protocols import Checker, Test, TestSpec
@@ -21,6 +22,17 @@ REPLICATION_FACTOR = 3
 def replication_factor(node_count: int) -> int:
     """The replication factor a create asks for on a cluster of `node_count` nodes."""
     return min(REPLICATION_FACTOR, max(1, node_count))
+
+
+def bool_option(options: dict[str, Any], name: str, default: bool) -> bool:
+    """A yes/no workload option: JSON true/false (or the words, any case); anything else is bad
+    input, since bool("False") would silently be true."""
+    v = options.get(name, default)
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.strip().lower() in ("true", "false"):
+        return v.strip().lower() == "true"
+    raise BadInput(f"--workload-option {name}: expected true or false, got {v!r}")
 
 
 class Linearizable:

@@ -9,9 +9,11 @@ The client contract (what `DB.client("queue")` returns):
 Any op may end fail (certainly not done) or info (unknown). The system needs no leader.
 
 After heal the queue is drained: dequeues until one finds it empty (at most twice the number of
-enqueues tried, plus a margin). Checked by checkers.queues: every acknowledged enqueue is dequeued
-exactly once and nothing is dequeued that was never enqueued. Options: dequeue_fraction,
-final_delay (seconds before the drain, default 1).
+enqueues tried, plus a margin). Checked by checkers.queues: every acknowledged enqueue is dequeued,
+nothing is dequeued that was never enqueued or whose enqueue failed, and (unless `exactly_once` is
+false) nothing is dequeued twice. Options: dequeue_fraction, final_delay (seconds before the drain,
+default 1), exactly_once (default true; false: duplicated dequeues are reported without failing, as
+Jepsen's total-queue does for at-least-once queues; lost elements fail either way).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from jepsen_py.checkers.queues import QueueChecker
-from jepsen_py.workloads.common import run_checkers
+from jepsen_py.workloads.common import bool_option, run_checkers
 
 from jepsen_py.generator import Context, Generator, Step, Template, defer, fn, seq, sleep
 from jepsen_py.history import OK, Op
@@ -73,6 +75,6 @@ def queue_workload(spec: TestSpec) -> Workload:
         generator=fn(lambda ctx: state.op(ctx)),
         final_generator=seq(sleep(float(o.get("final_delay", FINAL_DELAY_S))),
                             defer(lambda ctx: Drain(state))),
-        checkers=[QueueChecker(), *run_checkers(spec)],
+        checkers=[QueueChecker(exactly_once=bool_option(o, "exactly_once", True)), *run_checkers(spec)],
         meta={"model": "total-queue"},
     )

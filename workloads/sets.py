@@ -9,10 +9,11 @@ The client contract (what `DB.client("set")` returns):
 Any op may end fail (certainly not done) or info (unknown). The system needs no leader.
 
 Keys rotate as in the register workload (`active_keys` at once, `ops_per_key` each); after heal
-every key is read on every node, so an acknowledged add that no node kept shows up as lost.
-Checked by checkers.sets (lost, stale reads, unexpected elements). Options: active_keys,
-ops_per_key, read_fraction, final_delay (seconds before the final reads, default 1), linearizable
-(false: stale reads are reported but do not fail).
+every key is read on every node, so an acknowledged add that no node kept, or one a read saw and
+every later read missed, shows up as lost. Checked by checkers.sets (Jepsen's set-full: lost,
+stale, duplicate, aborted and unexpected elements). Options: active_keys, ops_per_key,
+read_fraction, final_delay (seconds before the final reads, default 1), linearizable (false: stale
+reads are reported but do not fail; lost data fails either way).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from jepsen_py.checkers.sets import SetChecker
-from jepsen_py.workloads.common import KeyRotation, run_checkers
+from jepsen_py.workloads.common import KeyRotation, bool_option, run_checkers
 
 from jepsen_py.generator import Context, defer, fn, seq, sleep
 from jepsen_py.protocols import TestSpec
@@ -59,6 +60,6 @@ def set_workload(spec: TestSpec) -> Workload:
         generator=fn(lambda ctx: state.op(ctx)),
         final_generator=seq(sleep(float(o.get("final_delay", FINAL_DELAY_S))),
                             defer(lambda ctx: state.final(ctx))),
-        checkers=[SetChecker(linearizable=bool(o.get("linearizable", True))), *run_checkers(spec)],
+        checkers=[SetChecker(linearizable=bool_option(o, "linearizable", True)), *run_checkers(spec)],
         meta={"model": "set", "active_keys": state.keys.active, "ops_per_key": state.keys.ops_per_key},
     )

@@ -40,13 +40,16 @@ Result of `check` / `merge_key_results` (plain JSON data)::
       "anomalies": [{"kind": "nonlinearizable", "ops": [invoke index, completion index],
                      "key": <key>, "window": [...], "explanation": "..."}],
       "failures_truncated": 250,                      # only when more than 100 keys failed
+      "anomaly_counts": {"nonlinearizable": 250},     # every invalid key, listed or not
+      "failing_kinds": ["nonlinearizable"], "reported_kinds": [],
       "fastpath_disagreed": {...}                     # never expected: fast path vs search
     }
 
 A failure found by the fast path alone (the detailed search was skipped or ran out of budget) has
 "longest_linearization": [], "state_before": null, "candidates": [] and the fast path's reason in
-"explanation". After the first invalid key no further search runs (the verdict is settled); keys
-that needed one are "unknown" with that reason, keys the fast path decides are still reported.
+"explanation". Every key is checked within the budget and each invalid one reported (Jepsen's
+independent checker); `check(..., stop_at_first_failure=True)` stops searching after the first
+invalid key instead, leaving keys that needed a search "unknown" with that reason.
 
 Per-key results (`check_key`) are {"key", "model", "ops", "dropped": {"fail", "noop"}, "valid",
 "engine": "fastpath" | "search" | "fastpath+search", "failure"?, "unknown_reason"?, "steps"?,

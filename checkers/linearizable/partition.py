@@ -154,6 +154,10 @@ def merge_key_results(results: dict[Any, dict[str, Any]]) -> dict[str, Any]:
         "unknown_reasons": unknown,
         "failures": failures[:MAX_FAILURES],
         "anomalies": [anomaly(f) for f in failures[:MAX_FAILURES]],
+        # Every invalid key counted, also those past MAX_FAILURES (checkers/anomalies.py's keys).
+        "anomaly_counts": {"nonlinearizable": len(failures)} if failures else {},
+        "failing_kinds": ["nonlinearizable"] if failures else [],
+        "reported_kinds": [],
     }
     if len(failures) > MAX_FAILURES:
         out["failures_truncated"] = len(failures)
@@ -212,12 +216,15 @@ def check(
     budget: Budget | None = None,
     workers: int | None = None,
     source: str = "history",
-    stop_at_first_failure: bool = True,
+    stop_at_first_failure: bool = False,
 ) -> dict[str, Any]:
     """The whole history: Jepsen's rules validated (BadInput otherwise), split by key, keys checked
-    in parallel when there is enough work, results merged. Once a key is invalid the verdict is
-    settled, so by default no further search runs (as Porcupine stops): keys that need one end
-    "unknown" with that reason, while keys the fast path decides are still reported."""
+    in parallel when there is enough work, results merged. Every key is checked within the budget
+    and each invalid one reported, as Jepsen's independent checker does: a failover that broke
+    hundreds of keys must not read as one anomaly. `stop_at_first_failure` (Porcupine's early
+    exit, for a caller that wants only the verdict) stops searching once a key is invalid: keys
+    that need a search then end "unknown" with that reason; keys the fast path decides are still
+    reported."""
     # Nemesis ops are not the model's business (old Jepsen logs them as lone infos).
     validate([op for op in ops if op.process != NEMESIS], source=source)
     budget = (budget or Budget()).started()

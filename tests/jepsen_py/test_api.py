@@ -78,11 +78,12 @@ def test_objects_everywhere_and_a_stale_store_fails(tmp_path: Path) -> None:
 
 def test_references_and_a_generator_object(tmp_path: Path) -> None:
     out = run(JepsenTest(db="tests.workloads.memstore:StoreDB", workload="set",
-                         generator=lambda ctx: {"f": "add", "key": "s0", "value": ctx.rng.random()},
+                         generator=lambda ctx: ({"f": "read", "key": "s0"} if ctx.rng.random() < 0.2
+                                                else {"f": "add", "key": "s0", "value": ctx.rng.random()}),
                          results_dir=tmp_path, pictures=False, **FAST))
     assert out.valid is True
     r = out.results["checkers"]["set"]
-    assert r["acknowledged"] > 50 and r["keys"] == 1
+    assert r["acknowledged"] > 50 and r["keys"] == 1 and r["reads"] > 0
 
 
 @pytest.mark.parametrize(("fields", "message"), [
@@ -94,3 +95,16 @@ def test_references_and_a_generator_object(tmp_path: Path) -> None:
 def test_mistakes_are_one_line(tmp_path: Path, fields: dict[str, Any], message: str) -> None:
     with pytest.raises(BadInput, match=message):
         run(JepsenTest(db=StoreDB, results_dir=tmp_path, **{**FAST, **fields}))
+
+
+def test_failure_message_leads_with_what_fails_the_checker(tmp_path: Path) -> None:
+    from jepsen_py.runner import RunOutcome
+
+    stale = [{"kind": "stale-read", "ops": [i], "explanation": f"late {i}"} for i in range(3)]
+    results = {"valid": False, "checkers": {"set": {
+        "valid": False, "failing_kinds": ["lost"], "anomaly_counts": {"stale-read": 3, "lost": 1},
+        "anomalies": [*stale, {"kind": "lost", "ops": [9], "explanation": "gone"}]}}}
+    out = RunOutcome(run_dir=tmp_path, valid=False, results=results, exit_code=1, anomalies=4)
+    lines = failure_message(out, limit=2).splitlines()
+    assert lines[2] == "  - lost: gone" and lines[3] == "  - stale-read: late 0"
+    assert lines[4].startswith("  ... and 2 more")

@@ -91,3 +91,16 @@ def test_suite_and_classname_name_the_test_and_the_run_and_time_is_the_duration(
     assert props["test_name"] == "offsets-none" and props["run_id"] == "offsets-none/20261123T091600.456"
     (err,) = next(c for c in suites[1].iter("testcase") if c.get("name") == "verdict").findall("error")
     assert err.get("message") == "unknown: interrupted"
+
+
+def test_the_message_leads_with_a_failing_anomaly_and_counts_past_the_listed_ones(tmp_path: Path):
+    results = {"valid": False, "checkers": {"set": {
+        "valid": False, "anomaly_counts": {"stale-read": 150, "lost": 1}, "failing_kinds": ["lost"],
+        "reported_kinds": ["stale-read"],
+        "anomalies": [{"kind": "stale-read", "ops": [1], "explanation": "late"},
+                      {"kind": "lost", "ops": [9], "explanation": "gone"}]}}}
+    out = tmp_path / "j.xml"
+    write_junit(results, out)
+    cases = {c.get("name"): c for c in ET.parse(out).getroot().iter("testcase")}
+    (fail,) = cases["set"].findall("failure")
+    assert fail.get("message") == "set: lost: gone (+150 more)"

@@ -36,3 +36,42 @@ def test_off_a_terminal_each_phase_is_one_plain_line(capsys: object) -> None:
     err = capsys.readouterr().err  # type: ignore[attr-defined]
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 2 and "t: main (ops 10, ok 9)" in lines[0] and "heal" in lines[1]
+
+
+def test_summary_says_which_anomalies_fail_the_run_and_which_are_reported_only() -> None:
+    """A true verdict beside 'anomalies 100' contradicted itself: stale reads under
+    linearizable=false are reported, not failing, and the summary says so, with the real count."""
+    from jepsen_py.checkers.sets import SetChecker
+
+    from tests.checkers.test_generic_checkers import H
+
+    h = H()
+    for v in range(150):  # every element missed once, then seen: stale, 150 of them
+        h.op(0, "add", "s", v)
+        h.op(1, "read", "s", None, list(range(v)))
+    h.op(1, "read", "s", None, list(range(150)))
+    result = SetChecker(linearizable=False).check(None, h.ops)
+    assert result["valid"] is True and len(result["anomalies"]) == 100
+    console = Console(record=True, width=200, file=io.StringIO())
+    print_summary(valid=True, invokes=301, oks=301, anomalies=100, run_dir="r",
+                  checkers={"set": result, "stats": {"valid": True}}, console=console)
+    text = console.export_text()
+    assert "150 reported only (stale-read 150)" in text and "failing the run" not in text, text
+    result = SetChecker(linearizable=True).check(None, h.ops)
+    console = Console(record=True, width=200, file=io.StringIO())
+    print_summary(valid=False, invokes=301, oks=301, anomalies=100, run_dir="r",
+                  checkers={"set": result}, console=console)
+    assert "150 failing the run (stale-read 150)" in console.export_text()
+
+
+def test_a_checker_without_failing_kinds_counts_by_its_verdict() -> None:
+    from jepsen_py.analysis import count_anomalies, tally_anomalies
+
+    results = {"checkers": {
+        "staleness": {"valid": True, "anomalies": [{"kind": "stale-read"}] * 3},
+        "linearizable": {"valid": False, "anomalies": [{"kind": "nonlinearizable"}],
+                         "anomaly_counts": {"nonlinearizable": 140}, "failing_kinds": ["nonlinearizable"]},
+        "crash": {"valid": False, "anomalies": [{"kind": "crash"}] * 2}}}
+    t = tally_anomalies(results)
+    assert t.failing == {"nonlinearizable": 140, "crash": 2} and t.reported == {"stale-read": 3}
+    assert count_anomalies(results) == 145

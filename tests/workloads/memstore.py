@@ -1,7 +1,9 @@
 """An in-process store speaking the four generic workloads' client contracts, for driving the real
 runner on them without nodes. `lag` makes it serve reads from a snapshot refreshed every `lag`
 seconds (a stale-read bug the checkers must catch); `lose_every` drops every Nth acknowledged
-write (a lost-write bug)."""
+write (a lost-write bug); `rollback_every` makes every Nth write a failover to a replica that missed
+the last N/2 writes, which reads had already seen (what an async-replicated store does); the
+elements it dropped are kept in `rolled_back`."""
 
 from __future__ import annotations
 
@@ -17,12 +19,15 @@ from jepsen_py.protocols import Test, TestSpec
 
 
 class Store:
-    def __init__(self, lag: float = 0.0, lose_every: int = 0) -> None:
+    def __init__(self, lag: float = 0.0, lose_every: int = 0, rollback_every: int = 0) -> None:
         self.lock = threading.Lock()
         self.data: dict[str, Any] = {}
         self.queue: collections.deque[Any] = collections.deque()
         self.lag = lag
         self.lose_every = lose_every
+        self.rollback_every = rollback_every
+        self.checkpoint: dict[str, Any] = {}
+        self.rolled_back: set[tuple[str, Any]] = set()
         self.writes = 0
         self.snapshot: dict[str, Any] = {}
         self.snapshot_at = 0.0
@@ -41,6 +46,21 @@ class Store:
         self.writes += 1
         return bool(self.lose_every) and self.writes % self.lose_every == 0
 
+    def replicate(self) -> None:
+        """After a write: the lagging replica's copy is taken half way through each period, and at
+        its end the store fails over to it."""
+        n = self.rollback_every
+        if not n:
+            return
+        if self.writes % n == n // 2:
+            self.checkpoint = copy.deepcopy(self.data)
+        elif self.writes % n == 0:
+            for k, v in self.data.items():
+                kept = self.checkpoint.get(k)
+                if isinstance(v, list):
+                    self.rolled_back |= {(k, x) for x in v if not kept or x not in kept}
+            self.data = copy.deepcopy(self.checkpoint)
+
     def apply(self, op: Op) -> Op:
         ok = dataclasses.replace(op, type=OK)
         with self.lock:
@@ -50,16 +70,20 @@ class Store:
             if op.f == "write":
                 if not self.lost():
                     self.data[op.key] = op.value
+                self.replicate()
                 return ok
             if op.f == "cas":
                 old, new = op.value
                 if self.data.get(op.key) != old:
                     return dataclasses.replace(op, type=FAIL, error="mismatch")
                 self.data[op.key] = new
+                self.writes += 1
+                self.replicate()
                 return ok
             if op.f in ("add", "append"):
                 if not self.lost():
                     self.data.setdefault(op.key, []).append(op.value)
+                self.replicate()
                 return ok
             if op.f == "enqueue":
                 if not self.lost():

@@ -57,6 +57,41 @@ def test_weak_set_reads_are_reported_but_pass_when_not_linearizable(tmp_path: Pa
     assert r["valid"] is True and r["stale_reads"] > 0
 
 
+@pytest.mark.parametrize("workload", ["set", "append"])
+def test_a_failover_that_drops_seen_writes_is_lost_data_even_when_not_linearizable(
+        tmp_path: Path, workload: str) -> None:
+    """Elements reads had seen, then gone from every later read, final reads included: every one is
+    lost (not stale), and the run fails whatever `linearizable` says."""
+    store = Store(rollback_every=20)
+    out = run(tmp_path, workload, store, linearizable=False)
+    r = out.results["checkers"][workload]
+    assert store.rolled_back and out.valid is False
+    assert r["lost"] == len(store.rolled_back) and r["stale"] == 0
+    assert "lost" in r["failing_kinds"]
+
+
+def test_a_failover_that_breaks_many_register_keys_reports_each_one(tmp_path: Path) -> None:
+    """Keys with a cas need the search; every broken key is searched and reported, not only the
+    first, and the summary's count is the number of broken keys."""
+    out = run(tmp_path, "register", Store(rollback_every=16), active_keys=8, ops_per_key=40)
+    r = out.results["checkers"]["linearizable"]
+    assert out.valid is False and len(r["invalid_keys"]) > 1, r.get("invalid_keys")
+    assert r["unknown_reasons"] == {}
+    assert r["anomaly_counts"] == {"nonlinearizable": len(r["invalid_keys"])}
+    assert out.anomalies >= len(r["invalid_keys"])
+
+
+def test_yes_no_options_refuse_what_is_neither(tmp_path: Path) -> None:
+    from jepsen_py.errors import BadInput
+
+    for text, strict in (("False", False), ("true", True), (False, False)):
+        spec = make_spec(tmp_path, workload="set", options={"linearizable": text})
+        assert WORKLOADS["set"](spec).checkers[0].linearizable is strict
+    spec = make_spec(tmp_path, workload="queue", options={"exactly_once": "sometimes"})
+    with pytest.raises(BadInput, match="exactly_once: expected true or false"):
+        WORKLOADS["queue"](spec)
+
+
 def test_register_values_are_unique_and_cas_names_the_last_value() -> None:
     spec = make_spec(Path("/tmp"), options={"ops_per_key": 40})
     w = WORKLOADS["register"](spec)
