@@ -52,6 +52,11 @@ class Remote(Protocol):
     def download(self, remote: str, local: Path) -> None:
         """Copies a file or directory tree from the node to `local`."""
 
+    def write_file(self, remote: str, data: bytes | str, *, mode: int = 0o644) -> None:
+        """Writes `data` (str as UTF-8) to the file `remote` on the node, creating missing parent
+        directories and replacing any file there, with permission bits `mode`: a DB's config file
+        without a local temporary file and an upload."""
+
     def start_daemon(
         self,
         argv: Sequence[str],
@@ -64,7 +69,10 @@ class Remote(Protocol):
         """Starts a long-running process detached from the call, its pid in `pidfile`."""
 
     def signal(self, pidfile: str, sig: str) -> bool:
-        """Sends a signal ("KILL", "STOP", "CONT", "TERM") to the pid in `pidfile`; False if none ran."""
+        """Sends `sig` to the pid in `pidfile`: one of KILL, STOP, CONT, TERM, INT, HUP, USR1, USR2
+        (a "SIG" prefix and lower case are accepted), or "0", which sends nothing and only asks
+        whether the process is alive. True if a process got it, False if none ran; ValueError for
+        any other signal (jepsen_py.backends.common.SIGNALS)."""
 
 
 @runtime_checkable
