@@ -239,7 +239,8 @@ class TestSpec:
     nemesis_interval: float
     seed: int
     backend: str
-    read_mode: str
+    # Our cluster's --read-mode; None for a DB that declares no read modes (see plugins.read_modes).
+    read_mode: str | None
     bugs: list[str]
     db: str
     results_dir: Path
@@ -255,6 +256,9 @@ class TestSpec:
     fault_targets: list[str] = field(default_factory=list)
     # How the fault families take turns: "random" toggles a random one, "cycle" one at a time in turn.
     nemesis_schedule: str = "random"
+    # --db-option KEY=VALUE: the DB's own configuration, read by the DB from its spec; only keys the
+    # DB class declares in `db_options()` are accepted (jepsen_py.plugins.check_db_flags).
+    db_options: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
