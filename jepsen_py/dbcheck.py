@@ -262,14 +262,18 @@ class Checker:
             return False, "; ".join(problems)
         roles = sorted({str(v.get("role")) for v in views.values()})
         odd = [r for r in roles if r not in ROLES]
-        applied = all(isinstance(v.get("applied"), int) for v in views.values())
+        lacking_applied = sorted(n for n, v in views.items() if not isinstance(v.get("applied"), int))
         detail = f"roles {', '.join(roles)}"
         if all(v.get("term") is None for v in views.values()):
             detail += "; no terms (term None)"
         if odd:
             detail += f"; roles outside {'/'.join(ROLES)}: {', '.join(odd)}"
-        detail += ("; applied given (the stuck-replica check reads it)" if applied
-                   else "; no applied index (the stuck-replica check skips this DB)")
+        if not lacking_applied:
+            detail += "; applied given (the stuck-replica check reads it)"
+        elif len(lacking_applied) == len(views):
+            detail += "; no applied index (the stuck-replica check skips this DB)"
+        else:
+            detail += f"; no applied index from {', '.join(lacking_applied)} now"
         return True, detail
 
     def _check_logs(self) -> tuple[bool, str]:
