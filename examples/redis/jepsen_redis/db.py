@@ -20,6 +20,7 @@ has applied.
 from __future__ import annotations
 
 import concurrent.futures
+import posixpath
 import time
 from typing import Any
 
@@ -80,12 +81,18 @@ class RedisDB:
             raise BadInput(f"--backend {test.spec.backend}: redis needs nodes to run on "
                            f"(docker, ssh or local)") from None
 
+    def path(self, test: Test, node: str, path: str) -> str:
+        """`path` on `node`: under the node's own directory on the local backend, where every node
+        shares this host's file system (the remote's `workdir`), else as it is."""
+        workdir = getattr(test.remotes.get(node), "workdir", None)
+        return posixpath.join(workdir, path.lstrip("/")) if workdir else path
+
     def config(self, test: Test, node: str) -> str:
         """The node's redis.conf: the primary's, or a replica's pointing at the primary."""
         assert test.backend is not None
         lines = [
             "bind 0.0.0.0", f"port {PORT}", "protected-mode no", "daemonize no",
-            f"dir {DATA_DIR}", 'save ""',
+            f"dir {self.path(test, node, DATA_DIR)}", 'save ""',
             f"appendonly {'yes' if self.aof else 'no'}", "appendfsync always",
             # a replica whose link is down still answers reads, from what it has (Redis's default)
             "replica-serve-stale-data yes", "replica-read-only yes",
@@ -97,36 +104,41 @@ class RedisDB:
 
     def setup(self, test: Test, node: str) -> None:
         remote = self._remote(test, node)
-        remote.exec(["rm", "-rf", DATA_DIR])
-        remote.exec(["mkdir", "-p", DATA_DIR])
-        remote.write_file(CONF, self.config(test, node))
+        data = self.path(test, node, DATA_DIR)
+        remote.exec(["rm", "-rf", data])
+        remote.exec(["mkdir", "-p", data])
+        remote.write_file(self.path(test, node, CONF), self.config(test, node))
         self.start(test, node)
         deadline = time.monotonic() + SETUP_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.status(test, node) is not None:
                 return
             time.sleep(0.2)
-        raise RuntimeError(f"redis on {node} did not answer within {SETUP_TIMEOUT_S:g} s (see {LOGFILE})")
+        raise RuntimeError(f"redis on {node} did not answer within {SETUP_TIMEOUT_S:g} s "
+                           f"(see {self.path(test, node, LOGFILE)})")
 
     def teardown(self, test: Test, node: str) -> None:
         remote = self._remote(test, node)
-        remote.signal(PIDFILE, "KILL")
-        remote.exec(["rm", "-rf", DATA_DIR, CONF, PIDFILE], check=False)
+        remote.signal(self.path(test, node, PIDFILE), "KILL")
+        remote.exec(["rm", "-rf", *(self.path(test, node, p) for p in (DATA_DIR, CONF, PIDFILE))],
+                    check=False)
 
     def start(self, test: Test, node: str) -> None:
-        self._remote(test, node).start_daemon(["redis-server", CONF], pidfile=PIDFILE, logfile=LOGFILE)
+        self._remote(test, node).start_daemon(
+            ["redis-server", self.path(test, node, CONF)], pidfile=self.path(test, node, PIDFILE),
+            logfile=self.path(test, node, LOGFILE))
 
     def kill(self, test: Test, node: str) -> None:
-        self._remote(test, node).signal(PIDFILE, "KILL")
+        self._remote(test, node).signal(self.path(test, node, PIDFILE), "KILL")
 
     def pause(self, test: Test, node: str) -> None:
-        self._remote(test, node).signal(PIDFILE, "STOP")
+        self._remote(test, node).signal(self.path(test, node, PIDFILE), "STOP")
 
     def resume(self, test: Test, node: str) -> None:
-        self._remote(test, node).signal(PIDFILE, "CONT")
+        self._remote(test, node).signal(self.path(test, node, PIDFILE), "CONT")
 
     def log_files(self, test: Test, node: str) -> list[str]:
-        return [LOGFILE]
+        return [self.path(test, node, LOGFILE)]
 
     # ---- roles -----------------------------------------------------------------------------------
 
