@@ -112,7 +112,12 @@ class Client(Protocol):
 @runtime_checkable
 class DB(Protocol):
     """The system under test's lifecycle on the nodes, and the clients that talk to it. The
-    optional capabilities are the protocols below; `capabilities(db)` says which a DB has."""
+    optional capabilities are the protocols below; `capabilities(db)` says which a DB has.
+
+    A DB class may also declare, read before anything is provisioned: `ports` (client ports the
+    docker backend publishes), `db_options()` (the --db-option keys it takes, read from
+    spec.db_options), `workloads()` (the workloads it serves), `known_bugs()` (the --bug names it
+    takes) and `read_modes()` (the --read-mode values, our cluster's). docs/plugins.md has it all."""
 
     def setup(self, test: Test, node: str) -> None:
         """Installs and starts the system on `node`."""

@@ -15,7 +15,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "etcd"
-JEPSEN_PY = Path(sys.executable).parent / "jepsen-py"
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -28,8 +27,10 @@ ARGS = ("--db", "jepsen_etcd.db:EtcdDB", "--workload", "register", "--nemesis", 
 
 def run_etcd(tmp_path: Path, *extra: str, name: str = "register-partition-leader") -> tuple[int, dict, str]:
     results = tmp_path / "results"
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    res = subprocess.run([str(JEPSEN_PY), "run", *ARGS, "--results-dir", str(results), *extra],
+    # this checkout's jepsen-py (not whichever is installed), the plugin found from its own directory
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    res = subprocess.run([sys.executable, "-m", "jepsen_py.cli", "run", *ARGS, "--results-dir", str(results),
+                          *extra],
                          cwd=EXAMPLE, env=env, capture_output=True, text=True, timeout=600)
     latest = results / name / "latest" / "results.json"
     assert latest.exists(), res.stdout + res.stderr
