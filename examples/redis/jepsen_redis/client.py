@@ -4,7 +4,8 @@ Writes and compare-and-set always go to the primary (a replica refuses them: REA
 the primary, or with `reads=replica` to the node the client is bound to, which serves them from
 its own copy: asynchronous replication makes that copy stale whenever it lags the primary.
 
-Outcomes follow Jepsen's rules: a request that never reached Redis (connection refused) fails; a
+Outcomes follow Jepsen's rules: a request that never reached Redis (connection refused, or a new
+connection that did not answer PING) fails; a
 write or cas that may have been sent and got no answer is info; a read that got no answer fails (it
 changed nothing); an error reply (READONLY, LOADING, MASTERDOWN) certainly did nothing and fails.
 """
@@ -58,11 +59,7 @@ class Connection:
         """Sends one command and returns its reply. RedisUnreachable when the connection could not
         be made (nothing sent), TimeoutError / ConnectionError once something may have been sent."""
         if self.sock is None:
-            try:
-                self.sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
-            except (ConnectionRefusedError, TimeoutError, OSError) as e:
-                self.sock = None
-                raise RedisUnreachable(f"{type(e).__name__}: {e}") from None
+            self._connect()
         try:
             self.sock.sendall(encode(*args))
             return self._reply()
@@ -71,6 +68,19 @@ class Connection:
             if isinstance(e, TimeoutError | socket.timeout):
                 raise TimeoutError("timed out") from None
             raise ConnectionError(f"{type(e).__name__}: {e}") from None
+
+    def _connect(self) -> None:
+        """A new connection, proven with a PING before any command goes on it: through Docker's
+        published port the connect itself succeeds even when nothing listens behind it (the proxy
+        accepts, then resets), and a write sent there would be wrongly reported as maybe done."""
+        try:
+            self.sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+            self.sock.sendall(encode("PING"))
+            if self._reply() != "PONG":
+                raise ConnectionError("no PONG")
+        except (OSError, ValueError, RedisError) as e:
+            self.close()
+            raise RedisUnreachable(f"{type(e).__name__}: {e}") from None
 
     def _line(self) -> bytes:
         assert self.sock is not None
