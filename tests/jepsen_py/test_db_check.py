@@ -82,3 +82,15 @@ def test_a_leftover_daemon_and_a_status_without_term_fail(capsys: pytest.Capture
     flat = " ".join(out.split())
     assert "still listens on 9092" in flat and "lacks term" in flat, out
     assert "failing: status, teardown" in flat
+
+
+def test_our_cluster_on_the_local_backend(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.conftest import require
+    from tests.jepsen_py.test_backend_local import local_available
+
+    require("root with network namespaces and iptables", local_available())
+    code, out, err = db_check(capsys, "--backend", "local", "--workload", "offsets")
+    assert code == 0, out + err
+    for step in ("setup", "primaries", "status", "workload offsets", "kill/start", "pause/resume",
+                 "teardown"):
+        assert works(out, step), (step, out)
