@@ -54,7 +54,10 @@ class JepsenTest:
     fault_targets: Sequence[str] = ()
     seed: int | None = None
     backend: str | None = None
-    read_mode: str = "read-index"
+    # Our cluster's read mode (None: the DB's default); only for a DB that declares read modes.
+    read_mode: str | None = None
+    # The DB's own settings, as --db-option gives them (keys the DB declares in db_options()).
+    db_options: dict[str, str] = dataclasses.field(default_factory=dict)
     name: str | None = None
     results_dir: str | Path = "results"
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -70,6 +73,7 @@ class JepsenTest:
         import secrets
 
         from jepsen_py.backends import default_backend
+        from jepsen_py.plugins import check_db_flags
         from jepsen_py.spec import default_test_name, parse_concurrency
 
         if isinstance(self.nodes, int):
@@ -90,8 +94,8 @@ class JepsenTest:
             options["checkers"] = refs
         if isinstance(self.generator, str):
             options["generator"] = self.generator
-        return TestSpec(
-            name=self.name or default_test_name(workload, nemesis_names, []),
+        spec = TestSpec(
+            name=self.name or default_test_name(workload, nemesis_names, [], self.db_options),
             workload=workload,
             nemesis=nemesis_names,
             nodes=nodes,
@@ -111,7 +115,10 @@ class JepsenTest:
             recovery_timeout=float(self.recovery_timeout),
             fault_targets=list(self.fault_targets),
             nemesis_schedule=self.nemesis_schedule,
+            db_options={str(k): str(v) for k, v in self.db_options.items()},
         )
+        check_db_flags(spec, None if isinstance(self.db, str) else self.db)
+        return spec
 
 
 def _label(x: Any) -> str:

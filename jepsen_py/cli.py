@@ -23,7 +23,7 @@ from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, JepsenError
 # Subcommand modules in the order --help lists them. An issue that adds a subcommand adds it here.
 COMMANDS: tuple[str, ...] = (
     "run", "analyze", "check", "cleanup", "image", "timeline", "serve", "export", "aggregate", "test_all",
-    "explore",
+    "explore", "db_check",
 )
 
 log = logging.getLogger("jepsen_py")

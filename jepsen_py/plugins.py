@@ -299,6 +299,42 @@ def build_nemesis(names: list[Any], spec: TestSpec) -> tuple[Nemesis | None, Gen
     return composed, any_of(*schedules)
 
 
+def read_modes(db: object) -> tuple[str, ...]:
+    """The read modes a DB class (or instance) declares with a `read_modes()` static method, the
+    first being its default; () for a DB that has no such thing (it takes no --read-mode)."""
+    declared = getattr(db, "read_modes", None)
+    return tuple(str(m) for m in declared()) if callable(declared) else ()
+
+
+def db_option_keys(db: object) -> dict[str, str]:
+    """The --db-option keys a DB class (or instance) declares with a `db_options()` static method:
+    key -> what it sets. A DB that declares none takes no --db-option."""
+    declared = getattr(db, "db_options", None)
+    return {str(k): str(v) for k, v in dict(declared()).items()} if callable(declared) else {}
+
+
+def check_db_flags(spec: TestSpec, db: object | None = None) -> None:
+    """--read-mode and --db-option checked against what the DB declares, before anything is
+    provisioned; a DB with read modes gets its default one when none was given. `db` is the class
+    (or instance), loaded from spec.db when not given."""
+    cls = load_object(spec.db, option="--db") if db is None else db
+    modes = read_modes(cls)
+    if modes:
+        if spec.read_mode is None:
+            spec.read_mode = modes[0]
+        elif spec.read_mode not in modes:
+            raise BadInput(f"--read-mode: {spec.db} serves {', '.join(modes)}, not {spec.read_mode!r}")
+    elif spec.read_mode is not None:
+        keys = db_option_keys(cls)
+        hint = f"its settings are --db-option {', '.join(keys)}" if keys else "it declares no settings"
+        raise BadInput(f"--read-mode: {spec.db} has no read modes ({hint})")
+    keys = db_option_keys(cls)
+    unknown = [k for k in spec.db_options if k not in keys]
+    if unknown:
+        raise BadInput(f"--db-option: {spec.db} takes no {', '.join(map(repr, unknown))} "
+                       f"(it takes: {', '.join(keys) or 'none'})")
+
+
 def check_capabilities(db: object, nemesis: object, *, db_name: str) -> None:
     """One line (exit 254) when the nemesis needs an optional DB capability the DB lacks, e.g.
     --nemesis kill with a DB that cannot kill and start, or partition-leader with a leaderless one.

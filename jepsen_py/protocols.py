@@ -52,6 +52,11 @@ class Remote(Protocol):
     def download(self, remote: str, local: Path) -> None:
         """Copies a file or directory tree from the node to `local`."""
 
+    def write_file(self, remote: str, data: bytes | str, *, mode: int = 0o644) -> None:
+        """Writes `data` (str as UTF-8) to the file `remote` on the node, creating missing parent
+        directories and replacing any file there, with permission bits `mode`: a DB's config file
+        without a local temporary file and an upload."""
+
     def start_daemon(
         self,
         argv: Sequence[str],
@@ -64,7 +69,10 @@ class Remote(Protocol):
         """Starts a long-running process detached from the call, its pid in `pidfile`."""
 
     def signal(self, pidfile: str, sig: str) -> bool:
-        """Sends a signal ("KILL", "STOP", "CONT", "TERM") to the pid in `pidfile`; False if none ran."""
+        """Sends `sig` to the pid in `pidfile`: one of KILL, STOP, CONT, TERM, INT, HUP, USR1, USR2
+        (a "SIG" prefix and lower case are accepted), or "0", which sends nothing and only asks
+        whether the process is alive. True if a process got it, False if none ran; ValueError for
+        any other signal (jepsen_py.backends.common.SIGNALS)."""
 
 
 @runtime_checkable
@@ -119,7 +127,12 @@ def client_reusable(client: object, test: Test) -> bool:
 @runtime_checkable
 class DB(Protocol):
     """The system under test's lifecycle on the nodes, and the clients that talk to it. The
-    optional capabilities are the protocols below; `capabilities(db)` says which a DB has."""
+    optional capabilities are the protocols below; `capabilities(db)` says which a DB has.
+
+    A DB class may also declare, read before anything is provisioned: `ports` (client ports the
+    docker backend publishes), `db_options()` (the --db-option keys it takes, read from
+    spec.db_options), `workloads()` (the workloads it serves), `known_bugs()` (the --bug names it
+    takes) and `read_modes()` (the --read-mode values, our cluster's). docs/plugins.md has it all."""
 
     def setup(self, test: Test, node: str) -> None:
         """Installs and starts the system on `node`."""
@@ -261,7 +274,8 @@ class TestSpec:
     nemesis_interval: float
     seed: int
     backend: str
-    read_mode: str
+    # Our cluster's --read-mode; None for a DB that declares no read modes (see plugins.read_modes).
+    read_mode: str | None
     bugs: list[str]
     db: str
     results_dir: Path
@@ -277,6 +291,9 @@ class TestSpec:
     fault_targets: list[str] = field(default_factory=list)
     # How the fault families take turns: "random" toggles a random one, "cycle" one at a time in turn.
     nemesis_schedule: str = "random"
+    # --db-option KEY=VALUE: the DB's own configuration, read by the DB from its spec; only keys the
+    # DB class declares in `db_options()` are accepted (jepsen_py.plugins.check_db_flags).
+    db_options: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -29,6 +29,7 @@ DEFAULT_TIME_LIMIT = 60.0
 DEFAULT_RATE = 100.0
 DEFAULT_NEMESIS_INTERVAL = 10.0
 DEFAULT_DB = "jepsen_py.raftdb:RaftMetadataDB"
+DEFAULT_READ_MODE = "read-index"
 _NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
 
@@ -122,9 +123,13 @@ def node_names(args: argparse.Namespace) -> str | None:
     return ",".join(parts) if parts else None
 
 
-def default_test_name(workload: str, nemesis: list[str], bugs: list[str]) -> str:
-    """`<workload>-<nemesis>[-<bug>...]`, e.g. offsets-partition-leader-zombie-leader."""
-    parts = [workload, "+".join(nemesis) if nemesis else "none", *bugs]
+def default_test_name(workload: str, nemesis: list[str], bugs: list[str],
+                      db_options: dict[str, str] | None = None) -> str:
+    """`<workload>-<nemesis>[-<bug>...][-<key>_<value>...]`, e.g.
+    offsets-partition-leader-zombie-leader or register-partition-reads_replica: runs of a weak and
+    a correct configuration of one DB land in different test directories."""
+    parts = [workload, "+".join(nemesis) if nemesis else "none", *bugs,
+             *(f"{k}={v}" for k, v in sorted((db_options or {}).items()))]
     return re.sub(r"[^A-Za-z0-9_.+-]+", "_", "-".join(parts))
 
 
@@ -209,8 +214,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "in virtual time) (default: docker when a Docker engine answers, else local)")
     c.add_argument("--db", default=DEFAULT_DB, metavar="MODULE:CLASS",
                    help=f"the system under test, constructed as CLASS(spec) (default: {DEFAULT_DB})")
-    c.add_argument("--read-mode", default="read-index", choices=READ_MODES,
-                   help="how nodes serve reads (default: read-index, linearizable)")
+    c.add_argument("--read-mode", default=None, choices=READ_MODES,
+                   help="how our cluster's nodes serve reads (default: read-index, linearizable); only "
+                        "for a DB that declares read modes, others take their settings as --db-option")
+    c.add_argument("--db-option", action="append", default=None, metavar="KEY=VALUE",
+                   help="a setting of the system under test, repeatable, passed to the DB in its spec "
+                        "(spec.db_options) and recorded with the run; the keys are the DB's own "
+                        "(jepsen-py db-check lists them)")
     c.add_argument("--bug", action="append", metavar="NAMES",
                    help="start the cluster with a known bug, comma separated or repeated")
     c.add_argument("--ignore-machine-limits", action="store_true",
@@ -239,7 +249,8 @@ def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -
     if args.test_count < 1 or args.test_count > 100_000:
         raise BadInput(f"--test-count: must be >= 1, got {args.test_count}")
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
-    name = args.name or default_test_name(args.workload, nemesis, bugs)
+    db_options = parse_db_options(getattr(args, "db_option", None))
+    name = args.name or default_test_name(args.workload, nemesis, bugs, db_options)
     if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name) or name in {".", ".."}:
         raise BadInput(f"--name: {name!r} is not usable as a directory name")
     concurrency = parse_concurrency(args.concurrency, len(nodes))
@@ -255,7 +266,7 @@ def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -
         nemesis_interval=_positive("--nemesis-interval", args.nemesis_interval),
         seed=seed,
         backend=args.backend or default_backend(),
-        read_mode=args.read_mode,
+        read_mode=default_read_mode(args.read_mode, canonical_db(args.db)),
         bugs=bugs,
         db=canonical_db(args.db),
         results_dir=Path(args.results_dir),
@@ -266,7 +277,42 @@ def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -
         recovery_timeout=_positive("--recovery-timeout", args.recovery_timeout, zero_ok=True),
         fault_targets=parse_fault_targets(getattr(args, "fault_targets", None)),
         nemesis_schedule=getattr(args, "nemesis_schedule", "random"),
+        db_options=db_options,
     )
+
+
+def default_read_mode(given: str | None, db: str) -> str | None:
+    """--read-mode as given; unset, our cluster's default for our cluster and None for any other DB
+    (one that declares read modes gets its first from plugins.check_db_flags)."""
+    if given is not None:
+        return given
+    return DEFAULT_READ_MODE if db == DEFAULT_DB else None
+
+
+_OPTION_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+
+
+def parse_db_options(values: list[str] | None) -> dict[str, str]:
+    """`--db-option KEY=VALUE`, repeated -> {KEY: VALUE}; a key given twice is a mistake, not an
+    override."""
+    out: dict[str, str] = {}
+    for item in values or []:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep:
+            raise BadInput(f"--db-option: expected KEY=VALUE, got {item!r}")
+        if not _OPTION_KEY.match(key):
+            raise BadInput(f"--db-option: {key!r} is not a usable key (a letter, then letters, digits, "
+                           f"_ . -)")
+        if key in out:
+            raise BadInput(f"--db-option: {key} given twice ({out[key]!r} and {value!r})")
+        out[key] = value
+    return out
+
+
+def db_options_text(options: dict[str, str] | None) -> str:
+    """The DB options as one label, `k=v,k2=v2` sorted by key; "" when none were given."""
+    return ",".join(f"{k}={v}" for k, v in sorted((options or {}).items()))
 
 
 def parse_fault_targets(text: str | None) -> list[str]:
@@ -303,10 +349,11 @@ def redact(options: dict[str, Any]) -> dict[str, Any]:
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "name": (str,), "workload": (str,), "nemesis": (list,), "nodes": (list,),
     "time_limit": (int, float), "concurrency": (int,), "rate": (int, float),
-    "nemesis_interval": (int, float), "seed": (int,), "backend": (str,), "read_mode": (str,),
+    "nemesis_interval": (int, float), "seed": (int,), "backend": (str,), "read_mode": (str, type(None)),
     "bugs": (list,), "db": (str,), "results_dir": (str,), "leave_db_running": (bool,),
     "test_count": (int,), "options": (dict,), "op_timeout": (int, float),
     "recovery_timeout": (int, float), "fault_targets": (list,), "nemesis_schedule": (str,),
+    "db_options": (dict,),
 }
 _STR_LISTS = ("nemesis", "nodes", "bugs", "fault_targets")
 
@@ -331,6 +378,8 @@ def from_json(d: dict[str, Any], *, where: str = "test.json") -> TestSpec:
                            f"got {type(v).__name__}")
         if k in _STR_LISTS and not all(isinstance(x, str) for x in v):
             raise BadInput(f"{where}: {k} must be a list of names")
+        if k == "db_options" and not all(isinstance(x, str) for x in (*v, *v.values())):
+            raise BadInput(f"{where}: db_options must map names to text")
         if isinstance(v, float) and not math.isfinite(v):
             raise BadInput(f"{where}: {k} must be a finite number, got {v}")
     kwargs["results_dir"] = Path(kwargs["results_dir"])

@@ -42,6 +42,9 @@ class RunEntry:
     nemesis: str
     bugs: str
     files: list[str]  # paths relative to the run directory
+    # What configured the DB: its --db-option settings and read mode, so a weak and a correct
+    # configuration of one system are told apart ("" for our cluster's defaults)
+    db_config: str = ""
 
     @property
     def path(self) -> str:
@@ -95,6 +98,17 @@ def _files(run_dir: Path, root: Path | None = None) -> list[str]:
     return first + [f for f in out if f not in first]
 
 
+def db_config(spec: dict[str, Any]) -> str:
+    """test.json's DB settings as one label: `k=v,...` of db_options, then the read mode where the
+    DB has one and it is not read-index (our cluster's default)."""
+    opts = spec.get("db_options")
+    parts = [f"{k}={v}" for k, v in sorted(opts.items())] if isinstance(opts, dict) else []
+    mode = spec.get("read_mode")
+    if isinstance(mode, str) and mode != "read-index":
+        parts.append(f"read-mode={mode}")
+    return ",".join(parts)
+
+
 def list_runs(results_dir: Path) -> list[RunEntry]:
     """Every run under results_dir/<test>/<stamp>/, newest first (`latest` links skipped)."""
     runs: list[RunEntry] = []
@@ -114,7 +128,8 @@ def list_runs(results_dir: Path) -> list[RunEntry]:
                 test=test_dir.name, stamp=run_dir.name, name=str(t.get("name") or test_dir.name),
                 time=_stamp_time(run_dir.name), valid=r.get("valid") if r else None,
                 workload=_join(t.get("workload")), nemesis=_join(t.get("nemesis")) or "none",
-                bugs=_join(t.get("bugs")) or "none", files=_files(run_dir, results_dir)))
+                bugs=_join(t.get("bugs")) or "none", files=_files(run_dir, results_dir),
+                db_config=db_config(t)))
     runs.sort(key=lambda e: (e.stamp, e.test), reverse=True)
     return runs
 
@@ -158,14 +173,15 @@ def index_html(results_dir: Path) -> str:
         rows.append(
             f'<tr class="run {cls}" data-run="{e(r.path)}"><td class="verdict">{word}</td>'
             f'<td><a href="{base}/">{e(r.name)}</a></td><td>{e(r.time)}</td><td>{e(r.workload)}</td>'
-            f'<td>{e(r.nemesis)}</td><td>{e(r.bugs)}</td><td class="files">{links}</td></tr>')
-    body = "".join(rows) or '<tr><td colspan="7">no runs yet</td></tr>'
+            f'<td>{e(r.nemesis)}</td><td>{e(r.bugs)}</td><td class="db">{e(r.db_config)}</td>'
+            f'<td class="files">{links}</td></tr>')
+    body = "".join(rows) or '<tr><td colspan="8">no runs yet</td></tr>'
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>jepsen-py results</title>'
         f"<style>{_CSS}</style></head><body><h1>jepsen-py results</h1>"
         f'<p class="meta">{e(str(results_dir))} · {len(runs)} run(s), newest first</p>'
         '<table id="runs"><tr><th>verdict</th><th>test</th><th>time</th><th>workload</th><th>nemesis</th>'
-        f"<th>bugs</th><th>files</th></tr>{body}</table></body></html>\n"
+        f"<th>bugs</th><th>db settings</th><th>files</th></tr>{body}</table></body></html>\n"
     )
 
 

@@ -1,5 +1,6 @@
 """The aggregate job: any number of runs -> one row per group of runs that should get the same verdict:
-workload x nemesis x bug x read mode x fault targets x nemesis schedule x version (GROUP_COLUMNS).
+workload x nemesis x bug x read mode x DB options x fault targets x nemesis schedule x version
+(GROUP_COLUMNS).
 
 Per group it computes (definitions are the contract the tests check against plain Python):
 
@@ -54,7 +55,7 @@ RUNS_FILE = "runs.parquet"
 OPS_DDL = "run_id string, index bigint, time bigint, type string, is_client boolean, latency_ns bigint"
 RUN_DDL = (
     "run_id string, test_name string, workload string, nemesis string, bug string, read_mode string, "
-    "fault_targets string, nemesis_schedule string, version string, start_time timestamp, "
+    "db_options string, fault_targets string, nemesis_schedule string, version string, start_time timestamp, "
     "start_day date, valid string, anomalies map<string,bigint>"
 )
 DASHBOARD = "dashboard.html"
@@ -371,8 +372,11 @@ def render_table(summary: list[dict[str, Any]], title: str = "jepsen-py aggregat
     from rich.table import Table
 
     t = Table(title=title, show_lines=False)
+    # the DB options column only where some group set one: our cluster's runs never do
+    with_options = any((r.get("db_options") or "default") != "default" for r in summary)
     for name, justify in (
         ("workload", "left"), ("nemesis", "left"), ("bug", "left"), ("reads", "left"),
+        *([("db options", "left")] if with_options else []),
         ("targets", "left"), ("schedule", "left"), ("version", "left"),
         ("runs", "right"), ("ok/bad/?", "right"), ("detect", "right"), ("anomalies", "left"),
         ("p50 ms", "right"), ("p95 ms", "right"), ("p99 ms", "right"), ("ok/s", "right"),
@@ -382,7 +386,9 @@ def render_table(summary: list[dict[str, Any]], title: str = "jepsen-py aggregat
     for r in summary:
         anomalies = r.get("anomalies") or {}
         t.add_row(
-            r["workload"], r["nemesis"], r["bug"], r["read_mode"], r["fault_targets"],
+            r["workload"], r["nemesis"], r["bug"], r["read_mode"],
+            *([r.get("db_options") or "default"] if with_options else []),
+            r["fault_targets"],
             r["nemesis_schedule"], r["version"], str(r["runs"]),
             f"{r['valid_runs']}/{r['invalid_runs']}/{r['unknown_runs'] + r['unchecked_runs']}",
             _fmt(r["detection_rate"], ".0%"),

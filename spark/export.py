@@ -18,10 +18,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 from jepsen_py.spark.schema import (
+    DEFAULT_DB_OPTIONS,
     DEFAULT_SCHEDULE,
     DEFAULT_TARGETS,
     NO_BUG,
     NO_NEMESIS,
+    NO_READ_MODE,
     OPS_FILE,
     OPS_SCHEMA,
     PARQUET_DIR,
@@ -52,6 +54,7 @@ class RunLabels:
     bug: str
     bugs: tuple[str, ...]
     read_mode: str
+    db_options: str
     fault_targets: str
     nemesis_schedule: str
     version: str
@@ -109,12 +112,22 @@ def labels_from_spec(run_dir: Path, spec: dict[str, Any]) -> RunLabels:
         nemesis=",".join(nemeses) if nemeses else NO_NEMESIS,
         bug=",".join(bugs) if bugs else NO_BUG,
         bugs=tuple(bugs),
-        read_mode=str(spec.get("read_mode") or "default"),
+        # a DB without read modes records none (null); test.json from before read modes were optional
+        # always had one
+        read_mode=str(spec["read_mode"]) if spec.get("read_mode") else NO_READ_MODE,
+        db_options=db_options_label(spec.get("db_options")),
         fault_targets=",".join(targets) if targets else DEFAULT_TARGETS,
         nemesis_schedule=str(spec.get("nemesis_schedule") or DEFAULT_SCHEDULE),
         version=str(version),
         start_time=_run_start(run_dir, spec),
     )
+
+
+def db_options_label(raw: Any) -> str:
+    """test.json's db_options as the grouping label: "key=value,..." sorted, "default" when none."""
+    if not isinstance(raw, dict) or not raw:
+        return DEFAULT_DB_OPTIONS
+    return ",".join(f"{k}={v}" for k, v in sorted((str(k), str(v)) for k, v in raw.items()))
 
 
 def _json_or_null(v: Any) -> str | None:
@@ -195,6 +208,7 @@ def ops_table(labels: RunLabels, ops: Iterable[Op]) -> tuple[pa.Table, OpCounts]
         ("nemesis", labels.nemesis),
         ("bug", labels.bug),
         ("read_mode", labels.read_mode),
+        ("db_options", labels.db_options),
         ("fault_targets", labels.fault_targets),
         ("nemesis_schedule", labels.nemesis_schedule),
         ("version", labels.version),
@@ -238,6 +252,7 @@ def run_table(
         "bug": labels.bug,
         "bugs": list(labels.bugs),
         "read_mode": labels.read_mode,
+        "db_options": labels.db_options,
         "fault_targets": labels.fault_targets,
         "nemesis_schedule": labels.nemesis_schedule,
         "version": labels.version,

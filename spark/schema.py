@@ -7,7 +7,8 @@ ops.parquet: one row per history record.
     workload      the workload name (test.json "workload")
     nemesis       the nemesis names joined with "," in the order given; "none" when empty
     bug           the --bug names joined with "," (sorted); "none" when the cluster ran correct
-    read_mode     the read mode (read-index | lease | local | ...)
+    read_mode     the read mode (read-index | lease | local | ...); "n/a" for a DB without read modes
+    db_options    the --db-option settings as "key=value,..." sorted by key; "default" when none
     fault_targets the --fault-targets kinds joined with "," (sorted); "default" when none were given
     nemesis_schedule  how fault families took turns (random | cycle)
     version       version of the system under test: --db-version, else for our cluster the git
@@ -27,8 +28,8 @@ ops.parquet: one row per history record.
     latency_ns    on a completion: its time minus its invocation's time
 
 run.parquet: one row per run.
-    run_id, test_name, workload, nemesis, bug, read_mode, fault_targets, nemesis_schedule, version
-                  as above
+    run_id, test_name, workload, nemesis, bug, read_mode, db_options, fault_targets, nemesis_schedule,
+    version       as above
     bugs          the --bug names as a list
     db, backend   the DB implementation and backend the run used
     start_time    when the run started (UTC; from the run directory's timestamp)
@@ -47,20 +48,24 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Every run parameter that changes the verdict a run should get: the dimensions the aggregate groups
 # by. A deliberately weak read mode, a bug, where faults land and how they take turns each make runs
 # that must not be counted with the others (a weak --read-mode local run is not the correct build
-# failing), and so does the system's version.
+# failing), and so does the system's version, and so does a DB's own setting (--db-option: a plugin's
+# reads from replicas are not its reads from the primary).
 GROUP_COLUMNS: tuple[str, ...] = (
-    "workload", "nemesis", "bug", "read_mode", "fault_targets", "nemesis_schedule", "version",
+    "workload", "nemesis", "bug", "read_mode", "db_options", "fault_targets", "nemesis_schedule",
+    "version",
 )
 
 NO_BUG = "none"
 NO_NEMESIS = "none"
 DEFAULT_TARGETS = "default"
 DEFAULT_SCHEDULE = "random"
+DEFAULT_DB_OPTIONS = "default"
+NO_READ_MODE = "n/a"
 UNVERSIONED = "unversioned"
 
 OPS_SCHEMA = pa.schema(
@@ -70,6 +75,7 @@ OPS_SCHEMA = pa.schema(
         pa.field("nemesis", pa.string(), nullable=False),
         pa.field("bug", pa.string(), nullable=False),
         pa.field("read_mode", pa.string(), nullable=False),
+        pa.field("db_options", pa.string(), nullable=False),
         pa.field("fault_targets", pa.string(), nullable=False),
         pa.field("nemesis_schedule", pa.string(), nullable=False),
         pa.field("version", pa.string(), nullable=False),
@@ -100,6 +106,7 @@ RUN_SCHEMA = pa.schema(
         pa.field("bug", pa.string(), nullable=False),
         pa.field("bugs", pa.list_(pa.string()), nullable=False),
         pa.field("read_mode", pa.string(), nullable=False),
+        pa.field("db_options", pa.string(), nullable=False),
         pa.field("fault_targets", pa.string(), nullable=False),
         pa.field("nemesis_schedule", pa.string(), nullable=False),
         pa.field("version", pa.string(), nullable=False),
@@ -144,6 +151,8 @@ def verdict_text(v: object) -> str:
 def group_label(r: dict[str, object]) -> str:
     """A group's name for charts: workload / nemesis / bug / read mode, then what is not the default."""
     parts = [str(r.get(k)) for k in ("workload", "nemesis", "bug", "read_mode")]
+    if r.get("db_options") not in (None, DEFAULT_DB_OPTIONS):
+        parts.append(str(r["db_options"]))
     if r.get("fault_targets") not in (None, DEFAULT_TARGETS):
         parts.append(f"targets {r['fault_targets']}")
     if r.get("nemesis_schedule") not in (None, DEFAULT_SCHEDULE):

@@ -41,7 +41,9 @@ class SyntheticRun:
     workload: str = "offsets"
     nemesis: list[str] = field(default_factory=lambda: ["partition-leader"])
     bugs: list[str] = field(default_factory=list)
-    read_mode: str = "read-index"
+    read_mode: str | None = "read-index"  # None: a DB without read modes
+    db: str = "jepsen_py.raftdb:RaftMetadataDB"
+    db_options: dict[str, str] = field(default_factory=dict)
     fault_targets: list[str] = field(default_factory=list)
     nemesis_schedule: str = "random"
     version: str = "0.1.0"
@@ -68,7 +70,8 @@ class SyntheticRun:
             "backend": "docker",
             "read_mode": self.read_mode,
             "bugs": list(self.bugs),
-            "db": "jepsen_py.raftdb:RaftMetadataDB",
+            "db": self.db,
+            "db_options": dict(self.db_options),
             "results_dir": "results",
             "leave_db_running": False,
             "test_count": 1,
@@ -358,7 +361,7 @@ def fast_tables(
         "latency_ns": pa.array(comp_latency, mask=~row_is_comp),
     }
     for name, v in (("run_id", labels.run_id), ("workload", labels.workload), ("nemesis", labels.nemesis),
-                    ("bug", labels.bug), ("read_mode", labels.read_mode),
+                    ("bug", labels.bug), ("read_mode", labels.read_mode), ("db_options", labels.db_options),
                     ("fault_targets", labels.fault_targets), ("nemesis_schedule", labels.nemesis_schedule),
                     ("version", labels.version)):
         cols[name] = _dict_column(np.zeros(total, dtype=np.int32), [v])

@@ -156,18 +156,26 @@ class DockerRemote(Remote):
 
     def write_text(self, path: str, text: str) -> None:
         """Writes a small file atomically enough for readers polling it (one put_archive)."""
+        self.write_file(path, text)
+
+    def write_file(self, remote: str, data: bytes | str, *, mode: int = 0o644) -> None:
+        """One put_archive at / carrying the whole path: the engine creates missing parents, and the
+        file is replaced in one engine call."""
         import tarfile
 
-        data = text.encode()
+        dest = PurePosixPath(remote)
+        if not dest.is_absolute():
+            raise FrameworkFailure(f"write to {self.node}: {remote!r} is not an absolute path")
+        raw = data.encode() if isinstance(data, str) else bytes(data)
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(PurePosixPath(path).name)
-            info.size = len(data)
+            info = tarfile.TarInfo(str(dest).lstrip("/"))
+            info.size = len(raw)
             info.mtime = int(time.time())
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(data))
-        if not self.container.put_archive(str(PurePosixPath(path).parent), buf.getvalue()):
-            raise FrameworkFailure(f"writing {self.node}:{path} failed")
+            info.mode = mode
+            tar.addfile(info, io.BytesIO(raw))
+        if not self.container.put_archive("/", buf.getvalue()):
+            raise FrameworkFailure(f"writing {self.node}:{remote} failed")
 
 
 class DockerBackend:

@@ -157,6 +157,23 @@ class LocalRemote(Remote):
         else:
             shutil.copy2(src, local)
 
+    def write_file(self, remote: str, data: bytes | str, *, mode: int = 0o644) -> None:
+        """A temporary file beside `remote`, renamed over it: a reader sees the old or the new file."""
+        dest = Path(remote)
+        if not dest.is_absolute():
+            raise FrameworkFailure(f"write to {self.node}: {remote!r} is not an absolute path")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        raw = data.encode() if isinstance(data, str) else bytes(data)
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(raw)
+            os.chmod(tmp, mode)
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
     def start_daemon(
         self,
         argv: Sequence[str],

@@ -310,6 +310,25 @@ class SSHRemote(Remote):
             self._rm_tmp(tmp)
         untar_to(data, name, Path(local))
 
+    def write_file(self, remote: str, data: bytes | str, *, mode: int = 0o644) -> None:
+        """Over SFTP to a temporary file, then `install` puts it in place (as root under sudo),
+        creating missing parents and setting the mode."""
+        if not posixpath.isabs(remote):
+            raise FrameworkFailure(f"write to {self.node}: {remote!r} is not an absolute path")
+        raw = data.encode() if isinstance(data, str) else bytes(data)
+        tmp = self._tmp()
+        sftp = self.connect().open_sftp()
+        try:
+            with sftp.open(tmp, "wb") as fh:
+                fh.set_pipelined(True)
+                fh.write(raw)
+        finally:
+            sftp.close()
+        try:
+            self.exec(["install", "-D", "-m", f"{mode & 0o7777:o}", tmp, remote])
+        finally:
+            self._rm_tmp(tmp)
+
     def _rm_tmp(self, tmp: str) -> None:
         with contextlib.suppress(Exception):
             self.exec(["rm", "-f", tmp], check=False)

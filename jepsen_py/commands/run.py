@@ -96,8 +96,9 @@ def nemesis_names() -> list[str]:
 def check_names(spec: TestSpec) -> None:
     """Unknown workload, nemesis or backend: one line naming it and the choices. Outside ones
     (MODULE:NAME or an entry point) are looked up by jepsen_py.plugins."""
-    from jepsen_py.plugins import check_nemesis_names, check_workload_name
+    from jepsen_py.plugins import check_db_flags, check_nemesis_names, check_workload_name
 
+    check_db_flags(spec)
     check_workload_name(spec.workload, workload_registry())
     check_nemesis_names(list(spec.nemesis))
     if spec.backend not in BACKENDS:
@@ -155,6 +156,16 @@ def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
     return run_test(spec, db=db, workload=workload, nemesis=nemesis, nemesis_generator=nemesis_gen,
                     backend=backend, show_progress=show_progress, post_run=CLI_POST_RUN,
                     fsync_history=bool(spec.options.get("fsync_history", False)))
+
+
+def db_label(spec: TestSpec) -> str:
+    """What configured the DB, for the summary's title: its options and read mode, "" if neither."""
+    from jepsen_py.spec import DEFAULT_DB, db_options_text
+
+    parts = [db_options_text(spec.db_options)]
+    if spec.read_mode is not None and spec.db != DEFAULT_DB:
+        parts.append(f"read-mode={spec.read_mode}")
+    return ", ".join(p for p in parts if p)
 
 
 def write_junit(outcomes: list[Any], path: Path) -> None:
@@ -223,7 +234,7 @@ def _run(args: argparse.Namespace) -> int:
             if args.junit_xml:  # a gate reading only the report sees this run's unknown verdict too
                 write_junit(outcomes, Path(args.junit_xml))
             return EXIT_BAD_INPUT
-        title = f"{s.name} (seed {s.seed})"
+        title = f"{s.name} (seed {s.seed}{'; ' + db_label(s) if db_label(s) else ''})"
         if spec.test_count > 1:
             title += f", run {i + 1}/{spec.test_count}"
         print_summary(valid=outcome.valid, invokes=outcome.invokes, oks=outcome.oks,

@@ -29,7 +29,8 @@ from jepsen_py.explore.system import anomaly_kinds, replay_in_kind, replay_run, 
 # `run` flags a schedule decides; given together with --schedule they are refused, not ignored.
 _DEFINED_BY_SCHEDULE = (("nemesis", "--nemesis"), ("bug", "--bug"), ("nodes", "--nodes"),
                         ("node_count", "--node-count"), ("seed", "--seed"),
-                        ("fault_targets", "--fault-targets"))
+                        ("fault_targets", "--fault-targets"), ("read_mode", "--read-mode"),
+                        ("db_option", "--db-option"))
 
 
 def run_schedule(args: argparse.Namespace) -> int:

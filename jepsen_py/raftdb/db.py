@@ -44,6 +44,11 @@ class RaftMetadataDB:
         """The --bug names the node accepts; `run` checks them before it provisions anything."""
         return BUG_NAMES
 
+    @staticmethod
+    def read_modes() -> tuple[str, ...]:
+        """The --read-mode values the node serves, read-index (linearizable) first: the default."""
+        return ("read-index", *(m for m in READ_MODES if m != "read-index"))
+
     def __init__(self, spec: TestSpec, *, leader_timeout: float = 30.0) -> None:
         if spec.read_mode not in READ_MODES:
             raise BadInput(f"--read-mode: unknown mode {spec.read_mode!r} "

@@ -1,6 +1,6 @@
 """The etcd example plugin end to end on Docker: a plugin outside jepsen_py (examples/etcd, found
 from its own directory) runs the generic register workload against Debian's etcd-server with the
-leader partitioned away. Serializable reads (--read-mode local) are served stale by the cut-off
+leader partitioned away. Serializable reads (--db-option reads=serializable) are served stale by the cut-off
 member and must be caught; linearizable reads must pass."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "etcd"
-JEPSEN_PY = Path(sys.executable).parent / "jepsen-py"
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -26,18 +25,24 @@ ARGS = ("--db", "jepsen_etcd.db:EtcdDB", "--workload", "register", "--nemesis", 
         "--no-progress")
 
 
-def run_etcd(tmp_path: Path, *extra: str) -> tuple[int, dict, str]:
+def run_etcd(tmp_path: Path, *extra: str, name: str = "register-partition-leader") -> tuple[int, dict, str]:
     results = tmp_path / "results"
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    res = subprocess.run([str(JEPSEN_PY), "run", *ARGS, "--results-dir", str(results), *extra],
+    # this checkout's jepsen-py (not whichever is installed), the plugin found from its own directory
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    res = subprocess.run([sys.executable, "-m", "jepsen_py.cli", "run", *ARGS, "--results-dir", str(results),
+                          *extra],
                          cwd=EXAMPLE, env=env, capture_output=True, text=True, timeout=600)
-    latest = results / "register-partition-leader" / "latest" / "results.json"
+    latest = results / name / "latest" / "results.json"
     assert latest.exists(), res.stdout + res.stderr
     return res.returncode, json.loads(latest.read_text()), res.stdout + res.stderr
 
 
 def test_serializable_reads_under_a_leader_partition_are_caught(tmp_path: Path, node_image: str) -> None:
-    code, results, out = run_etcd(tmp_path, "--read-mode", "local")
+    code, results, out = run_etcd(tmp_path, "--db-option", "reads=serializable",
+                                  name="register-partition-leader-reads_serializable")
+    spec = json.loads((tmp_path / "results" / "register-partition-leader-reads_serializable" / "latest"
+                       / "test.json").read_text())
+    assert spec["db_options"] == {"reads": "serializable"} and spec["read_mode"] is None
     assert code == 1, out
     lin = results["checkers"]["linearizable"]
     assert lin["valid"] is False, lin

@@ -166,3 +166,16 @@ def test_teardown_removes_containers_and_network(node_image, tmp_path):
     flt = {"label": [f"{RUN_LABEL}={run}"]}
     assert client.containers.list(all=True, filters=flt) == []
     assert client.networks.list(filters=flt) == []
+
+
+@pytest.mark.docker
+def test_write_file_creates_parents_replaces_and_sets_the_mode(cluster):
+    r = cluster.remotes["n1"]
+    r.write_file("/etc/jp-write/deep/conf.txt", "port 1\n")
+    assert r.exec(["cat", "/etc/jp-write/deep/conf.txt"]).stdout == "port 1\n"
+    r.write_file("/etc/jp-write/deep/conf.txt", b"\x00bytes\n", mode=0o600)
+    assert r.exec(["cat", "/etc/jp-write/deep/conf.txt"]).stdout == "\x00bytes\n"
+    assert r.exec(["stat", "-c", "%a", "/etc/jp-write/deep/conf.txt"]).stdout.strip() == "600"
+    assert r.exec(["stat", "-c", "%a", "/tmp"]).stdout.strip() == "1777"  # parents left as they were
+    with pytest.raises(Exception, match="not an absolute path"):
+        r.write_file("relative.txt", "x")

@@ -179,3 +179,14 @@ def test_cleanup_after_kill_9_of_a_local_controller(local_env, tmp_path):
     for p in info["pids"]:
         stat = Path(f"/proc/{p}/stat")
         assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_write_file_creates_parents_replaces_and_sets_the_mode(probe_local):
+    r = probe_local.remotes["n1"]
+    path = Path(r.workdir) / "etc" / "deep" / "conf.txt"
+    r.write_file(str(path), "port 1\n")
+    assert r.exec(["cat", str(path)]).stdout == "port 1\n"
+    r.write_file(str(path), b"\x00bytes\n", mode=0o600)
+    assert path.read_bytes() == b"\x00bytes\n"
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert sorted(p.name for p in path.parent.iterdir()) == ["conf.txt"]  # no temporary left

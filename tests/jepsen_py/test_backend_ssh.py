@@ -103,6 +103,9 @@ def test_exec_upload_download_daemon_with_host_key_checking(sshd, tmp_path):
         assert r.exec(["cat", "/opt/up/tree/d/f.txt"]).stdout == "payload"
         r.download("/opt/up/tree", tmp_path / "back")
         assert (tmp_path / "back" / "d" / "f.txt").read_text() == "payload"
+        r.write_file("/opt/written/deep/conf.txt", "port 1\n", mode=0o600)
+        assert r.exec(["cat", "/opt/written/deep/conf.txt"]).stdout == "port 1\n"
+        assert r.exec(["stat", "-c", "%a", "/opt/written/deep/conf.txt"]).stdout.strip() == "600"
 
         r.start_daemon(["sleep", "300"], pidfile="/run/t/s.pid", logfile="/var/log/t/s.log")
         assert r.signal("/run/t/s.pid", "0")

@@ -59,3 +59,18 @@ def test_backend_flags_land_in_options() -> None:
     opts = backend_options(args)
     assert isinstance(opts, dict)
     assert all(hasattr(args, k) for k in opts)
+
+
+def test_remote_signal_docstring_names_exactly_the_signals_accepted():
+    import re
+
+    from jepsen_py.backends.common import SIGNALS, check_signal
+    from jepsen_py.protocols import Remote
+
+    doc = Remote.signal.__doc__ or ""
+    named = set(re.findall(r"\b(?:KILL|STOP|CONT|TERM|INT|HUP|USR1|USR2|QUIT|SEGV|ABRT|ALRM)\b", doc))
+    assert named | {"0"} == SIGNALS and '"0"' in doc
+    assert all(check_signal(s) == s for s in SIGNALS)
+    assert check_signal("sigterm") == "TERM"
+    with pytest.raises(ValueError):
+        check_signal("SEGV")

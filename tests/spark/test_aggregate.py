@@ -110,7 +110,9 @@ def reference(dirs: list[Path]) -> tuple[dict[tuple, dict[str, Any]], dict[tuple
             day = None
         runs.append({
             "group": (spec["workload"], ",".join(spec["nemesis"]) or "none",
-                      ",".join(sorted(spec["bugs"])) or "none", spec.get("read_mode") or "default",
+                      ",".join(sorted(spec["bugs"])) or "none", spec.get("read_mode") or "n/a",
+                      ",".join(f"{k}={v}" for k, v in sorted((spec.get("db_options") or {}).items()))
+                      or "default",
                       ",".join(sorted(spec.get("fault_targets") or [])) or "default",
                       spec.get("nemesis_schedule") or "random",
                       spec.get("options", {}).get("db_version")
@@ -288,3 +290,21 @@ def test_a_weak_read_mode_is_its_own_row_not_the_correct_build_failing(spark_ses
     assert (rows["local"]["runs"], rows["local"]["invalid_runs"]) == (1, 1)
     assert (rows["read-index"]["runs"], rows["read-index"]["valid_runs"]) == (1, 1)
     assert {r["bug"] for r in res.summary} == {"none"}
+
+
+def test_a_weak_db_option_is_its_own_row(spark_session: Any, tmp_path: Path) -> None:
+    """Two configurations of one plugin DB (no read modes: reads from replicas, reads from the
+    primary) of the same workload, nemesis and version land in different rows, labelled by their
+    --db-option."""
+    root = tmp_path / "results"
+    db = "jepsen_redis.db:RedisDB"
+    write_run(root, SyntheticRun(test_name="weak", read_mode=None, db=db, db_options={"reads": "replica"},
+                                 stale_reads=2, seed=1, pairs=150))
+    write_run(root, SyntheticRun(test_name="correct", read_mode=None, db=db, seed=2, pairs=150))
+    res = run_aggregate(root, out_dir=tmp_path / "agg", spark=spark_session, dashboard=False,
+                        progress=lambda s: None)
+    rows = {r["db_options"]: r for r in res.summary}
+    assert set(rows) == {"reads=replica", "default"}
+    assert (rows["reads=replica"]["runs"], rows["reads=replica"]["invalid_runs"]) == (1, 1)
+    assert (rows["default"]["runs"], rows["default"]["valid_runs"]) == (1, 1)
+    assert {r["read_mode"] for r in res.summary} == {"n/a"}

@@ -3,7 +3,7 @@ spoken to over etcd's JSON gateway, serving the generic `register` workload.
 
     cd examples/etcd
     jepsen-py run --db jepsen_etcd.db:EtcdDB --workload register --nemesis partition-leader \\
-        --node-count 3 --time-limit 30 --read-mode local     # serializable reads: caught
+        --node-count 3 --time-limit 30 --db-option reads=serializable   # stale reads: caught
     jepsen-py run --db jepsen_etcd.db:EtcdDB --workload register --nemesis partition-leader \\
         --node-count 3 --time-limit 30                       # linearizable reads: valid
 

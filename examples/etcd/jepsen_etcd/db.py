@@ -3,10 +3,11 @@ register client.
 
 The nodes run the etcd image (jepsen_etcd.image, derived from the node image); on the docker
 backend the DB picks that image itself unless --docker-image names another. Every member listens
-for clients on 2379 (published to the controller) and for peers on 2380. `--read-mode` chooses
-the reads: read-index (default) linearizable, local serializable (served from the member's own
-state). Faults: partitions (iptables, as for any DB), kill/start, pause/resume; the leader comes
-from each member's own status (`/v3/maintenance/status`, what `etcdctl endpoint status` shows).
+for clients on 2379 (published to the controller) and for peers on 2380. Its settings are
+`--db-option`s (see `db_options()`): reads=linearizable (default) or serializable (served from the
+member's own state), pre-vote=true (default) or false. Faults: partitions (iptables, as for any
+DB), kill/start, pause/resume; the leader comes from each member's own status
+(`/v3/maintenance/status`, what `etcdctl endpoint status` shows).
 """
 
 from __future__ import annotations
@@ -29,12 +30,25 @@ STATUS_TIMEOUT_S = 0.5
 class EtcdDB:
     ports = (CLIENT_PORT,)
 
+    @staticmethod
+    def db_options() -> dict[str, str]:
+        """The --db-option keys this DB takes, and what each sets."""
+        return {"reads": "linearizable (default: through the leader's quorum) or serializable (a "
+                         "member's own state, stale under a partition)",
+                "pre-vote": "true (default) or false: etcd's --pre-vote"}
+
     def __init__(self, spec: TestSpec) -> None:
-        if spec.read_mode not in ("read-index", "local"):
-            raise BadInput(f"--read-mode: etcd serves read-index (linearizable) or local "
-                           f"(serializable) reads, not {spec.read_mode!r}")
+        opts = spec.db_options
+        reads = opts.get("reads", "linearizable")
+        if reads not in ("linearizable", "serializable"):
+            raise BadInput(f"--db-option reads: etcd serves linearizable or serializable reads, "
+                           f"not {reads!r}")
+        pre_vote = opts.get("pre-vote", "true")
+        if pre_vote not in ("true", "false"):
+            raise BadInput(f"--db-option pre-vote: true or false, not {pre_vote!r}")
         self.spec = spec
-        self.serializable = spec.read_mode == "local"
+        self.serializable = reads == "serializable"
+        self.pre_vote = pre_vote == "true"
         self.op_timeout = min(2.0, spec.op_timeout)
         self.token = f"jepsen-{spec.seed}"
         self.member_names: dict[str, str] = {}
@@ -67,7 +81,7 @@ class EtcdDB:
             "--heartbeat-interval", "100", "--election-timeout", "1000",
             # PreVote (etcd 3.5's default): a member cut off by a partition does not bump its term
             # over and over and depose the leader when it rejoins (3.4 leaves it off).
-            "--pre-vote=true",
+            f"--pre-vote={'true' if self.pre_vote else 'false'}",
         ]
 
     def setup(self, test: Test, node: str) -> None:

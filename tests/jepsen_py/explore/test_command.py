@@ -54,6 +54,8 @@ def _schedule_file(tmp_path: Path) -> Path:
     (["--nemesis", "kill"], "--nemesis: the schedule file decides this"),
     (["--bug", "zombie-leader"], "--bug: the schedule file decides this"),
     (["--node-count", "3"], "--node-count: the schedule file decides this"),
+    (["--read-mode", "lease"], "--read-mode: the schedule file decides this"),
+    (["--db-option", "reads=replica"], "--db-option: the schedule file decides this"),
     (["--test-count", "2"], "a schedule is one run"),
     (["--backend", "floppy"], "unknown backend 'floppy'"),
 ])
