@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.errors import BadInput
+from jepsen_py.nodenames import check_node_names
 from jepsen_py.protocols import TestSpec
 from jepsen_py.runner import RunOutcome
 from jepsen_py.workload import Workload
@@ -77,7 +78,7 @@ class JepsenTest:
                 raise BadInput(f"nodes: needs at least one node, got {self.nodes}")
             nodes = [f"n{i}" for i in range(1, self.nodes + 1)]
         else:
-            nodes = [str(n) for n in self.nodes]
+            nodes = check_node_names(list(self.nodes), "nodes")
         for field, value in (("time_limit", self.time_limit), ("nemesis_interval", self.nemesis_interval),
                              ("op_timeout", self.op_timeout)):
             if not value > 0:

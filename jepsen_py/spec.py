@@ -18,6 +18,7 @@ from typing import Any
 from jepsen_py.backends import default_backend
 from jepsen_py.cluster.node import READ_MODES
 from jepsen_py.errors import BadInput
+from jepsen_py.nodenames import check_node_name
 from jepsen_py.numbers import MAX_RUN_SECONDS, MAX_SECONDS, integer, number
 from jepsen_py.numbers import check as check_number
 from jepsen_py.plugins import canonical_db
@@ -29,7 +30,6 @@ DEFAULT_TIME_LIMIT = 60.0
 DEFAULT_RATE = 100.0
 DEFAULT_NEMESIS_INTERVAL = 10.0
 DEFAULT_DB = "jepsen_py.raftdb:RaftMetadataDB"
-_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
 
 def parse_concurrency(text: str | int, node_count: int) -> int:
@@ -71,13 +71,10 @@ def parse_nodes(nodes: str | None, node_count: int | None) -> list[str]:
             raise BadInput(f"--nodes: no node names given ({nodes!r}); leave the flag out for n1..n5")
         if "" in raw:
             raise BadInput(f"--nodes: empty node name in {nodes!r}")
-        dup = sorted({n for n in raw if raw.count(n) > 1})
+        names = [check_node_name(n, "--nodes") for n in raw]
+        dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise BadInput(f"--nodes: {', '.join(dup)} named more than once in {nodes!r}")
-        names = raw
-        for n in names:
-            if not _NODE_NAME.match(n):
-                raise BadInput(f"--nodes: {n!r} is not a usable node name (letters, digits, . _ -)")
         if node_count is not None and node_count != len(names):
             raise BadInput(f"--nodes names {len(names)} nodes but --node-count says {node_count}")
         return names
@@ -103,9 +100,7 @@ def read_nodes_file(path: str) -> list[str]:
         name = line.split("#", 1)[0].strip()
         if not name:
             continue
-        if not _NODE_NAME.match(name):
-            raise BadInput(f"{path}:{i}: {name!r} is not a usable node name (letters, digits, . _ -)")
-        names.append(name)
+        names.append(check_node_name(name, f"{path}:{i}"))
     if not names:
         raise BadInput(f"--nodes-file: {path} names no nodes")
     return names

@@ -21,6 +21,7 @@ from typing import Any
 
 from jepsen_py.errors import BadInput
 from jepsen_py.nemeses.faults import FAULTS
+from jepsen_py.nodenames import check_node_name
 
 FORMAT = "jepsen-py-schedule"
 VERSION = 1
@@ -243,8 +244,8 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
     if data.get("version", VERSION) != VERSION:
         raise BadInput(f"{where}: schedule version {data.get('version')!r} (this jepsen-py reads {VERSION})")
     workload = _get(data, "workload", str, where)
-    nodes = _get(data, "nodes", list, where)
-    if not nodes or not all(isinstance(n, str) and n for n in nodes) or len(set(nodes)) != len(nodes):
+    nodes = [check_node_name(n, f"{where}: nodes") for n in _get(data, "nodes", list, where)]
+    if not nodes or len(set(nodes)) != len(nodes):
         raise BadInput(f"{where}: nodes must be distinct non-empty names")
     seed = _get(data, "seed", int, where)
     if seed < 0:
@@ -328,8 +329,8 @@ def _event(raw: Any, i: int, where: str, concurrency: int | None) -> Event:
         known = ", ".join(sorted({*START_FAMILY, *STOP_FAMILY}))
         raise BadInput(f"{at}: no nemesis does {f!r} (known: {known})")
     node = raw.get("node")
-    if node is not None and not isinstance(node, str):
-        raise BadInput(f"{at}: 'node' must be a node name")
+    if node is not None:
+        check_node_name(node, f"{at}: 'node'")
     exact = raw.get("t")
     if exact is not None and (isinstance(exact, bool) or not isinstance(exact, int | float)
                               or not math.isfinite(exact) or exact < 0):
