@@ -13,27 +13,17 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from jepsen_py.errors import BadInput
+from jepsen_py.errors import BadInput, quote
 
 MAX_LENGTH = 63
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 RULE = f"a letter or digit, then letters, digits, . _ -; at most {MAX_LENGTH} characters"
-# The longest name quoted back in a message: the line stays one readable line.
-_SHOWN = 40
-
-
-def shown(name: object) -> str:
-    """`name` as a message quotes it: repr, cut short with its length when long."""
-    if isinstance(name, str) and len(name) > _SHOWN:
-        return f"{name[:_SHOWN]!r}... ({len(name)} characters)"
-    text = repr(name)
-    return text if len(text) <= _SHOWN + 2 else f"{text[:_SHOWN]}..."
 
 
 def check_node_name(name: object, where: str) -> str:
     """`name` if it is a usable node name; else BadInput naming `where` (a flag or a file)."""
     if not isinstance(name, str) or len(name) > MAX_LENGTH or not _NAME.fullmatch(name):
-        raise BadInput(f"{where}: {shown(name)} is not a usable node name ({RULE})")
+        raise BadInput(f"{where}: {quote(name)} is not a usable node name ({RULE})")
     return name
 
 
