@@ -132,7 +132,9 @@ def _db(test: JepsenTest, spec: TestSpec) -> Any:
     if isinstance(db, str):
         return load_db(db, spec)
     if isinstance(db, type) or (callable(db) and not callable(getattr(db, "setup", None))):
-        return db(spec)  # a class or a factory
+        from jepsen_py.plugins import plugin_call
+
+        return plugin_call("db", _label(db), f"{_label(db)}(spec)", db, spec)  # a class or a factory
     return db
 
 

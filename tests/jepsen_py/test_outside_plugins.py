@@ -261,3 +261,59 @@ def test_outside_generator_and_checkers_join_a_built_in_workload(tmp_path: Path,
     assert [o.template.f for o in simulate(w.generator, concurrency=2)] == ["read"]
     with pytest.raises(BadInput, match="--generator: no module named 'nosuch'"):
         build_workload(make_spec(tmp_path, options={"generator": "nosuch:g"}), None)
+
+
+BROKEN = {
+    "broken_syntax.py": "def f(:\n",
+    "raising_import.py": "raise RuntimeError('import boom')\n",
+    "needs_dep.py": "import no_such_dependency_xyz\n",
+    "exiting.py": "import sys\nsys.exit(3)\n",
+    "ctor.py": textwrap.dedent('''
+        class DB:
+            def __init__(self, spec):
+                raise ValueError("ctor boom")
+
+        class Nem:
+            def __init__(self, spec):
+                raise OSError("no device")
+
+        def checker(spec):
+            raise KeyError("chk")
+
+        def gen(spec):
+            raise ZeroDivisionError("gen boom")
+
+        def wl(spec):
+            raise RuntimeError("wl boom\\nsecond line")
+        '''),
+}
+
+
+@pytest.mark.parametrize(("flag", "ref", "message"), [
+    ("--db", "broken_syntax:DB", "--db: broken_syntax:DB: importing broken_syntax raised SyntaxError: "
+                                 "invalid syntax (broken_syntax.py, line 1)"),
+    ("--workload", "raising_import:w", "--workload: raising_import:w: importing raising_import raised "
+                                       "RuntimeError: import boom"),
+    ("--nemesis", "needs_dep:N", "--nemesis: needs_dep:N: importing needs_dep failed: it needs the module "
+                                 "'no_such_dependency_xyz', which is not installed"),
+    ("--checker", "exiting:c", "--checker: exiting:c: importing exiting raised SystemExit: 3"),
+    ("--db", "ctor:DB", "--db: ctor:DB: ctor:DB(spec) raised ValueError: ctor boom"),
+    ("--nemesis", "ctor:Nem", "--nemesis: ctor:Nem: ctor:Nem(spec) raised OSError: no device"),
+    ("--checker", "ctor:checker", "--checker: ctor:checker: ctor:checker(spec) raised KeyError: 'chk'"),
+    ("--generator", "ctor:gen", "--generator: ctor:gen: ctor:gen(spec) raised ZeroDivisionError: gen boom"),
+    ("--workload", "ctor:wl", "--workload: ctor:wl: ctor:wl(spec) raised RuntimeError: wl boom second line"),
+])
+def test_broken_plugins_are_one_line_naming_them(tmp_path: Path, flag: str, ref: str, message: str) -> None:
+    """A plugin that does not import (syntax error, missing dependency, an exception or exit at
+    import) or whose constructor raises: one line naming it and what it raised, 254, no traceback."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for name, text in BROKEN.items():
+        (proj / name).write_text(text)
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-m", "jepsen_py.cli", "run", "--backend", "none", "--node-count", "3",
+            "--time-limit", "1", "--recovery-timeout", "0", "--no-progress", "--results-dir",
+            str(tmp_path / "results"), flag, ref]
+    res = subprocess.run(argv, cwd=proj, env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 254, res.stdout + res.stderr
+    assert res.stderr.strip().splitlines() == [f"jepsen-py: {message}"]
