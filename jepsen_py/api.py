@@ -139,7 +139,7 @@ def _db(test: JepsenTest, spec: TestSpec) -> Any:
 
 
 def _workload(test: JepsenTest, spec: TestSpec) -> Workload:
-    from jepsen_py.generator import lift
+    from jepsen_py.generator import checked
     from jepsen_py.plugins import build_workload
 
     if isinstance(test.workload, str):
@@ -157,7 +157,10 @@ def _workload(test: JepsenTest, spec: TestSpec) -> Workload:
                 w.generator = load_generator(spec.options["generator"], spec)
     w.checkers = [*w.checkers, *(c for c in test.checkers if not isinstance(c, str))]
     if test.generator is not None and not isinstance(test.generator, str):
-        w.generator = lift(test.generator)
+        try:
+            w.generator = checked(f"generator: {_label(test.generator)}", test.generator)
+        except TypeError as e:
+            raise BadInput(f"generator: {e}") from None
     return w
 
 

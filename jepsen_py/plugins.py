@@ -212,12 +212,18 @@ def check_nemesis_names(names: list[str]) -> None:
 
 
 def load_workload(ref: str, spec: TestSpec) -> Workload:
+    """An outside workload, its generators checked op by op (generator.Checked)."""
+    from jepsen_py.generator import checked
     from jepsen_py.workload import Workload
 
     w = _construct(ref, "--workload", "a workload", spec)
     if not isinstance(w, Workload):
         raise BadInput(f"--workload: {ref}(spec) returned {type(w).__name__}, not a "
                        f"jepsen_py.workload.Workload")
+    w.generator = plugin_call("--workload", ref, "its generator", checked, f"--workload: {ref}", w.generator)
+    if w.final_generator is not None:
+        w.final_generator = plugin_call("--workload", ref, "its final generator", checked,
+                                        f"--workload: {ref} (final)", w.final_generator)
     return w
 
 
@@ -232,11 +238,12 @@ def load_checker(ref: str, spec: TestSpec) -> Checker:
 
 
 def load_generator(ref: str, spec: TestSpec) -> Generator:
-    from jepsen_py.generator import lift
+    """An outside generator, checked op by op (generator.Checked)."""
+    from jepsen_py.generator import checked
 
     g = _construct(ref, "--generator", "a generator", spec)
     try:
-        return lift(g)
+        return checked(f"--generator: {ref}", g)
     except (TypeError, ValueError) as e:
         raise BadInput(f"--generator: {ref}(spec) returned no generator: {e}") from None
 
@@ -266,7 +273,7 @@ def load_nemesis(ref: str, spec: TestSpec) -> tuple[Nemesis, Generator]:
 def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
     """The schedule of a nemesis object: its own `generator(spec)` when it has one, else its
     start*/stop* pair toggled every nemesis interval."""
-    from jepsen_py.generator import Template, is_nemesis_thread, lift, on_threads
+    from jepsen_py.generator import Template, checked, is_nemesis_thread, on_threads
 
     missing = [m for m in ("fs", "setup", "invoke", "heal", "teardown")
                if not callable(getattr(nem, m, None))]
@@ -275,7 +282,8 @@ def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
     own = getattr(nem, "generator", None)
     if callable(own):
         sched = plugin_call("--nemesis", label, "generator(spec)", own, spec)
-        return on_threads(is_nemesis_thread, plugin_call("--nemesis", label, "its generator", lift, sched))
+        own_gen = plugin_call("--nemesis", label, "its generator", checked, f"--nemesis: {label}", sched)
+        return on_threads(is_nemesis_thread, own_gen)
     from jepsen_py.nemeses.compose import Family, FaultSchedule
 
     fs = plugin_call("--nemesis", label, "fs()", lambda: list(nem.fs()))
