@@ -408,7 +408,12 @@ def run_test(
         from jepsen_py.backends import get_backend
 
         backend = get_backend(spec.backend, spec)
-    client = workload.client if workload.client is not None else db.client(workload.name)
+    client = workload.client
+    if client is None:
+        from jepsen_py.plugins import plugin_call
+
+        db_name = spec.db or type(db).__name__
+        client = plugin_call("--db", db_name, f"client({workload.name!r})", db.client, workload.name)
 
     run_dir = store.create_run_dir(spec.results_dir, spec.name)
     store.write_test_json(run_dir, spec, extra={

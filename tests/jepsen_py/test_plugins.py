@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,3 +93,20 @@ def test_an_entry_point_whose_module_is_broken(tmp_path: Path, monkeypatch: pyte
         load_db("broken", make_spec(tmp_path))
     assert str(e.value) == ("--db: broken (entry point brokenplug:DB): loading it raised ImportError: "
                             "half installed")
+
+
+class _ClientRaises(FakeDB):
+    def client(self, workload: str) -> Any:
+        raise ConnectionError("no such service")
+
+
+def test_a_db_whose_client_raises_is_one_line_before_the_run(tmp_path: Path) -> None:
+    from jepsen_py.runner import run_test
+    from tests.jepsen_py.fakes import register_workload
+
+    spec = make_spec(tmp_path, db=f"{__name__}:_ClientRaises")
+    with pytest.raises(BadInput) as e:
+        run_test(spec, db=_ClientRaises(spec), workload=register_workload())
+    assert str(e.value) == (f"--db: {__name__}:_ClientRaises: client('register') raised ConnectionError: "
+                            f"no such service")
+    assert not (tmp_path / "results").exists()
