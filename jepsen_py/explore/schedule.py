@@ -33,6 +33,9 @@ NEMESIS_THREAD = "nemesis"
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_EVENTS = 1_000_000
 MAX_DEPTH = 32
+# Names (workload, bugs, anomaly kind, op names) are words; a bug list is a handful of them.
+MAX_NAME = 200
+MAX_BUGS = 64
 # The options a schedule carries into its replay: the client rate explore ran it at. Anything else
 # (backend settings, --checker and --generator references) comes from the command line, never a file.
 OPTIONS = ("rate",)
@@ -280,7 +283,7 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
     if data.get("version", VERSION) != VERSION:
         raise BadInput(f"{where}: schedule version {quote(data.get('version'))} "
                        f"(this jepsen-py reads {VERSION})")
-    workload = _get(data, "workload", str, where)
+    workload = _name(_get(data, "workload", str, where), "workload", where)
     raw_nodes = _get(data, "nodes", list, where)
     NODE_COUNT.check(f"{where}: the number of nodes", max(1, len(raw_nodes)))
     nodes = [check_node_name(n, f"{where}: nodes") for n in raw_nodes]
@@ -303,12 +306,19 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
     bugs = data.get("bugs", [])
     if not isinstance(bugs, list) or not all(isinstance(b, str) for b in bugs):
         raise BadInput(f"{where}: bugs must be a list of names")
+    if len(bugs) > MAX_BUGS:
+        raise BadInput(f"{where}: {len(bugs)} bugs, more than a schedule holds (at most {MAX_BUGS})")
+    for b in bugs:
+        _name(b, "bugs", where)
     options = data.get("options", {})
     if not isinstance(options, dict):
         raise BadInput(f"{where}: options must be an object")
     unknown = sorted(k for k in options if k not in OPTIONS)
     if unknown:
-        raise BadInput(f"{where}: options {', '.join(map(quote, unknown))} are not a schedule's to set "
+        named = ", ".join(map(quote, unknown[:3]))
+        if len(unknown) > 3:
+            named += f" and {len(unknown) - 3} more"
+        raise BadInput(f"{where}: options {named} are not a schedule's to set "
                        f"(a schedule carries {', '.join(OPTIONS)}; the rest comes from the command line)")
     if "rate" in options:
         RATE.check(f"{where}: options 'rate'", options["rate"])
@@ -324,6 +334,8 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
     anomaly = data.get("anomaly")
     if anomaly is not None and not isinstance(anomaly, str):
         raise BadInput(f"{where}: anomaly must be a kind name or null")
+    if anomaly is not None:
+        _name(anomaly, "anomaly", where)
     raw = _get(data, "events", list, where)
     raw_final = data.get("final", [])
     if not isinstance(raw_final, list):
@@ -354,6 +366,12 @@ def _get(data: dict[str, Any], name: str, typ: type, where: str) -> Any:
     if not isinstance(v, typ) or (typ is int and isinstance(v, bool)):
         what = {int: 'integer', str: 'string', list: 'list'}.get(typ, typ.__name__)
         raise BadInput(f"{where}: {name!r} must be {'an' if typ is int else 'a'} {what}, got {quote(v)}")
+    return v
+
+
+def _name(v: str, field: str, where: str) -> str:
+    if not v or len(v) > MAX_NAME:
+        raise BadInput(f"{where}: {field} {quote(v)} is not a name (1 to {MAX_NAME} characters)")
     return v
 
 
@@ -399,6 +417,7 @@ def _event(raw: Any, i: int, where: str, concurrency: int | None) -> Event:
     f = raw.get("f")
     if not isinstance(f, str) or not f:
         raise BadInput(f"{at}: 'f' must be an op name, got {quote(f)}")
+    _name(f, "'f'", at)
     if thread == NEMESIS_THREAD and family_of(f) is None:
         known = ", ".join(sorted({*START_FAMILY, *STOP_FAMILY}))
         raise BadInput(f"{at}: no nemesis does {quote(f)} (known: {known})")
