@@ -78,7 +78,7 @@ class JepsenTest:
                 raise BadInput(f"nodes: needs at least one node, got {self.nodes}")
             nodes = [f"n{i}" for i in range(1, self.nodes + 1)]
         else:
-            nodes = check_node_names(list(self.nodes), "nodes")
+            nodes = check_node_names([str(n) for n in self.nodes], "nodes")
         for field, value in (("time_limit", self.time_limit), ("nemesis_interval", self.nemesis_interval),
                              ("op_timeout", self.op_timeout)):
             if not value > 0:
