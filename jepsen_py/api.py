@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.errors import BadInput
+from jepsen_py.nodenames import check_node_names
 from jepsen_py.protocols import TestSpec
 from jepsen_py.runner import RunOutcome
 from jepsen_py.workload import Workload
@@ -81,7 +82,7 @@ class JepsenTest:
                 raise BadInput(f"nodes: needs at least one node, got {self.nodes}")
             nodes = [f"n{i}" for i in range(1, self.nodes + 1)]
         else:
-            nodes = [str(n) for n in self.nodes]
+            nodes = check_node_names([str(n) for n in self.nodes], "nodes")
         for field, value in (("time_limit", self.time_limit), ("nemesis_interval", self.nemesis_interval),
                              ("op_timeout", self.op_timeout)):
             if not value > 0:
@@ -138,12 +139,14 @@ def _db(test: JepsenTest, spec: TestSpec) -> Any:
     if isinstance(db, str):
         return load_db(db, spec)
     if isinstance(db, type) or (callable(db) and not callable(getattr(db, "setup", None))):
-        return db(spec)  # a class or a factory
+        from jepsen_py.plugins import plugin_call
+
+        return plugin_call("db", _label(db), f"{_label(db)}(spec)", db, spec)  # a class or a factory
     return db
 
 
 def _workload(test: JepsenTest, spec: TestSpec) -> Workload:
-    from jepsen_py.generator import lift
+    from jepsen_py.generator import checked
     from jepsen_py.plugins import build_workload
 
     if isinstance(test.workload, str):
@@ -161,7 +164,10 @@ def _workload(test: JepsenTest, spec: TestSpec) -> Workload:
                 w.generator = load_generator(spec.options["generator"], spec)
     w.checkers = [*w.checkers, *(c for c in test.checkers if not isinstance(c, str))]
     if test.generator is not None and not isinstance(test.generator, str):
-        w.generator = lift(test.generator)
+        try:
+            w.generator = checked(f"generator: {_label(test.generator)}", test.generator)
+        except TypeError as e:
+            raise BadInput(f"generator: {e}") from None
     return w
 
 

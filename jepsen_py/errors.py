@@ -49,3 +49,15 @@ class RunInterrupted(KeyboardInterrupt):
         super().__init__(f"interrupted; run stored in {run_dir}")
         self.run_dir = run_dir
         self.results = results
+
+
+def quote(value: object, limit: int = 40) -> str:
+    """`value` as a one-line message quotes what a user gave: its repr, cut short (with its length)
+    when long, so a 300-character name or a 4,000-digit number leaves the line readable."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        digits = str(value)
+        return digits if len(digits) <= limit else f"{digits[:limit]}... ({len(digits)} digits)"
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value)} characters)"
+    text = repr(value)
+    return text if len(text) <= limit + 2 else f"{text[:limit]}..."

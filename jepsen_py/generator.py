@@ -772,6 +772,58 @@ def log(message: str) -> Generator:
     return Log(message)
 
 
+class Checked(Generator):
+    """Someone else's generator (a plugin's, a test's own), its every step checked as it is handed
+    out: an op whose f is not a name, a step that is not an op, or an exception from its code ends
+    the run with one line naming `label` (BadInput, exit 254), before the op reaches the history.
+    A generator's ops exist only as the run asks for them, so this is the earliest they can be seen."""
+
+    def __init__(self, label: str, gen: Generator) -> None:
+        self.label = label
+        self.gen = gen
+
+    def op(self, ctx: Context) -> Step:
+        from jepsen_py.errors import BadInput, quote
+
+        try:
+            step = self.gen.op(ctx)
+        except BadInput as e:
+            raise BadInput(f"{self.label}: {e}") from None
+        except Exception as e:
+            from jepsen_py.plugins import describe
+
+            raise BadInput(f"{self.label}: its generator raised {describe(e)}") from None
+        if step is None or isinstance(step, Pending):
+            return step
+        if not isinstance(step, Template):
+            raise BadInput(f"{self.label}: its generator gave {quote(step)}, which is not an op "
+                           f"(a template or dict with an 'f', a Pending, or None to end)")
+        problem = template_problem(step)
+        if problem:
+            raise BadInput(f"{self.label}: its generator gave an op with {problem}")
+        return step
+
+    def update(self, ctx: Context, invoke: Op, complete: Op) -> None:
+        self.gen.update(ctx, invoke, complete)
+
+
+def template_problem(t: Template) -> str | None:
+    """What makes `t` no op the history can record (None: nothing)."""
+    from jepsen_py.errors import quote
+
+    if not isinstance(t.f, str) or not t.f:
+        return f"f={quote(t.f)} (an op's f is a non-empty name)"
+    if t.node is not None and not isinstance(t.node, str):
+        return f"node={quote(t.node)} (a node is named by a string)"
+    if not isinstance(t.meta, dict):
+        return f"meta={quote(t.meta)} (meta is a dict)"
+    return None
+
+
+def checked(label: str, gen: GenLike) -> Generator:
+    return Checked(label, lift(gen))
+
+
 def any_of(*gens: GenLike) -> Generator:
     return AnyOf(lift(g) for g in gens)
 

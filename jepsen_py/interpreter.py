@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from jepsen_py.errors import FrameworkFailure
+from jepsen_py.errors import BadInput, FrameworkFailure
 from jepsen_py.generator import Context, Generator, Pending, Template, Thread
 from jepsen_py.history import COMPLETIONS, FAIL, INFO, INVOKE, NEMESIS, OK, Op
 from jepsen_py.nemeses import faults
@@ -228,13 +228,17 @@ class Interpreter:
         self.declared = faults.declared(nemesis) if nemesis is not None else {}
         self.watchdog_stop = threading.Event()
         self.errors: list[str] = []
+        # A worker stopped by what the user gave (a plugin generator's bad op): the run ends with it,
+        # one line and 254, not as a framework failure.
+        self.bad_input: BadInput | None = None
 
     def counts(self) -> tuple[int, int]:
         """(client invocations, ok completions) so far."""
         return sum(w.invokes for w in self.workers), sum(w.oks for w in self.workers)
 
     def run(self, g: Generator, *, with_nemesis: bool) -> None:
-        """Drives `g` until it is exhausted; raises FrameworkFailure when a worker broke."""
+        """Drives `g` until it is exhausted; raises FrameworkFailure when a worker broke (the
+        BadInput itself when a user's generator broke it)."""
         threads: list[Thread] = [w.thread for w in self.workers]
         if with_nemesis:
             threads.append(NEMESIS)
@@ -265,6 +269,8 @@ class Interpreter:
         finally:
             self.watchdog_stop.set()
             watchdog.join(1.0)
+        if self.bad_input is not None:
+            raise self.bad_input
         if self.errors:
             raise FrameworkFailure("; ".join(self.errors[:3]))
 
@@ -400,6 +406,10 @@ class Interpreter:
         everyone and fails the run: a silently shortened test would be a lie."""
         if isinstance(e, RuntimeError) and "history writer is closed" in str(e) and driver.stopped:
             return  # an abandoned worker finishing after the run ended
+        if isinstance(e, BadInput):
+            self.bad_input = self.bad_input or e
+            driver.stop()
+            return
         log.error("worker %s failed: %s: %s", w.thread, type(e).__name__, e)
         log.debug("worker failure in full", exc_info=e)
         self.errors.append(f"worker {w.thread}: {type(e).__name__}: {e}")

@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from jepsen_py.errors import BadInput
+from jepsen_py.errors import BadInput, quote
 
 # A week: longer than any test or check anyone waits for, short enough that deadlines stay exact.
 MAX_SECONDS = 7 * 24 * 3600.0
@@ -32,14 +33,19 @@ def check(name: str, value: float, *, lo: float | None = None, hi: float | None 
           lo_open: bool = False) -> float:
     """`value` if finite and within [lo, hi] (lo excluded when `lo_open`); else BadInput naming `name`."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BadInput(f"{name}: expected a number, got {value!r}")
+        raise BadInput(f"{name}: expected a number, got {quote(value)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise BadInput(f"{name}: must be a finite number, got {value}")
     if lo is not None and (value < lo or (lo_open and value == lo)):
-        raise BadInput(f"{name}: must be {'>' if lo_open else '>='} {lo:g}, got {value:g}")
+        raise BadInput(f"{name}: must be {'>' if lo_open else '>='} {lo:g}, got {_shown(value)}")
     if hi is not None and value > hi:
-        raise BadInput(f"{name}: must be <= {hi:g}, got {value:g}")
+        raise BadInput(f"{name}: must be <= {hi:g}, got {_shown(value)}")
     return value
+
+
+def _shown(value: float) -> str:
+    # an int too large for a float cannot be formatted with :g
+    return quote(value) if isinstance(value, int) else f"{value:g}"
 
 
 def _parse_float(text: str) -> float:
@@ -85,6 +91,36 @@ def _typed(parse: Callable[[str], float], what: str, lo: float | None, hi: float
 
     convert.__name__ = what.split()[-1]  # argparse names the type in its messages
     return convert
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The range of one value, wherever it arrives from: the flag that takes it (`arg()`, an argparse
+    type) and every file that carries the same value (`check`) refuse the same numbers, so a schedule
+    file cannot ask for the day-long main phase or the million clients the flag refuses."""
+
+    flag: str
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    integral: bool = False
+
+    def arg(self) -> Callable[[str], float]:
+        """The argparse `type=` for the flag."""
+        if self.integral:
+            lo, hi = (None if b is None else int(b) for b in (self.lo, self.hi))
+            return integer(lo, hi)
+        return number(self.lo, self.hi, lo_open=self.lo_open)
+
+    def check(self, name: str, value: object) -> Any:
+        """`value` if it is a number (an integer when integral) in range; else BadInput naming `name`
+        and the flag whose bound it broke."""
+        if self.integral and (isinstance(value, bool) or not isinstance(value, int)):
+            raise BadInput(f"{name}: expected an integer, got {quote(value)}")
+        try:
+            return check(name, value, lo=self.lo, hi=self.hi, lo_open=self.lo_open)  # type: ignore[arg-type]
+        except BadInput as e:
+            raise BadInput(f"{e} (the bound of {self.flag})") from None
 
 
 def finite_json(obj: Any) -> Any:

@@ -23,10 +23,11 @@ import contextlib
 import importlib
 import os
 import sys
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from jepsen_py.errors import BadInput
+from jepsen_py.errors import BadInput, quote
 from jepsen_py.protocols import DB, Checker, Nemesis, TestSpec
 
 if TYPE_CHECKING:
@@ -71,9 +72,54 @@ def is_reference(name: str, option: str) -> bool:
     return ":" in name or name in entry_point_names(option)
 
 
+def describe(e: BaseException) -> str:
+    """What a plugin's exception says, on one line: its type and message (a syntax error with its
+    file and line), whitespace folded and cut short, for a refusal that names the plugin."""
+    if isinstance(e, SyntaxError):
+        where = f" ({os.path.basename(e.filename or '?')}, line {e.lineno})" if e.filename else ""
+        text = f"{type(e).__name__}: {e.msg}{where}"
+    else:
+        text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+class PluginFailed(BadInput):
+    """Plugin code raised: one line naming the plugin (exit 254: the user's plugin is at fault, not
+    jepsen-py); `cause` is what it raised."""
+
+    def __init__(self, message: str, cause: BaseException) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+def plugin_call(option: str, ref: str, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)`, plugin code: whatever it raises is one PluginFailed line naming the option, the
+    plugin and `what` it was doing, never a traceback. Ctrl-C still stops."""
+    try:
+        return fn(*args)
+    except BadInput as e:
+        raise PluginFailed(f"{option}: {ref}: {e}", e) from None
+    except (Exception, SystemExit) as e:
+        raise PluginFailed(f"{option}: {ref}: {what} raised {describe(e)}", e) from None
+
+
+def _import(module_name: str, option: str, ref: str) -> Any:
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
+            raise BadInput(f"{option}: no module named {module_name!r}") from None
+        raise BadInput(f"{option}: {ref}: importing {module_name} failed: it needs the module "
+                       f"{e.name or '?'!r}, which is not installed") from None
+    except (Exception, SystemExit) as e:
+        raise BadInput(f"{option}: {ref}: importing {module_name} raised {describe(e)}") from None
+
+
 def load_object(ref: str, *, option: str = "--db") -> Any:
     """The object named by `module:attr` (attr may be dotted), or by an entry point name in the
-    option's group."""
+    option's group. A module that fails to import (a syntax error, a missing dependency, an
+    exception at import time) is one line naming it."""
     group = GROUPS.get(option, ENTRY_POINT_GROUP)
     if option == "--db":
         ref = canonical_db(ref)
@@ -83,21 +129,18 @@ def load_object(ref: str, *, option: str = "--db") -> Any:
         if not eps:
             raise BadInput(f"{option}: {ref!r} is neither {form} nor an installed "
                            f"'{group}' entry point")
-        return eps[0].load()
+        return plugin_call(option, f"{ref} (entry point {eps[0].value})", "loading it", eps[0].load)
     current_dir_importable()
     module_name, _, attr = ref.partition(":")
     if not module_name or not attr:
         raise BadInput(f"{option}: expected {form}, got {ref!r}")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name and module_name.startswith(e.name):
-            raise BadInput(f"{option}: no module named {module_name!r}") from None
-        raise
+    obj: Any = _import(module_name, option, ref)
     for part in attr.split("."):
         try:
-            obj = getattr(obj, part)
-        except AttributeError:
+            obj = plugin_call(option, ref, f"looking up {part!r}", getattr, obj, part)
+        except PluginFailed as e:
+            if not isinstance(e.cause, AttributeError):
+                raise
             raise BadInput(f"{option}: module {module_name!r} has no {attr!r}") from None
     return obj
 
@@ -108,9 +151,11 @@ def load_db(ref: str, spec: TestSpec) -> DB:
     if not callable(cls):
         raise BadInput(f"--db: {ref!r} is not a class")
     try:
-        db = cls(spec)
-    except TypeError as e:
-        raise BadInput(f"--db: cannot construct {ref}(spec): {e}") from None
+        db = plugin_call("--db", ref, f"{ref}(spec)", cls, spec)
+    except PluginFailed as e:
+        if not isinstance(e.cause, TypeError):
+            raise
+        raise BadInput(f"--db: cannot construct {ref}(spec): {describe(e.cause)}") from None
     missing = [m for m in ("setup", "teardown", "client", "log_files")
                if not callable(getattr(db, m, None))]
     if missing:
@@ -124,9 +169,11 @@ def _construct(ref: str, option: str, what: str, spec: TestSpec) -> Any:
     if not callable(factory):
         raise BadInput(f"{option}: {ref!r} is not callable")
     try:
-        return factory(spec)
-    except TypeError as e:
-        raise BadInput(f"{option}: cannot build {what} from {ref}(spec): {e}") from None
+        return plugin_call(option, ref, f"{ref}(spec)", factory, spec)
+    except PluginFailed as e:
+        if not isinstance(e.cause, TypeError):
+            raise
+        raise BadInput(f"{option}: cannot build {what} from {ref}(spec): {describe(e.cause)}") from None
 
 
 def builtin_workloads() -> dict[str, Any]:
@@ -166,12 +213,18 @@ def check_nemesis_names(names: list[str]) -> None:
 
 
 def load_workload(ref: str, spec: TestSpec) -> Workload:
+    """An outside workload, its generators checked op by op (generator.Checked)."""
+    from jepsen_py.generator import checked
     from jepsen_py.workload import Workload
 
     w = _construct(ref, "--workload", "a workload", spec)
     if not isinstance(w, Workload):
         raise BadInput(f"--workload: {ref}(spec) returned {type(w).__name__}, not a "
                        f"jepsen_py.workload.Workload")
+    w.generator = plugin_call("--workload", ref, "its generator", checked, f"--workload: {ref}", w.generator)
+    if w.final_generator is not None:
+        w.final_generator = plugin_call("--workload", ref, "its final generator", checked,
+                                        f"--workload: {ref} (final)", w.final_generator)
     return w
 
 
@@ -186,11 +239,12 @@ def load_checker(ref: str, spec: TestSpec) -> Checker:
 
 
 def load_generator(ref: str, spec: TestSpec) -> Generator:
-    from jepsen_py.generator import lift
+    """An outside generator, checked op by op (generator.Checked)."""
+    from jepsen_py.generator import checked
 
     g = _construct(ref, "--generator", "a generator", spec)
     try:
-        return lift(g)
+        return checked(f"--generator: {ref}", g)
     except (TypeError, ValueError) as e:
         raise BadInput(f"--generator: {ref}(spec) returned no generator: {e}") from None
 
@@ -221,7 +275,7 @@ def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
     """The schedule of a nemesis object: its own `generator(spec)` when it has one, else each fault
     it declares (`faults()`, nemeses.faults) toggled as the built-in families are, else its
     start*/stop* pair toggled every nemesis interval."""
-    from jepsen_py.generator import is_nemesis_thread, lift, on_threads
+    from jepsen_py.generator import checked, is_nemesis_thread, on_threads
 
     missing = [m for m in ("fs", "setup", "invoke", "heal", "teardown")
                if not callable(getattr(nem, m, None))]
@@ -229,7 +283,9 @@ def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
         raise BadInput(f"--nemesis: {label} lacks the Nemesis methods {', '.join(missing)}")
     own = getattr(nem, "generator", None)
     if callable(own):
-        return on_threads(is_nemesis_thread, lift(own(spec)))
+        sched = plugin_call("--nemesis", label, "generator(spec)", own, spec)
+        own_gen = plugin_call("--nemesis", label, "its generator", checked, f"--nemesis: {label}", sched)
+        return on_threads(is_nemesis_thread, own_gen)
     from jepsen_py.nemeses.compose import FaultSchedule
     from jepsen_py.nemeses.faults import declared
 
@@ -239,7 +295,10 @@ def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
         raise BadInput(f"--nemesis: {e}") from None
     families = [_family(k.name, min(k.starts), min(k.stops)) for k in kinds if k.stops]
     if not families:
-        fs = sorted(nem.fs())
+        fs = plugin_call("--nemesis", label, "fs()", lambda: list(nem.fs()))
+        if not all(isinstance(f, str) for f in fs):
+            raise BadInput(f"--nemesis: {label}: fs() must give op names, got {quote(fs)}")
+        fs = sorted(fs)
         starts = [f for f in fs if f.startswith("start")]
         stops = [f for f in fs if f.startswith("stop")]
         if len(starts) != 1 or len(stops) != 1:
@@ -342,7 +401,8 @@ def check_capabilities(db: object, nemesis: object, *, db_name: str) -> None:
     from jepsen_py.protocols import CAPABILITIES
 
     needs_fn = getattr(nemesis, "needs", None)
-    needs = dict(needs_fn()) if callable(needs_fn) else {}
+    label = type(nemesis).__name__
+    needs = plugin_call("--nemesis", label, "needs()", lambda: dict(needs_fn())) if callable(needs_fn) else {}
     for capability, who in needs.items():
         if capability not in CAPABILITIES:
             raise BadInput(f"{who}: needs an unknown DB capability {capability!r} "

@@ -53,6 +53,7 @@ from jepsen_py.errors import EXIT_BAD_INPUT, BadInput, FrameworkFailure, JepsenE
 from jepsen_py.generator import Generator
 from jepsen_py.history import INFO, INVOKE, NEMESIS, HistoryWriter, Op
 from jepsen_py.interpreter import Clock, Interpreter, MonotonicClock, Scheduler
+from jepsen_py.nodenames import check_node_names
 from jepsen_py.observer import Observer
 from jepsen_py.progress import Progress
 from jepsen_py.protocols import DB, Backend, Nemesis, Test, TestSpec, has_capability
@@ -339,6 +340,9 @@ class Run:
             dest_dir = self.run_dir / store.NODES / node
             remote = self.test.remotes.get(node)
             for p in paths:
+                if Path(p).name in ("", ".", ".."):  # a DB's path like "logs/.." names no file here
+                    log.info("log_files(%s) gave %r, which names no file: skipped", node, p)
+                    continue
                 dest_dir.mkdir(parents=True, exist_ok=True)
                 dest = dest_dir / Path(p).name
                 try:
@@ -402,12 +406,20 @@ def run_test(
     `clock` and `scheduler` replace the real clock and threads (for a simulator)."""
     if spec.concurrency < 1:
         raise BadInput(f"concurrency must be at least 1, got {spec.concurrency}")
+    # Whoever built the spec (the CLI, a test in code, a plugin DB that changed it): node names
+    # become directories of the run, so they pass the one rule here too.
+    check_node_names(spec.nodes, "nodes", at_least_one=False)
     _check_capabilities(db, nemesis, spec)
     if backend is None:
         from jepsen_py.backends import get_backend
 
         backend = get_backend(spec.backend, spec)
-    client = workload.client if workload.client is not None else db.client(workload.name)
+    client = workload.client
+    if client is None:
+        from jepsen_py.plugins import plugin_call
+
+        db_name = spec.db or type(db).__name__
+        client = plugin_call("--db", db_name, f"client({workload.name!r})", db.client, workload.name)
 
     run_dir = store.create_run_dir(spec.results_dir, spec.name)
     store.write_test_json(run_dir, spec, extra={

@@ -18,7 +18,8 @@ from typing import Any
 from jepsen_py.backends import default_backend
 from jepsen_py.cluster.node import READ_MODES
 from jepsen_py.errors import BadInput
-from jepsen_py.numbers import MAX_RUN_SECONDS, MAX_SECONDS, integer, number
+from jepsen_py.nodenames import check_node_name
+from jepsen_py.numbers import MAX_RUN_SECONDS, MAX_SECONDS, Bound, integer, number
 from jepsen_py.numbers import check as check_number
 from jepsen_py.plugins import canonical_db
 from jepsen_py.protocols import TestSpec
@@ -30,7 +31,15 @@ DEFAULT_RATE = 100.0
 DEFAULT_NEMESIS_INTERVAL = 10.0
 DEFAULT_DB = "jepsen_py.raftdb:RaftMetadataDB"
 DEFAULT_READ_MODE = "read-index"
-_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+
+# What each test parameter may be: the `run` flags take these, and so does a schedule file that
+# carries the same values (run --schedule), so neither can ask for what the other refuses.
+TIME_LIMIT = Bound("--time-limit", 0, MAX_RUN_SECONDS, lo_open=True)
+NEMESIS_INTERVAL = Bound("--nemesis-interval", 0, MAX_SECONDS, lo_open=True)
+RATE = Bound("--rate", 0, 1e9)
+SEED = Bound("--seed", 0, 2**63 - 1, integral=True)
+NODE_COUNT = Bound("--node-count", 1, 100_000, integral=True)
+CONCURRENCY = Bound("--concurrency", 1, 999_999_999, integral=True)  # parse_concurrency: nine digits
 
 
 def parse_concurrency(text: str | int, node_count: int) -> int:
@@ -72,13 +81,10 @@ def parse_nodes(nodes: str | None, node_count: int | None) -> list[str]:
             raise BadInput(f"--nodes: no node names given ({nodes!r}); leave the flag out for n1..n5")
         if "" in raw:
             raise BadInput(f"--nodes: empty node name in {nodes!r}")
-        dup = sorted({n for n in raw if raw.count(n) > 1})
+        names = [check_node_name(n, "--nodes") for n in raw]
+        dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise BadInput(f"--nodes: {', '.join(dup)} named more than once in {nodes!r}")
-        names = raw
-        for n in names:
-            if not _NODE_NAME.match(n):
-                raise BadInput(f"--nodes: {n!r} is not a usable node name (letters, digits, . _ -)")
         if node_count is not None and node_count != len(names):
             raise BadInput(f"--nodes names {len(names)} nodes but --node-count says {node_count}")
         return names
@@ -104,9 +110,7 @@ def read_nodes_file(path: str) -> list[str]:
         name = line.split("#", 1)[0].strip()
         if not name:
             continue
-        if not _NODE_NAME.match(name):
-            raise BadInput(f"{path}:{i}: {name!r} is not a usable node name (letters, digits, . _ -)")
-        names.append(name)
+        names.append(check_node_name(name, f"{path}:{i}"))
     if not names:
         raise BadInput(f"--nodes-file: {path} names no nodes")
     return names
@@ -152,17 +156,19 @@ def machine_limits() -> tuple[int, int]:
     return nodes, clients
 
 
-def check_size(nodes: int, concurrency: int, *, override: bool = False) -> None:
-    """Node count and client count within what the machine can hold (unless overridden)."""
+def check_size(nodes: int, concurrency: int, *, override: bool = False, where: str | None = None) -> None:
+    """Node count and client count within what the machine can hold (unless overridden); `where`
+    names a file the counts came from instead of the flags."""
     if override:
         return
     max_nodes, max_clients = machine_limits()
     if nodes > max_nodes:
-        raise BadInput(f"--nodes/--node-count: {nodes} nodes is more than this machine holds "
-                       f"(at most {max_nodes}; --ignore-machine-limits to insist)")
+        raise BadInput(f"{f'{where}: nodes' if where else '--nodes/--node-count'}: {nodes} nodes is more "
+                       f"than this machine holds (at most {max_nodes}; --ignore-machine-limits to insist)")
     if concurrency > max_clients:
-        raise BadInput(f"--concurrency: {concurrency} clients is more than this machine drives "
-                       f"(at most {max_clients}; --ignore-machine-limits to insist)")
+        raise BadInput(f"{f'{where}: concurrency' if where else '--concurrency'}: {concurrency} clients is "
+                       f"more than this machine drives (at most {max_clients}; --ignore-machine-limits to "
+                       f"insist)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -173,7 +179,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--nemesis", action="append", metavar="NAMES",
                    help="faults to inject, comma separated or repeated; 'none' for none "
                         "(default: none)")
-    g.add_argument("--nemesis-interval", type=number(0, MAX_SECONDS, lo_open=True),
+    g.add_argument("--nemesis-interval", type=NEMESIS_INTERVAL.arg(),
                    default=DEFAULT_NEMESIS_INTERVAL, metavar="S",
                    help=f"seconds between fault operations (default: {DEFAULT_NEMESIS_INTERVAL:g})")
     g.add_argument("--nemesis-schedule", choices=("random", "cycle"), default="random",
@@ -182,14 +188,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--fault-targets", default=None, metavar="KINDS",
                    help="nodes pause and kill may hit, comma separated, one picked per fault: leader, "
                         "one, minority, majority, all (default: leader,one,minority)")
-    g.add_argument("--time-limit", type=number(0, MAX_RUN_SECONDS, lo_open=True), default=DEFAULT_TIME_LIMIT,
+    g.add_argument("--time-limit", type=TIME_LIMIT.arg(), default=DEFAULT_TIME_LIMIT,
                    metavar="S",
                    help=f"seconds of the main phase (default: {DEFAULT_TIME_LIMIT:g})")
     g.add_argument("--concurrency", default=DEFAULT_CONCURRENCY, metavar="N|Kn",
                    help="client threads; Kn means K per node (default: 2n)")
-    g.add_argument("--rate", type=number(0, 1e9), default=DEFAULT_RATE, metavar="OPS",
+    g.add_argument("--rate", type=RATE.arg(), default=DEFAULT_RATE, metavar="OPS",
                    help=f"target ops/s over all clients, 0 = unlimited (default: {DEFAULT_RATE:g})")
-    g.add_argument("--seed", type=integer(0, 2**63 - 1), default=None,
+    g.add_argument("--seed", type=SEED.arg(), default=None,
                    help="random seed for generators and fault choices (default: random, recorded)")
     g.add_argument("--test-count", type=integer(1, 100_000), default=1, metavar="N",
                    help="run the test N times, each in its own run directory (default: 1)")
@@ -207,7 +213,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="a node name; repeat for more (Jepsen's -n); adds to --nodes")
     c.add_argument("--nodes-file", default=None, metavar="FILE",
                    help="node names, one per line (# comments and blank lines skipped); adds to --nodes")
-    c.add_argument("--node-count", type=integer(1, 100_000), default=None, metavar="N",
+    c.add_argument("--node-count", type=NODE_COUNT.arg(), default=None, metavar="N",
                    help=f"number of nodes named n1..nN (default: {DEFAULT_NODE_COUNT})")
     c.add_argument("--backend", default=None,
                    help="where nodes run: docker, ssh, local, none, or sim (simulated in this process, "

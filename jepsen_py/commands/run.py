@@ -111,11 +111,13 @@ def check_bugs(spec: TestSpec) -> None:
     bugs with a `known_bugs()` static method; one that declares none takes no --bug at all."""
     if not spec.bugs:
         return
-    from jepsen_py.plugins import load_object
+    from jepsen_py.plugins import load_object, plugin_call
 
     cls = load_object(spec.db, option="--db")
     declared = getattr(cls, "known_bugs", None)
-    known = tuple(declared()) if callable(declared) else ()
+    known: tuple[Any, ...] = ()
+    if callable(declared):
+        known = plugin_call("--db", spec.db, "known_bugs()", lambda: tuple(declared()))
     unknown = [b for b in spec.bugs if b not in known]
     if unknown:
         raise BadInput(f"--bug: unknown bug {', '.join(map(repr, unknown))} for {spec.db} "

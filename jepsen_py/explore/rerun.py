@@ -48,6 +48,7 @@ def run_schedule(args: argparse.Namespace) -> int:
     name = args.name or f"schedule-{s.workload}"
     simulated = backend == "sim"
     played = s if simulated else for_real_backend(s)
+    check_played(s, played, args.schedule, override=bool(getattr(args, "ignore_machine_limits", False)))
     spec = spec_for(played, backend=backend, results_dir=Path(args.results_dir), name=name, db=args.db)
     from jepsen_py.analysis import CLI_POST_RUN
 
@@ -72,6 +73,18 @@ def run_schedule(args: argparse.Namespace) -> int:
 
         write_junit([outcome], Path(args.junit_xml))
     return int(outcome.exit_code)
+
+
+def check_played(s: Schedule, played: Schedule, where: str, *, override: bool = False) -> None:
+    """What the replay runs within what `run` allows from its flags: the machine's node and client
+    limits (--ignore-machine-limits lifts them, as for a run), and a main phase no longer than
+    --time-limit's bound once a real backend's replay has stretched it."""
+    from jepsen_py.spec import TIME_LIMIT, check_size
+
+    for x in (s, played):
+        check_size(len(x.nodes), x.concurrency, override=override, where=where)
+    if played is not s:
+        TIME_LIMIT.check(f"{where}: the main phase stretched for a real backend", played.time_limit)
 
 
 def documented_kinds(bugs: Iterable[str]) -> dict[str, tuple[str, ...]]:

@@ -19,12 +19,26 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from jepsen_py.errors import BadInput
+from jepsen_py.errors import BadInput, quote
 from jepsen_py.nemeses.faults import FAULTS
+from jepsen_py.nodenames import check_node_name
 
 FORMAT = "jepsen-py-schedule"
 VERSION = 1
 NEMESIS_THREAD = "nemesis"
+
+# What a schedule file may hold, beyond the bounds its fields share with the `run` flags (spec.py):
+# explore writes files of kilobytes, with a few hundred events nested three deep; a file far past
+# these is no schedule, and reading it would exhaust memory or the parser's stack.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_EVENTS = 1_000_000
+MAX_DEPTH = 32
+# Names (workload, bugs, anomaly kind, op names) are words; a bug list is a handful of them.
+MAX_NAME = 200
+MAX_BUGS = 64
+# The options a schedule carries into its replay: the client rate explore ran it at. Anything else
+# (backend settings, --checker and --generator references) comes from the command line, never a file.
+OPTIONS = ("rate",)
 
 # Fault families as the nemeses name their ops (nemeses.faults, the one vocabulary): family ->
 # (ops that start it, the op that stops it, the --nemesis name that handles them).
@@ -221,7 +235,11 @@ def load(path: Path | str) -> Schedule:
     """Reads a schedule file; anything wrong with it is one BadInput line naming the file."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise BadInput(f"--schedule: {p}: larger than {MAX_FILE_BYTES >> 20} MiB, which no schedule is")
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise BadInput(f"--schedule: {p}: no such file") from None
     except IsADirectoryError:
@@ -232,57 +250,109 @@ def load(path: Path | str) -> Schedule:
         data = json.loads(text)
     except ValueError as e:
         raise BadInput(f"--schedule: {p}: not JSON: {e}") from None
+    except RecursionError:
+        raise BadInput(f"--schedule: {p}: nested deeper than a schedule is "
+                       f"(at most {MAX_DEPTH} levels)") from None
     return from_json(data, where=str(p))
 
 
+def _check_depth(data: Any, where: str) -> None:
+    """No value nested more than MAX_DEPTH deep (walked without recursion, so a deep one cannot
+    overflow the stack here; everything after may recurse freely)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise BadInput(f"{where}: nested deeper than a schedule is (at most {MAX_DEPTH} levels)")
+        if isinstance(v, dict):
+            stack.extend((x, depth + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, depth + 1) for x in v)
+
+
 def from_json(data: Any, *, where: str = "schedule") -> Schedule:
+    """A schedule from parsed JSON: every field checked, every number within the bound its `run` flag
+    has, every size within what a schedule holds."""
+    from jepsen_py.spec import CONCURRENCY, NEMESIS_INTERVAL, NODE_COUNT, RATE, SEED, TIME_LIMIT
+
     if not isinstance(data, dict):
         raise BadInput(f"{where}: a schedule is a JSON object")
+    _check_depth(data, where)
     if data.get("format", FORMAT) != FORMAT:
-        raise BadInput(f"{where}: format {data.get('format')!r} is not a {FORMAT}")
+        raise BadInput(f"{where}: format {quote(data.get('format'))} is not a {FORMAT}")
     if data.get("version", VERSION) != VERSION:
-        raise BadInput(f"{where}: schedule version {data.get('version')!r} (this jepsen-py reads {VERSION})")
-    workload = _get(data, "workload", str, where)
-    nodes = _get(data, "nodes", list, where)
-    if not nodes or not all(isinstance(n, str) and n for n in nodes) or len(set(nodes)) != len(nodes):
+        raise BadInput(f"{where}: schedule version {quote(data.get('version'))} "
+                       f"(this jepsen-py reads {VERSION})")
+    workload = _name(_get(data, "workload", str, where), "workload", where)
+    raw_nodes = _get(data, "nodes", list, where)
+    NODE_COUNT.check(f"{where}: the number of nodes", max(1, len(raw_nodes)))
+    nodes = [check_node_name(n, f"{where}: nodes") for n in raw_nodes]
+    if not nodes or len(set(nodes)) != len(nodes):
         raise BadInput(f"{where}: nodes must be distinct non-empty names")
     seed = _get(data, "seed", int, where)
     if seed < 0:
         raise BadInput(f"{where}: seed must be >= 0, got {seed}")
-    time_limit = _number(data, "time_limit", where)
+    SEED.check(f"{where}: seed", seed)
+    time_limit = TIME_LIMIT.check(f"{where}: 'time_limit'", _number(data, "time_limit", where))
     concurrency = _get(data, "concurrency", int, where)
     if concurrency < 1:
         raise BadInput(f"{where}: concurrency must be >= 1, got {concurrency}")
+    CONCURRENCY.check(f"{where}: concurrency", concurrency)
     read_mode = data.get("read_mode", "read-index")
     from jepsen_py.spec import READ_MODES
 
     if read_mode not in READ_MODES:
-        raise BadInput(f"{where}: read_mode {read_mode!r} (choose from {', '.join(READ_MODES)})")
+        raise BadInput(f"{where}: read_mode {quote(read_mode)} (choose from {', '.join(READ_MODES)})")
     bugs = data.get("bugs", [])
     if not isinstance(bugs, list) or not all(isinstance(b, str) for b in bugs):
         raise BadInput(f"{where}: bugs must be a list of names")
+    if len(bugs) > MAX_BUGS:
+        raise BadInput(f"{where}: {len(bugs)} bugs, more than a schedule holds (at most {MAX_BUGS})")
+    for b in bugs:
+        _name(b, "bugs", where)
     options = data.get("options", {})
     if not isinstance(options, dict):
         raise BadInput(f"{where}: options must be an object")
-    interval = _number(data, "nemesis_interval", where) if "nemesis_interval" in data else 10.0
+    unknown = sorted(k for k in options if k not in OPTIONS)
+    if unknown:
+        named = ", ".join(map(quote, unknown[:3]))
+        if len(unknown) > 3:
+            named += f" and {len(unknown) - 3} more"
+        raise BadInput(f"{where}: options {named} are not a schedule's to set "
+                       f"(a schedule carries {', '.join(OPTIONS)}; the rest comes from the command line)")
+    if "rate" in options:
+        RATE.check(f"{where}: options 'rate'", options["rate"])
+    interval = 10.0
+    if "nemesis_interval" in data:
+        interval = NEMESIS_INTERVAL.check(f"{where}: 'nemesis_interval'",
+                                          _number(data, "nemesis_interval", where))
     t0 = data.get("t0")
-    if t0 is not None and (isinstance(t0, bool) or not isinstance(t0, int | float) or not math.isfinite(t0)):
-        raise BadInput(f"{where}: 't0' must be seconds or null, got {t0!r}")
+    if t0 is not None and not _finite(t0):
+        raise BadInput(f"{where}: 't0' must be seconds or null, got {quote(t0)}")
+    if t0 is not None:
+        _seconds(f"{where}: 't0'", t0)
     anomaly = data.get("anomaly")
     if anomaly is not None and not isinstance(anomaly, str):
         raise BadInput(f"{where}: anomaly must be a kind name or null")
+    if anomaly is not None:
+        _name(anomaly, "anomaly", where)
     raw = _get(data, "events", list, where)
-    events = [_event(e, i, where, concurrency) for i, e in enumerate(raw)]
     raw_final = data.get("final", [])
     if not isinstance(raw_final, list):
         raise BadInput(f"{where}: 'final' must be a list of events")
+    for name, items in (("events", raw), ("final", raw_final)):
+        if len(items) > MAX_EVENTS:
+            raise BadInput(f"{where}: {len(items):,} {name}, more than a schedule holds "
+                           f"(at most {MAX_EVENTS:,})")
+    events = [_event(e, i, where, concurrency) for i, e in enumerate(raw)]
     # final reads go to whichever worker is free: their recorded thread is only a note
     final = [_event(e, i, f"{where}: final", None) for i, e in enumerate(raw_final)]
     if any(e.is_nemesis for e in final):
         raise BadInput(f"{where}: the final phase has no nemesis ops")
     for e in events:
         if e.at > time_limit:
-            raise BadInput(f"{where}: event {e.f!r} at {e.at} s is past the time limit {time_limit} s")
+            raise BadInput(f"{where}: event {quote(e.f)} at {e.at:g} s is past the time limit "
+                           f"{time_limit:g} s")
     return Schedule(workload=workload, nodes=list(nodes), seed=seed, time_limit=time_limit,
                     concurrency=concurrency, events=events, read_mode=read_mode, bugs=list(bugs),
                     nemesis_interval=interval, options=dict(options), final=final,
@@ -294,16 +364,39 @@ def _get(data: dict[str, Any], name: str, typ: type, where: str) -> Any:
         raise BadInput(f"{where}: missing {name!r}")
     v = data[name]
     if not isinstance(v, typ) or (typ is int and isinstance(v, bool)):
-        raise BadInput(f"{where}: {name!r} must be {'an' if typ is int else 'a'} "
-                       f"{ {int: 'integer', str: 'string', list: 'list'}.get(typ, typ.__name__)}, got {v!r}")
+        what = {int: 'integer', str: 'string', list: 'list'}.get(typ, typ.__name__)
+        raise BadInput(f"{where}: {name!r} must be {'an' if typ is int else 'a'} {what}, got {quote(v)}")
+    return v
+
+
+def _name(v: str, field: str, where: str) -> str:
+    if not v or len(v) > MAX_NAME:
+        raise BadInput(f"{where}: {field} {quote(v)} is not a name (1 to {MAX_NAME} characters)")
     return v
 
 
 def _number(data: dict[str, Any], name: str, where: str) -> float:
     v = data.get(name)
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
-        raise BadInput(f"{where}: {name!r} must be a positive number of seconds, got {v!r}")
+    if not _finite(v) or v <= 0:
+        raise BadInput(f"{where}: {name!r} must be a positive number of seconds, got {quote(v)}")
     return float(v)
+
+
+def _finite(v: Any) -> bool:
+    """A JSON number a float holds: not a bool, not NaN or infinite, not an integer of 400 digits."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
+def _seconds(name: str, v: Any) -> float:
+    """A recorded test time: within the week every duration of a test is bounded by."""
+    from jepsen_py.numbers import MAX_SECONDS, check
+
+    return float(check(name, v, lo=-MAX_SECONDS, hi=MAX_SECONDS))
 
 
 def _event(raw: Any, i: int, where: str, concurrency: int | None) -> Event:
@@ -314,31 +407,34 @@ def _event(raw: Any, i: int, where: str, concurrency: int | None) -> Event:
     if unknown:
         raise BadInput(f"{at}: unknown fields {', '.join(unknown)}")
     t = raw.get("at")
-    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
-        raise BadInput(f"{at}: 'at' must be seconds >= 0, got {t!r}")
+    if not _finite(t) or t < 0:
+        raise BadInput(f"{at}: 'at' must be seconds >= 0, got {quote(t)}")
     thread = raw.get("thread")
     if thread != NEMESIS_THREAD and (isinstance(thread, bool) or not isinstance(thread, int) or thread < 0
                                      or (concurrency is not None and thread >= concurrency)):
         clients = "a client number" if concurrency is None else f"a client 0..{concurrency - 1}"
-        raise BadInput(f"{at}: 'thread' must be \"nemesis\" or {clients}, got {thread!r}")
+        raise BadInput(f"{at}: 'thread' must be \"nemesis\" or {clients}, got {quote(thread)}")
     f = raw.get("f")
     if not isinstance(f, str) or not f:
-        raise BadInput(f"{at}: 'f' must be an op name, got {f!r}")
+        raise BadInput(f"{at}: 'f' must be an op name, got {quote(f)}")
+    _name(f, "'f'", at)
     if thread == NEMESIS_THREAD and family_of(f) is None:
         known = ", ".join(sorted({*START_FAMILY, *STOP_FAMILY}))
-        raise BadInput(f"{at}: no nemesis does {f!r} (known: {known})")
+        raise BadInput(f"{at}: no nemesis does {quote(f)} (known: {known})")
     node = raw.get("node")
-    if node is not None and not isinstance(node, str):
-        raise BadInput(f"{at}: 'node' must be a node name")
+    if node is not None:
+        check_node_name(node, f"{at}: 'node'")
     exact = raw.get("t")
-    if exact is not None and (isinstance(exact, bool) or not isinstance(exact, int | float)
-                              or not math.isfinite(exact) or exact < 0):
-        raise BadInput(f"{at}: 't' must be seconds >= 0, got {exact!r}")
+    if exact is not None and (not _finite(exact) or exact < 0):
+        raise BadInput(f"{at}: 't' must be seconds >= 0, got {quote(exact)}")
+    if exact is not None:
+        _seconds(f"{at}: 't'", exact)
     waits = raw.get("w")
-    if waits is not None and (not isinstance(waits, list) or not all(
-            x is None or (isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x))
-            for x in waits)):
+    if waits is not None and (not isinstance(waits, list) or not all(x is None or _finite(x) for x in waits)):
         raise BadInput(f"{at}: 'w' must be a list of seconds or nulls")
+    for x in waits or ():
+        if x is not None:
+            _seconds(f"{at}: 'w'", x)
     return Event(at=float(t), thread=thread, f=f, key=_hashable(raw.get("key")), value=raw.get("value"),
                  node=node, t=None if exact is None else float(exact),
                  w=None if waits is None else tuple(None if x is None else float(x) for x in waits))

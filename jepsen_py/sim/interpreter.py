@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from jepsen_py.errors import FrameworkFailure
+from jepsen_py.errors import BadInput, FrameworkFailure
 from jepsen_py.generator import Context, Generator, Pending, Template, Thread
 from jepsen_py.history import FAIL, INFO, INVOKE, NEMESIS, OK, Op
 from jepsen_py.interpreter import normalize
@@ -143,6 +143,9 @@ class SimInterpreter:
         ]
         self.nemesis_worker = Worker(thread=NEMESIS, process=NEMESIS, node=None)
         self.errors: list[str] = []
+        # A worker stopped by what the user gave (a plugin generator's bad op): the run ends with it,
+        # one line and 254, not as a framework failure.
+        self.bad_input: BadInput | None = None
 
     def counts(self) -> tuple[int, int]:
         """(client invocations, ok completions) so far."""
@@ -166,6 +169,8 @@ class SimInterpreter:
             for t in tasks:
                 t.cancel()
             raise
+        if self.bad_input is not None:
+            raise self.bad_input
         if self.errors:
             raise FrameworkFailure("; ".join(self.errors[:3]))
 
@@ -234,9 +239,12 @@ class SimInterpreter:
         except Exception as e:
             # A failure outside invoke (a generator bug, the history unwritable) ends the phase for
             # everyone and fails the run: a silently shortened test would be a lie.
-            log.error("worker %s failed: %s: %s", w.thread, type(e).__name__, e)
-            log.debug("worker failure in full", exc_info=e)
-            self.errors.append(f"worker {w.thread}: {type(e).__name__}: {e}")
+            if isinstance(e, BadInput):
+                self.bad_input = self.bad_input or e
+            else:
+                log.error("worker %s failed: %s: %s", w.thread, type(e).__name__, e)
+                log.debug("worker failure in full", exc_info=e)
+                self.errors.append(f"worker {w.thread}: {type(e).__name__}: {e}")
             phase.stopped = True
             phase.wake_all()
 

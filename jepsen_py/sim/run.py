@@ -40,6 +40,7 @@ from jepsen_py.analysis import PostRun, analyse, count_anomalies, run_post_steps
 from jepsen_py.errors import EXIT_BAD_INPUT, BadInput, FrameworkFailure, RunInterrupted
 from jepsen_py.generator import Generator
 from jepsen_py.history import HistoryWriter, Op
+from jepsen_py.nodenames import check_node_names
 from jepsen_py.protocols import Test, TestSpec
 from jepsen_py.runner import RunOutcome, cleanup_step, record_heal
 from jepsen_py.sim.backend import SimBackend
@@ -94,6 +95,12 @@ def check_spec(spec: TestSpec) -> None:
         raise BadInput(f"--bug {unknown[0]}: unknown bug (choose from {', '.join(known)})")
     if spec.concurrency < 1:
         raise BadInput(f"concurrency must be at least 1, got {spec.concurrency}")
+    check_node_names(spec.nodes, "nodes")
+    from jepsen_py.sim.cluster import CONTROLLER
+
+    if CONTROLLER in spec.nodes:
+        raise BadInput(f"nodes: {CONTROLLER!r} is the simulator's own name for the controller; "
+                       f"name the node otherwise")
 
 
 def known_bugs() -> tuple[str, ...]:

@@ -108,3 +108,19 @@ def test_failure_message_leads_with_what_fails_the_checker(tmp_path: Path) -> No
     lines = failure_message(out, limit=2).splitlines()
     assert lines[2] == "  - lost: gone" and lines[3] == "  - stale-read: late 0"
     assert lines[4].startswith("  ... and 2 more")
+
+
+def test_a_generator_object_handing_out_an_op_without_a_name(tmp_path: Path) -> None:
+    """Only the run sees the op: it stops with the one line that names the generator, exit 254, and
+    the op is not in the history."""
+    def bad(ctx: Any) -> dict[str, Any]:
+        return {"f": None, "key": "s0"}
+
+    out = run(JepsenTest(db=StoreDB, workload="set", generator=bad, results_dir=tmp_path, pictures=False,
+                         **FAST))
+    assert out.exit_code == 254
+    assert out.error == (f"generator: {__name__}:test_a_generator_object_handing_out_an_op_without_a_name"
+                         f".<locals>.bad: its generator gave an op with f=None "
+                         f"(an op's f is a non-empty name)")
+    history = (Path(out.run_dir) / "history.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["f"] for line in history)

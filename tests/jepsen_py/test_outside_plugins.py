@@ -334,3 +334,153 @@ def test_an_outside_nemesis_declares_its_faults(tmp_path: Path, console_script: 
     assert all(w.targets is not None and len(w.targets) == 1 for w in windows)
     assert all(w.end is not None for w in windows)  # each thawed (or healed)
     assert {w.kind for w in load_run(run).faults} == {"freeze"}  # the pictures' bands
+
+
+BROKEN = {
+    "broken_syntax.py": "def f(:\n",
+    "raising_import.py": "raise RuntimeError('import boom')\n",
+    "needs_dep.py": "import no_such_dependency_xyz\n",
+    "exiting.py": "import sys\nsys.exit(3)\n",
+    "ctor.py": textwrap.dedent('''
+        class DB:
+            def __init__(self, spec):
+                raise ValueError("ctor boom")
+
+        class Nem:
+            def __init__(self, spec):
+                raise OSError("no device")
+
+        def checker(spec):
+            raise KeyError("chk")
+
+        def gen(spec):
+            raise ZeroDivisionError("gen boom")
+
+        def wl(spec):
+            raise RuntimeError("wl boom\\nsecond line")
+        '''),
+}
+
+
+@pytest.mark.parametrize(("flag", "ref", "message"), [
+    ("--db", "broken_syntax:DB", "--db: broken_syntax:DB: importing broken_syntax raised SyntaxError: "
+                                 "invalid syntax (broken_syntax.py, line 1)"),
+    ("--workload", "raising_import:w", "--workload: raising_import:w: importing raising_import raised "
+                                       "RuntimeError: import boom"),
+    ("--nemesis", "needs_dep:N", "--nemesis: needs_dep:N: importing needs_dep failed: it needs the module "
+                                 "'no_such_dependency_xyz', which is not installed"),
+    ("--checker", "exiting:c", "--checker: exiting:c: importing exiting raised SystemExit: 3"),
+    ("--db", "ctor:DB", "--db: ctor:DB: ctor:DB(spec) raised ValueError: ctor boom"),
+    ("--nemesis", "ctor:Nem", "--nemesis: ctor:Nem: ctor:Nem(spec) raised OSError: no device"),
+    ("--checker", "ctor:checker", "--checker: ctor:checker: ctor:checker(spec) raised KeyError: 'chk'"),
+    ("--generator", "ctor:gen", "--generator: ctor:gen: ctor:gen(spec) raised ZeroDivisionError: gen boom"),
+    ("--workload", "ctor:wl", "--workload: ctor:wl: ctor:wl(spec) raised RuntimeError: wl boom second line"),
+])
+def test_broken_plugins_are_one_line_naming_them(tmp_path: Path, flag: str, ref: str, message: str) -> None:
+    """A plugin that does not import (syntax error, missing dependency, an exception or exit at
+    import) or whose constructor raises: one line naming it and what it raised, 254, no traceback."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for name, text in BROKEN.items():
+        (proj / name).write_text(text)
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-m", "jepsen_py.cli", "run", "--backend", "none", "--node-count", "3",
+            "--time-limit", "1", "--recovery-timeout", "0", "--no-progress", "--results-dir",
+            str(tmp_path / "results"), flag, ref]
+    res = subprocess.run(argv, cwd=proj, env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 254, res.stdout + res.stderr
+    assert res.stderr.strip().splitlines() == [f"jepsen-py: {message}"]
+
+
+BAD_GENERATORS = textwrap.dedent('''
+    """Generators that hand out what is not an op, for a run to refuse naming them."""
+
+    from jepsen_py.generator import Generator, fn, sleep
+    from jepsen_py.workload import Workload
+
+
+    def none_f(spec):
+        return {"f": None}
+
+
+    class NotAnOp(Generator):
+        def op(self, ctx):
+            return 42
+
+
+    def not_an_op(spec):
+        return NotAnOp()
+
+
+    def late_none_f(spec):
+        """Good ops for a while, then one with f=None: only the run can see it."""
+        n = iter(range(10**9))
+        return fn(lambda ctx: {"f": "get"} if next(n) < 20 else {"f": None})
+
+
+    def raises(spec):
+        def step(ctx):
+            raise RuntimeError("boom in the generator")
+        return step
+
+
+    def workload(spec):
+        return Workload(name="bad", generator=fn(lambda ctx: {"f": "incr", "node": 7}), final_generator=None,
+                        checkers=[])
+
+
+    class BadNemesis:
+        def __init__(self, spec): pass
+        def fs(self): return frozenset({"start-x", "stop-x"})
+        def setup(self, test): pass
+        def teardown(self, test): pass
+        def heal(self, test): pass
+        def invoke(self, test, op): return op
+        def generator(self, spec): return [sleep(0.5), {"f": ""}]
+    ''')
+
+
+LATE = ("--generator: badgens:late_none_f: its generator gave an op with f=None "
+        "(an op's f is a non-empty name)")
+
+
+@pytest.mark.parametrize(("backend", "args", "message"), [
+    ("none", ["--generator", "badgens:none_f"],
+     "--generator: badgens:none_f: its generator gave an op with f=None (an op's f is a non-empty name)"),
+    ("none", ["--generator", "badgens:late_none_f"], LATE),
+    ("none", ["--generator", "badgens:not_an_op"],
+     "--generator: badgens:not_an_op: its generator gave 42, which is not an op (a template or dict with an "
+     "'f', a Pending, or None to end)"),
+    ("none", ["--generator", "badgens:raises"],
+     "--generator: badgens:raises: its generator raised RuntimeError: boom in the generator"),
+    ("none", ["--workload", "badgens:workload"],
+     "--workload: badgens:workload: its generator gave an op with node=7 (a node is named by a string)"),
+    ("none", ["--nemesis", "badgens:BadNemesis"],
+     "--nemesis: badgens:BadNemesis: its generator gave an op with f='' (an op's f is a non-empty name)"),
+    ("sim", ["--generator", "badgens:not_an_op"],
+     "--generator: badgens:not_an_op: its generator gave 42, which is not an op (a template or dict with an "
+     "'f', a Pending, or None to end)"),
+    ("sim", ["--generator", "badgens:late_none_f"], LATE),
+])
+def test_a_plugin_generator_handing_out_what_is_not_an_op(tmp_path: Path, backend: str, args: list[str],
+                                                          message: str) -> None:
+    """Seen only when the run asks for the op, mid-run: the run stops, is stored, and the command says
+    what the plugin did on one line, 254 (the plugin is at fault, not jepsen-py). The bad op never
+    reaches the history."""
+    proj = write_plugin(tmp_path / "proj")
+    (proj / "badgens.py").write_text(BAD_GENERATORS)
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(REPO)}
+    plug = ["--db", "myplug:CounterDB", "--workload", "myplug:counter"] if backend == "none" else []
+    for flag in args[::2]:
+        if flag in plug:
+            del plug[plug.index(flag):plug.index(flag) + 2]
+    argv = [sys.executable, "-m", "jepsen_py.cli", "run", "--backend", backend, "--node-count", "3",
+            "--time-limit", "3", "--nemesis-interval", "0.3", "--rate", "50", "--recovery-timeout", "0",
+            "--seed", "3", "--no-progress", "--results-dir", str(tmp_path / "results"), *plug, *args]
+    res = subprocess.run(argv, cwd=proj, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 254, res.stdout + res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"jepsen-py: {message} (run stored in "), lines
+    history = only_run(tmp_path / "results") / "history.jsonl"
+    ops = [json.loads(line) for line in history.read_text().splitlines()]
+    assert all(isinstance(o["f"], str) and o["f"] for o in ops)

@@ -81,3 +81,48 @@ def test_run_schedule_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str
     code = main(["run", "--schedule", str(path), "--results-dir", str(tmp_path / "r"), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 254 and message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"time_limit": 86_401}, "the bound of --time-limit"),
+    ({"time_limit": 1e308}, "the bound of --time-limit"),
+    ({"nemesis_interval": 1e308}, "the bound of --nemesis-interval"),
+    ({"concurrency": 10**6}, "clients is more than this machine drives"),
+    ({"nodes": [f"n{i}" for i in range(1, 5001)]}, "nodes is more than this machine holds"),
+    ({"options": {"rate": 1e308}}, "the bound of --rate"),
+])
+def test_run_schedule_numbers_past_the_flags_bounds(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    change: dict[str, object], message: str) -> None:
+    """A schedule may ask for no more than the `run` flags allow: a day-long main phase, a million
+    clients or an interval of 1e308 s are one line before anything runs (they hung or crashed)."""
+    d = json.loads(_schedule_file(tmp_path).read_text())
+    d.update(change)
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(d))
+    code = _code(["run", "--schedule", str(path), "--backend", "sim", "--results-dir", str(tmp_path / "r"),
+                  "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 254 and message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "r").exists()
+
+
+def test_run_schedule_deeply_nested_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{"options": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    code = _code(["run", "--schedule", str(path), "--backend", "sim", "--results-dir", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 254 and "nested deeper than a schedule is" in err and err.count("\n") == 1, err
+
+
+def test_run_schedule_stretched_past_the_time_limit_bound_on_a_real_backend(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A real backend's replay runs the main phase longer than recorded; past --time-limit's bound it
+    is refused before anything is provisioned."""
+    s = Schedule(workload="offsets", nodes=["n1", "n2", "n3"], seed=1, time_limit=86_400.0, concurrency=3,
+                 events=[Event(86_399.0, "nemesis", "start-partition", value="leader")])
+    path = sched.save(s, tmp_path / "long.json")
+    code = _code(["run", "--schedule", str(path), "--backend", "none", "--results-dir", str(tmp_path / "r"),
+                  "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 254 and "stretched for a real backend" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "r").exists()

@@ -107,3 +107,70 @@ def test_final_reads_may_name_a_worker_a_shrunk_schedule_no_longer_has(tmp_path:
     s = sample()
     s = s.with_events(s.events, final=[Event(0.0, 7, "fetch", key=("g", "t", 0), node="n1")])
     assert sched.load(sched.save(s, tmp_path / "s.json")).final[0].thread == 7
+
+
+def _nested(depth: int) -> list[object]:
+    v: list[object] = []
+    for _ in range(depth):
+        v = [v]
+    return v
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.update(time_limit=86_401), "the bound of --time-limit"),
+    (lambda d: d.update(time_limit=1e308), "the bound of --time-limit"),
+    (lambda d: d.update(nemesis_interval=1e308), "the bound of --nemesis-interval"),
+    (lambda d: d.update(concurrency=10**12), "the bound of --concurrency"),
+    (lambda d: d.update(seed=2**63), "the bound of --seed"),
+    (lambda d: d.update(seed=10**400), "the bound of --seed"),
+    (lambda d: d.update(nodes=[f"n{i}" for i in range(100_001)]), "the bound of --node-count"),
+    (lambda d: d["options"].update(rate=1e10), "the bound of --rate"),
+    (lambda d: d["options"].update(rate="fast"), "expected a number"),
+    (lambda d: d["options"].update(checkers=["os:system"]), "options 'checkers' are not a schedule's to set"),
+    (lambda d: d["options"].update(ssh_hosts=["n1=evil"]), "options 'ssh_hosts' are not a schedule's to set"),
+    (lambda d: d["events"].append({"at": 10**400, "thread": 0, "f": "fetch"}), "'at' must be seconds >= 0"),
+    (lambda d: d["events"].append({"at": 1, "thread": 0, "f": "fetch", "t": 1e308}), "must be <= 604800"),
+    (lambda d: d["events"].append({"at": 1, "thread": 0, "f": "fetch", "w": [1e308]}), "must be <= 604800"),
+    (lambda d: d.update(t0=10**400), "'t0' must be seconds or null"),
+    (lambda d: d["events"].append({"at": 1, "thread": 0, "f": "fetch", "value": _nested(40)}),
+     "nested deeper than a schedule is"),
+])
+def test_numbers_and_sizes_past_the_flags_bounds_are_one_line(tmp_path: Path, mutate: object,
+                                                               message: str) -> None:
+    d = sample().to_json()
+    mutate(d)  # type: ignore[operator]
+    with pytest.raises(BadInput) as e:
+        sched.load(_write(tmp_path, json.dumps(d)))
+    assert message in str(e.value) and "\n" not in str(e.value) and len(str(e.value)) < 400
+    assert e.value.exit_code == 254
+
+
+def test_a_file_refuses_exactly_what_the_flag_refuses(tmp_path: Path) -> None:
+    from jepsen_py import cli
+
+    parser = cli.build_parser()
+    for flag, field, top in (("--time-limit", "time_limit", 86_400),
+                             ("--nemesis-interval", "nemesis_interval", 7 * 24 * 3600)):
+        parser.parse_args(["run", flag, str(top)])
+        with pytest.raises(SystemExit):
+            parser.parse_args(["run", flag, str(top + 1)])
+        d = sample().to_json()
+        d[field] = top
+        assert getattr(sched.load(_write(tmp_path, json.dumps(d))), field) == top
+        d[field] = top + 1
+        with pytest.raises(BadInput, match=f"the bound of {flag}"):
+            sched.load(_write(tmp_path, json.dumps(d)))
+
+
+def test_deeply_nested_and_oversized_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    deep = _write(tmp_path, '{"events": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(BadInput, match="nested deeper than a schedule is"):
+        sched.load(deep)
+    path = sched.save(sample(), tmp_path / "ok.json")
+    monkeypatch.setattr(sched, "MAX_FILE_BYTES", 100)
+    with pytest.raises(BadInput, match="larger than"):
+        sched.load(path)
+    monkeypatch.setattr(sched, "MAX_FILE_BYTES", 10**6)
+    monkeypatch.setattr(sched, "MAX_EVENTS", 5)
+    with pytest.raises(BadInput, match="6 events, more than a schedule holds"):
+        sched.load(path)
