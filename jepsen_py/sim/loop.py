@@ -159,6 +159,12 @@ class Scheduler:
         heapq.heapify(self._heap)
         self._cancelled = 0
 
+    def interrupt_next(self, raise_it: Callable[[], None]) -> None:
+        """Runs `raise_it` (which raises, e.g. KeyboardInterrupt) as the very next event: the
+        exception then leaves the simulation between two events, never in the middle of a node's
+        step, where it would strand a coroutine half made (finalised later, with a warning)."""
+        self._ready.appendleft((None, KernelEvent(raise_it, ())))  # type: ignore[arg-type]
+
     # ---- stepping -----------------------------------------------------------------------------------
 
     def next_time(self) -> float | None:
