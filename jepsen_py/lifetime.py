@@ -39,22 +39,34 @@ def die_with_parent(parent_pid: int, sig: int = signal.SIGKILL) -> bool:
 
 @contextlib.contextmanager
 def signals_raise(on_signal: Callable[[int], BaseException],
-                  signals: tuple[int, ...] = (signal.SIGTERM,)) -> Iterator[None]:
+                  signals: tuple[int, ...] = (signal.SIGTERM,)) -> Iterator[list[int]]:
     """While inside, each of `signals` raises what `on_signal(signum)` returns, in the main thread,
     so `finally` blocks and context managers (a pool's terminate, a summary written) still run
-    instead of the process vanishing mid-work. Elsewhere than the main thread, nothing changes."""
+    instead of the process vanishing mid-work. Yields the signals received, in order (a caller
+    whose exception was wrapped on its way up still knows which signal it was). Elsewhere than
+    the main thread, nothing changes."""
     import threading
 
+    received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield received
         return
 
     def handler(signum: int, frame: object) -> None:
+        received.append(signum)
         raise on_signal(signum)
 
     old = {s: signal.signal(s, handler) for s in signals}
     try:
-        yield
+        yield received
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def signal_name(signum: int) -> str:
+    """SIGTERM, SIGINT, ... (the number itself for one Python has no name for)."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return str(signum)
