@@ -339,7 +339,7 @@ class Run:
             dest_dir = self.run_dir / store.NODES / node
             remote = self.test.remotes.get(node)
             for p in paths:
-                dest_dir.mkdir(parents=True, exist_ok=True)
+                store.make_dirs(dest_dir)
                 dest = dest_dir / Path(p).name
                 try:
                     if remote is not None:
@@ -350,6 +350,8 @@ class Run:
                         shutil.copy2(p, dest)
                 except Exception as e:  # a log the node never wrote is not worth a console line
                     log.info("could not download %s from %s: %s", p, node, e)
+            # an archive or a copy brings the node's modes (a world-writable log, a 0777 directory)
+            store.settle_modes(dest_dir)
 
     def _teardown_db(self) -> None:
         errors = []

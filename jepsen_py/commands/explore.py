@@ -28,7 +28,7 @@ from jepsen_py.explore.shrink import Shrinker
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, Space
 from jepsen_py.lifetime import signal_name, signals_raise
 from jepsen_py.numbers import MAX_SECONDS, integer, number
-from jepsen_py.store import write_text_atomic
+from jepsen_py.store import DIR_MODE, make_dirs, write_text_atomic
 
 NAME = "explore"
 HELP = "search fault schedules in simulation for a failing run, with no hint where; shrink what fails"
@@ -221,7 +221,8 @@ def run(args: argparse.Namespace) -> int:
 
     out_dir = Path(args.results_dir) / "explore" / timestamp()
     try:
-        out_dir.mkdir(parents=True, exist_ok=False)
+        make_dirs(out_dir.parent)
+        out_dir.mkdir(DIR_MODE)
     except OSError as e:
         raise BadInput(f"--results-dir: cannot create {out_dir}: {e.strerror or e}") from None
     system = SimSystem(work_dir=out_dir / "trials", bugs=bugs)
@@ -423,7 +424,7 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
     kind = primary_kind(trial.anomalies) or "anomaly"
     original = trial.schedule.with_events(trial.schedule.events, anomaly=kind)
     fdir = out_dir / f"finding-{n}"
-    fdir.mkdir(parents=True, exist_ok=True)
+    make_dirs(fdir)
     sched.save(original, fdir / "schedule-found.json")
     report = FindingReport(kind=kind, kinds=dict(trial.anomalies), found_after_s=round(found_after, 3),
                            schedules_tried=search.stats.tried, found_after_cpu_s=round(found_after_cpu, 3),

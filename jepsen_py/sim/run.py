@@ -325,9 +325,8 @@ class SimRun:
 
     def _collect_logs(self) -> None:
         for node, lines in sorted(self.cluster.node_logs().items()):
-            dest = self.run_dir / store.NODES / node
-            dest.mkdir(parents=True, exist_ok=True)
-            (dest / "node.log").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+            dest = store.make_dirs(self.run_dir / store.NODES / node)
+            store.write_text(dest / "node.log", "".join(f"{line}\n" for line in lines))
 
     def stats(self) -> dict[str, Any]:
         self.end_phases()
