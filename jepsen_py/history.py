@@ -125,7 +125,10 @@ class HistoryWriter:
 
     def __init__(self, path: Path | str, *, fsync: bool = False) -> None:
         self.path = Path(path)
-        self._file: TextIO = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - long-lived
+        from jepsen_py.store import create_file
+
+        # long-lived; made with the store's file mode, whatever the umask
+        self._file: TextIO = os.fdopen(create_file(self.path, append=True), "a", encoding="utf-8")
         self._fsync = fsync
         self._lock = threading.Lock()
         self._next_index = 0

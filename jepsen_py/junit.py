@@ -10,12 +10,14 @@ exactly that. Several runs (`run --test-count N`) give one <testsuites> holding 
 from __future__ import annotations
 
 import json
+import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jepsen_py.errors import EnvironmentProblem
+from jepsen_py.store import create_file, make_dirs
 
 MAX_BODY = 20_000
 VERDICT_CASE = "verdict"
@@ -153,7 +155,8 @@ def write_junit_runs(runs: list[RunReport], path: Path) -> None:
     path = Path(path)
     tree = build_junit(runs)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tree.write(path, encoding="utf-8", xml_declaration=True)
+        make_dirs(path.parent)
+        with os.fdopen(create_file(path), "wb") as f:
+            tree.write(f, encoding="utf-8", xml_declaration=True)
     except OSError as e:
         raise EnvironmentProblem(f"--junit-xml {path}: cannot write ({e.strerror})") from None

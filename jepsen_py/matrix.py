@@ -408,7 +408,7 @@ def write_summary(path: Path, *, matrix: str, quick: bool, test_count: int, rows
         "rows": [asdict(r) for r in rows],
         "runs": [asdict(r) for r in records],
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
+    store.make_dirs(path.parent)
     store.write_json(path, summary)  # temp file, rename, directory fsync'd
     return summary
 

@@ -343,7 +343,7 @@ class Run:
                 if Path(p).name in ("", ".", ".."):  # a DB's path like "logs/.." names no file here
                     log.info("log_files(%s) gave %r, which names no file: skipped", node, p)
                     continue
-                dest_dir.mkdir(parents=True, exist_ok=True)
+                store.make_dirs(dest_dir)
                 dest = dest_dir / Path(p).name
                 try:
                     if remote is not None:
@@ -354,6 +354,8 @@ class Run:
                         shutil.copy2(p, dest)
                 except Exception as e:  # a log the node never wrote is not worth a console line
                     log.info("could not download %s from %s: %s", p, node, e)
+            # an archive or a copy brings the node's modes (a world-writable log, a 0777 directory)
+            store.settle_modes(dest_dir)
 
     def _teardown_db(self) -> None:
         errors = []

@@ -10,6 +10,7 @@ JSON files are written atomically (temp file + rename): a reader never sees half
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -33,6 +34,81 @@ NODES = "nodes"
 LATEST = "latest"
 
 
+# Modes of everything written under results/: readable by anyone the umask lets read it, writable
+# by the owner alone. Set explicitly, not left to the umask: under umask 000 a run's history, logs
+# and pages would otherwise be world-writable, for anyone on the machine to rewrite the evidence.
+# A stricter umask (077) still makes them stricter.
+FILE_MODE = 0o644
+DIR_MODE = 0o755
+
+
+def file_mode() -> int:
+    """FILE_MODE, narrowed by a stricter umask."""
+    return FILE_MODE & ~_umask()
+
+
+def dir_mode() -> int:
+    """DIR_MODE, narrowed by a stricter umask."""
+    return DIR_MODE & ~_umask()
+
+
+def make_dirs(path: Path | str) -> Path:
+    """mkdir -p with DIR_MODE for every directory it makes (Path.mkdir gives parents 0777 less
+    the umask); an existing directory is left as it is."""
+    path = Path(path)
+    missing: list[Path] = []
+    p = path
+    while not p.is_dir():
+        if p.exists() or p.is_symlink():  # a file (or a dangling link) where a directory must go
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(p))
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, DIR_MODE)  # the umask can narrow it, never widen it
+        except FileExistsError:
+            if not d.is_dir():
+                raise
+    return path
+
+
+def create_file(path: Path | str, *, append: bool = False) -> int:
+    """Opens `path` for writing (truncated, or appended to), creating it with FILE_MODE; returns
+    the descriptor. A file that already exists keeps its mode."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+    return os.open(path, flags | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+
+
+def write_text(path: Path | str, text: str) -> None:
+    """A plain (not atomic) write of a file of the run, created with FILE_MODE."""
+    with os.fdopen(create_file(path), "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def settle_modes(root: Path | str) -> None:
+    """Gives a tree others wrote (a downloaded archive, a copied directory, a library's output)
+    the modes of our own files: FILE_MODE and DIR_MODE, narrowed by a stricter umask. Symlinks are
+    left alone (their mode means nothing, and their target may be outside)."""
+    root = Path(root)
+    fmode, dmode = file_mode(), dir_mode()
+    if root.is_symlink() or not root.exists():
+        return
+    if root.is_file():
+        os.chmod(root, fmode)
+        return
+    for base, dirs, files in os.walk(root):
+        with contextlib.suppress(OSError):
+            os.chmod(base, dmode)
+        for name in files:
+            f = os.path.join(base, name)
+            if not os.path.islink(f):
+                with contextlib.suppress(OSError):
+                    os.chmod(f, fmode)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(base, d))]
+
+
 def timestamp(now: float | None = None) -> str:
     """YYYYMMDDTHHMMSS.fff in UTC: sorts as text, one per millisecond."""
     t = time.time() if now is None else now
@@ -44,12 +120,12 @@ def create_run_dir(results_dir: Path, test_name: str, *, now: float | None = Non
     """Makes results/<test-name>/<timestamp>/ (a fresh name even for runs in the same ms)."""
     test_dir = Path(results_dir) / test_name
     try:
-        test_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(test_dir)
         base = timestamp(now)
         for i in range(1000):
             run_dir = test_dir / (base if i == 0 else f"{base}-{i}")
             try:
-                run_dir.mkdir()
+                run_dir.mkdir(DIR_MODE)
                 return run_dir
             except FileExistsError:
                 continue
@@ -69,7 +145,7 @@ TMP_SUFFIX = ".tmp"
 
 def write_json(path: Path, obj: Any) -> None:
     """Atomic: a temp file in the same directory, fsync'd, then renamed over `path`. Readable like
-    every other file of a run (0644 under the usual umask), not mkstemp's owner-only 0600.
+    every other file of a run (FILE_MODE), not mkstemp's owner-only 0600.
     Non-finite floats (NaN, infinities) are written as strings: bare NaN is not JSON, and a strict
     reader would reject the whole file."""
     text = json.dumps(finite_json(obj), indent=2, sort_keys=False, default=_default, allow_nan=False)
@@ -82,7 +158,7 @@ def write_text_atomic(path: Path | str, text: str, *, fsync: bool = True) -> Non
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
+        os.fchmod(fd, file_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
@@ -233,6 +309,7 @@ def capture_log(path: Path, *, level: int = logging.DEBUG) -> Iterator[logging.H
     """Copies every log record (the framework's and the plugged-in parts') into `path` for the
     duration, without making the console any chattier than it was."""
     root = logging.getLogger()
+    os.close(create_file(path, append=True))  # made with FILE_MODE; the handler appends to it
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setLevel(level)
     handler.setFormatter(logging.Formatter(

@@ -9,16 +9,21 @@ strictly from inside the results directory (no path, symlink or `..` leads out o
 from __future__ import annotations
 
 import html
+import io
 import json
 import mimetypes
 import os
+import socket
+import sys
+import threading
+import time
 import urllib.parse
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from jepsen_py.errors import BadInput, EnvironmentProblem
 
@@ -196,8 +201,13 @@ def _dir_html(rel: str, d: Path, root: Path) -> str:
             f'<a href="../">up</a></p><ul>{links}</ul></body></html>\n')
 
 
-# An idle connection (no request, or a request that never finishes) is closed after this long.
+# An idle connection (no request, or a request that never finishes) is closed after this long: the
+# whole request (request line and headers) must arrive within it, however the bytes trickle in.
 IDLE_TIMEOUT_S = 20.0
+# Connections served at once (a thread each); one more is answered 503 and closed at once.
+MAX_CONNECTIONS = 64
+# Bytes of a file sent per write (a file is streamed, never read whole into memory).
+CHUNK = 1 << 16
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
 
@@ -209,11 +219,52 @@ def _host_name(header: str) -> str:
     return h.rsplit(":", 1)[0] if h.count(":") == 1 else h
 
 
+class _DeadlineReader(io.RawIOBase):
+    """The connection as the request parser reads it: every read waits only until the request's
+    deadline, so a client that sends one byte at a time cannot hold a connection open for longer
+    than a whole request may take (a socket timeout alone restarts with every byte)."""
+
+    def __init__(self, sock: socket.socket, handler: _Handler) -> None:
+        super().__init__()
+        self.sock = sock
+        self.handler = handler
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        deadline = self.handler.request_deadline
+        if deadline is None:
+            self.sock.settimeout(self.handler.timeout)
+        else:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request did not arrive in time")
+            self.sock.settimeout(min(left, self.handler.timeout or left))
+        return self.sock.recv_into(buffer)
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "jepsen-py"
     results_dir: Path  # set on the subclass make_server builds
     allowed_hosts: frozenset[str]  # likewise: the names this server answers to
     timeout = IDLE_TIMEOUT_S  # socket timeout per connection (StreamRequestHandler applies it)
+    request_deadline: float | None = None  # time.monotonic() by which the request must be in
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self))
+
+    def handle_one_request(self) -> None:
+        self.request_deadline = time.monotonic() + (self.timeout or IDLE_TIMEOUT_S)
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        # The request is in: the answer is written with the plain per-write timeout.
+        self.request_deadline = None
+        self.connection.settimeout(self.timeout)
+        return ok
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # a browser's requests would drown the one line that says where we serve
@@ -244,6 +295,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             self._get()
+        except (ConnectionError, TimeoutError):  # the client hung up or stopped reading: nobody to tell
+            self.close_connection = True
         except (ValueError, OSError, UnicodeError, RuntimeError):
             self._send(HTTPStatus.BAD_REQUEST, b"bad request\n", "text/plain; charset=utf-8")
 
@@ -284,20 +337,98 @@ class _Handler(BaseHTTPRequestHandler):
         if ctype.startswith("text/") or ctype == "application/json":
             ctype += "; charset=utf-8"
         try:
-            body = target.read_bytes()
+            f = open(target, "rb")  # noqa: SIM115 (closed below, after the headers are sent)
         except OSError:
             self._not_found()
             return
-        self._send(HTTPStatus.OK, body, ctype)
+        with f:
+            size = os.fstat(f.fileno()).st_size  # a file still growing is sent as it was now
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(size))
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.end_headers()
+            if self.command != "HEAD":
+                _copy(f, self.wfile, size)
+
+
+def _copy(src: BinaryIO, dest: Any, size: int) -> None:
+    """Sends `size` bytes of `src` in chunks; a file that shrank meanwhile ends the connection
+    short (the client sees a truncated body, not a wrong one)."""
+    left = size
+    while left > 0:
+        chunk = src.read(min(CHUNK, left))
+        if not chunk:
+            raise ConnectionAbortedError("the file shrank while it was sent")
+        dest.write(chunk)
+        left -= len(chunk)
+
+
+class _Server(ThreadingHTTPServer):
+    """A thread per connection, at most `max_connections` of them: one more is told 503 and closed
+    at once, so a flood of connections cannot pile up threads without end. A client that goes away
+    mid-answer is nothing to report; anything else is one line on stderr, never a traceback."""
+
+    daemon_threads = True
+    max_connections = MAX_CONNECTIONS
+
+    def __init__(self, address: tuple[str, int], handler: type[_Handler], max_connections: int) -> None:
+        self.max_connections = max_connections
+        self._slots = threading.BoundedSemaphore(max_connections)
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            _refuse(request)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        e = sys.exc_info()[1]
+        if isinstance(e, ConnectionError | TimeoutError):
+            return
+        print(f"jepsen-py serve: error answering {client_address}: {type(e).__name__}: {e}", file=sys.stderr)
+
+
+_BUSY_BODY = b"too many connections; retry\n"
+_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+         b"Content-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s"
+         % (len(_BUSY_BODY), _BUSY_BODY))
+
+
+def _refuse(request: socket.socket) -> None:
+    """The 503 for a connection beyond the cap, written from the accepting thread: a fresh socket's
+    buffer takes it without waiting, and the short timeout bounds the rare case it does not."""
+    try:
+        request.settimeout(0.5)
+        request.sendall(_BUSY)
+        request.setblocking(False)
+        request.recv(65536)  # what the client already sent: closing on unread bytes would reset the 503
+    except OSError:
+        pass
 
 
 def make_server(results_dir: Path | str, host: str = "127.0.0.1", port: int = 8080, *,
-                allow_hosts: tuple[str, ...] = (), idle_timeout: float = IDLE_TIMEOUT_S
-                ) -> ThreadingHTTPServer:
+                allow_hosts: tuple[str, ...] = (), idle_timeout: float = IDLE_TIMEOUT_S,
+                max_connections: int = MAX_CONNECTIONS) -> ThreadingHTTPServer:
     """An HTTP server over results_dir, bound but not yet serving (call serve_forever).
 
     It answers only requests whose Host header names it: the loopback names, `host` itself and
-    `allow_hosts` (the names a browser elsewhere uses to reach a server bound to the network)."""
+    `allow_hosts` (the names a browser elsewhere uses to reach a server bound to the network).
+    A request must arrive whole within `idle_timeout` seconds; at most `max_connections`
+    connections are served at once."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise BadInput(f"{results_dir}: no such results directory")
@@ -306,10 +437,9 @@ def make_server(results_dir: Path | str, host: str = "127.0.0.1", port: int = 80
     handler = type("Handler", (_Handler,), {"results_dir": results_dir, "allowed_hosts": allowed,
                                             "timeout": idle_timeout})
     try:
-        server = ThreadingHTTPServer((host, port), handler)
+        server = _Server((host, port), handler, max_connections)
     except OSError as e:
         raise EnvironmentProblem(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
-    server.daemon_threads = True
     return server
 
 

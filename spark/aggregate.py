@@ -38,6 +38,7 @@ from jepsen_py.spark.export import HISTORY, TEST_JSON, export_run, needs_export
 from jepsen_py.spark.schema import GROUP_COLUMNS, NO_BUG, OPS_FILE, PARQUET_DIR, RUN_FILE
 
 from jepsen_py.errors import BadInput
+from jepsen_py.store import make_dirs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -337,7 +338,7 @@ def run_aggregate(
     say(f"aggregating {len(dirs)} run(s)")
     t = time.monotonic()
     summary_df, trends_df, runs_df = compute(spark, dirs)
-    out.mkdir(parents=True, exist_ok=True)
+    make_dirs(out)
     say(f"writing {out}")
     # the result tables are small: collect them once and write them from the driver
     summary = _rows(summary_df)

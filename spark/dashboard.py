@@ -15,6 +15,8 @@ import plotly.graph_objects as go
 from jepsen_py.spark.schema import NO_BUG, group_label
 from plotly.offline import get_plotlyjs
 
+from jepsen_py.store import make_dirs, write_text
+
 
 def _label(r: dict[str, Any]) -> str:
     return group_label(r)
@@ -156,6 +158,6 @@ def write_dashboard(
         + "</body></html>"
     )
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    make_dirs(path.parent)
+    write_text(path, page)
     return path

@@ -36,6 +36,7 @@ from jepsen_py.spark.schema import (
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import INFO, INVOKE, OK, SAMPLE_PROCESSES, Op, iter_history
+from jepsen_py.store import file_mode, make_dirs
 
 HISTORY = "history.jsonl"
 TEST_JSON = "test.json"
@@ -290,6 +291,7 @@ def write_table(table: pa.Table, path: Path) -> None:
     """Writes atomically (temp file + rename), so a reader never sees half a file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     pq.write_table(table, tmp, compression="zstd")
+    os.chmod(tmp, file_mode())  # pyarrow leaves it to the umask
     os.replace(tmp, path)
 
 
@@ -315,8 +317,7 @@ def export_run(run_dir: Path) -> Path:
     if results is not None and not isinstance(results, dict):
         raise BadInput(f"{results_path}: expected a JSON object")
     ops, counts = ops_table(labels, iter_history(run_dir / HISTORY))
-    out = run_dir / PARQUET_DIR
-    out.mkdir(exist_ok=True)
+    out = make_dirs(run_dir / PARQUET_DIR)
     write_table(ops, out / OPS_FILE)
     write_table(run_table(labels, spec, results, counts), out / RUN_FILE)
     return out

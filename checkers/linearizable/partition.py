@@ -23,6 +23,7 @@ from jepsen_py.checkers.linearizable.report import anomaly, explain
 from jepsen_py.checkers.linearizable.search import search
 
 from jepsen_py.history import INVOKE, NEMESIS, SAMPLE_PROCESSES, Op, validate
+from jepsen_py.lifetime import die_with_parent
 from jepsen_py.verdict import merge
 
 # Below this many records in all, one process does everything (forking costs more than it saves).
@@ -193,12 +194,14 @@ def _work_on(i: int) -> tuple[int, dict[str, Any]]:
     return i, r
 
 
-def _worker_signals() -> None:
+def _worker_signals(parent_pid: int) -> None:
     """Forked workers inherit the runner's SIGTERM/SIGINT handlers, which would keep them alive
     through Pool.terminate() (a hang at exit); give them the defaults: SIGTERM ends a worker, and
-    Ctrl-C is the parent's to handle."""
+    Ctrl-C is the parent's to handle. A parent killed outright (SIGKILL) terminates nothing, so
+    the kernel is asked to end the worker when its parent dies."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent_pid)
 
 
 class _Never:
@@ -251,7 +254,8 @@ def check(
             # Largest keys first, so one big key does not start last.
             order = sorted(range(len(groups)), key=lambda i: -len(groups[i][1]))
             chunk = max(1, len(groups) // (n_workers * 8))
-            with ctx.Pool(n_workers, initializer=_worker_signals) as pool:
+            # Leaving the block by an exception (Ctrl-C, SIGTERM made one) terminates the workers.
+            with ctx.Pool(n_workers, initializer=_worker_signals, initargs=(os.getpid(),)) as pool:
                 for i, r in pool.imap_unordered(_work_on, order, chunksize=chunk):
                     results[groups[i][0]] = r
         finally:

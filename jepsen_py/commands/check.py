@@ -14,6 +14,7 @@ from typing import Any
 
 from jepsen_py.errors import BadInput, EnvironmentProblem
 from jepsen_py.history import depth_ok
+from jepsen_py.lifetime import signals_raise
 from jepsen_py.numbers import MAX_SECONDS, MAX_WORKERS, integer, number
 from jepsen_py.numbers import check as check_number
 from jepsen_py.store import finite_json
@@ -64,6 +65,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """SIGTERM ends the check as Ctrl-C does: the worker pool is terminated on the way out rather
+    than left searching after this process is gone."""
+    with signals_raise(lambda signum: KeyboardInterrupt(f"signal {signum}")):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from jepsen_py.checkers.linearizable import Budget, check, get_model
     from jepsen_py.importers import check_rules, is_independent, load_history, unwrap_independent
 

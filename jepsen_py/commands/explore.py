@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -25,7 +26,9 @@ from jepsen_py.explore.harden import Rate, harden, in_kind_key, kind_rates, stea
 from jepsen_py.explore.search import Search, Trial, primary_kind
 from jepsen_py.explore.shrink import Shrinker
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, Space
+from jepsen_py.lifetime import signal_name, signals_raise
 from jepsen_py.numbers import MAX_SECONDS, integer, number
+from jepsen_py.store import DIR_MODE, make_dirs, write_text_atomic
 
 NAME = "explore"
 HELP = "search fault schedules in simulation for a failing run, with no hint where; shrink what fails"
@@ -218,7 +221,8 @@ def run(args: argparse.Namespace) -> int:
 
     out_dir = Path(args.results_dir) / "explore" / timestamp()
     try:
-        out_dir.mkdir(parents=True, exist_ok=False)
+        make_dirs(out_dir.parent)
+        out_dir.mkdir(DIR_MODE)
     except OSError as e:
         raise BadInput(f"--results-dir: cannot create {out_dir}: {e.strerror or e}") from None
     system = SimSystem(work_dir=out_dir / "trials", bugs=bugs)
@@ -235,46 +239,88 @@ def run(args: argparse.Namespace) -> int:
     live = Live(view, console=console, refresh_per_second=4, transient=True) if live_ok else None
     last_line = started
     handled = handled_cpu = 0.0  # wall and CPU seconds spent shrinking and hardening findings
+    interrupted: dict[str, Any] | None = None
     if live is not None:
         live.__enter__()
-    try:
-        deadline = started + args.budget
-        while time.monotonic() < deadline:
-            system.deadline = deadline  # a trial still running when the budget ends is cut short
-            trial = search.step()
-            system.deadline = None
-            if trial.cut:
-                break
-            if not live_ok and not args.no_progress and time.monotonic() - last_line >= 10:
-                last_line = time.monotonic()
-                st = search.stats
-                print(f"[{last_line - started:6.1f}s] schedules {st.tried}, "
-                      f"simulated {st.sim_seconds:,.0f} s, findings {st.findings}, errors {st.errors}",
-                      file=sys.stderr, flush=True)
-            if trial.error and search.stats.errors == 1:
-                print(f"explore: a trial failed to run: {trial.error}", file=sys.stderr)
-            if not trial.failed:
-                continue
-            trials_with_finding.append(trial)
-            view.status = "shrinking"
-            h0, hcpu0 = time.monotonic(), time.process_time()
-            findings.append(_handle_finding(trial, system, search, out_dir, len(findings) + 1,
-                                            h0 - started - handled, hcpu0 - cpu0 - handled_cpu,
-                                            args.shrink_budget, args.harden_budget))
-            # shrinking and hardening come on top of the search's budget (a later finding's time
-            # counts search alone, and so does the live line)
-            spent = time.monotonic() - h0
-            handled += spent
-            handled_cpu += time.process_time() - hcpu0
-            deadline += spent
-            view.started += spent
-            view.status = "searching"
-            if stops_search(findings[-1], keep_going=args.keep_going, until_replayable=args.until_replayable):
-                break
-    finally:
-        if live is not None:
-            live.__exit__(None, None, None)
+    # SIGTERM (and Ctrl-C) stop the search where it is, and explore.json still says what it did.
+    catch = (signal.SIGTERM,) + ((signal.SIGINT,) if signal.getsignal(signal.SIGINT)
+                                 is signal.default_int_handler else ())
+    with signals_raise(lambda signum: KeyboardInterrupt(signal_name(signum)), catch) as received:
+        try:
+            deadline = started + args.budget
+            while time.monotonic() < deadline:
+                system.deadline = deadline  # a trial still running when the budget ends is cut short
+                trial = search.step()
+                system.deadline = None
+                if trial.cut:
+                    break
+                if not live_ok and not args.no_progress and time.monotonic() - last_line >= 10:
+                    last_line = time.monotonic()
+                    st = search.stats
+                    print(f"[{last_line - started:6.1f}s] schedules {st.tried}, "
+                          f"simulated {st.sim_seconds:,.0f} s, findings {st.findings}, errors {st.errors}",
+                          file=sys.stderr, flush=True)
+                if trial.error and search.stats.errors == 1:
+                    print(f"explore: a trial failed to run: {trial.error}", file=sys.stderr)
+                if not trial.failed:
+                    continue
+                trials_with_finding.append(trial)
+                view.status = "shrinking"
+                h0, hcpu0 = time.monotonic(), time.process_time()
+                findings.append(_handle_finding(trial, system, search, out_dir, len(findings) + 1,
+                                                h0 - started - handled, hcpu0 - cpu0 - handled_cpu,
+                                                args.shrink_budget, args.harden_budget))
+                # shrinking and hardening come on top of the search's budget (a later finding's time
+                # counts search alone, and so does the live line)
+                spent = time.monotonic() - h0
+                handled += spent
+                handled_cpu += time.process_time() - hcpu0
+                deadline += spent
+                view.started += spent
+                view.status = "searching"
+                if stops_search(findings[-1], keep_going=args.keep_going,
+                                until_replayable=args.until_replayable):
+                    break
+        except KeyboardInterrupt:
+            _ignore(catch)  # a second signal while the partial run is removed would leave it half done
+            unfinished = trials_with_finding[len(findings):]
+            interrupted = _interrupted(received, view.status, system,
+                                       out_dir / f"finding-{len(findings) + 1}", unfinished)
+        finally:
+            if live is not None:
+                live.__exit__(None, None, None)
+        _ignore(catch)  # nor would one while the summary is written leave any
+        code = _summarize(args, seed, bugs, space, search, started, cpu0, findings, out_dir, interrupted)
+    if interrupted is not None:
+        raise KeyboardInterrupt(interrupted["signal"])
+    return code
 
+
+def _ignore(signals: tuple[int, ...]) -> None:
+    for sig in signals:
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def _interrupted(received: list[int], status: str, system: Any, fdir: Path,
+                 unfinished: list[Trial]) -> dict[str, Any]:
+    """What explore.json says of an interruption: the signal, what the search was doing, the partial
+    run it removed (a cut-off history is no trial), and a finding it had not finished with."""
+    removed = system.abandon()
+    note: dict[str, Any] = {"signal": signal_name(received[-1]) if received else "SIGINT", "during": status,
+                            "partial_run_removed": str(removed) if removed is not None else None}
+    if unfinished:
+        trial = unfinished[0]
+        found = fdir / "schedule-found.json"
+        note["unfinished_finding"] = {"kind": primary_kind(trial.anomalies), "kinds": dict(trial.anomalies),
+                                      "run_dir": str(trial.run_dir) if trial.run_dir else None,
+                                      "schedule_file": str(found) if found.is_file() else None}
+    return note
+
+
+def _summarize(args: argparse.Namespace, seed: int, bugs: list[str], space: Space, search: Search,
+               started: float, cpu0: float, findings: list[FindingReport], out_dir: Path,
+               interrupted: dict[str, Any] | None) -> int:
+    """Writes explore.json and prints the summary; returns the exit code the findings give."""
     st = search.stats
     summary = {
         "seed": seed, "budget_s": args.budget, "bugs": bugs, "space": asdict(space),
@@ -284,7 +330,12 @@ def run(args: argparse.Namespace) -> int:
         "coverage_features": st.features,
         "corpus": st.corpus, "findings": [asdict(f) for f in findings],
     }
-    (out_dir / "explore.json").write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
+    if interrupted is not None:
+        summary["interrupted"] = interrupted
+    write_text_atomic(out_dir / "explore.json", json.dumps(summary, indent=1, default=str) + "\n")
+    if interrupted is not None:
+        print(f"explore: interrupted by {interrupted['signal']} while {interrupted['during']}",
+              file=sys.stderr)
     print(f"explore: {st.tried} schedules, {st.sim_seconds:,.0f} simulated s in "
           f"{time.monotonic() - started:.1f} wall s ({time.process_time() - cpu0:.1f} CPU s), "
           f"{len(findings)} finding(s), {st.errors} error(s); "
@@ -373,7 +424,7 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
     kind = primary_kind(trial.anomalies) or "anomaly"
     original = trial.schedule.with_events(trial.schedule.events, anomaly=kind)
     fdir = out_dir / f"finding-{n}"
-    fdir.mkdir(parents=True, exist_ok=True)
+    make_dirs(fdir)
     sched.save(original, fdir / "schedule-found.json")
     report = FindingReport(kind=kind, kinds=dict(trial.anomalies), found_after_s=round(found_after, 3),
                            schedules_tried=search.stats.tried, found_after_cpu_s=round(found_after_cpu, 3),

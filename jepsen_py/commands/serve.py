@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from jepsen_py.numbers import integer
+from jepsen_py.numbers import MAX_SECONDS, integer, number
 
 NAME = "serve"
 HELP = "serve a web UI over the results directory: every run, newest first, with its pictures and files"
@@ -21,15 +21,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also answer requests for this host name (repeatable); by default only "
                              "127.0.0.1, localhost and --host are answered, which stops other web "
                              "sites from reading results through DNS rebinding")
+    parser.add_argument("--request-timeout", type=number(0, MAX_SECONDS, lo_open=True), default=None,
+                        metavar="S", help="seconds a whole request may take to arrive; a connection "
+                                          "idle or trickling longer is closed (default 20)")
+    parser.add_argument("--max-connections", type=integer(1, 10000), default=None, metavar="N",
+                        help="connections served at once; more are answered 503 (default 64)")
 
 
 def run(args: argparse.Namespace) -> int:
     from jepsen_py.errors import BadInput
-    from jepsen_py.web import make_server, server_url
+    from jepsen_py.web import IDLE_TIMEOUT_S, MAX_CONNECTIONS, make_server, server_url
 
     if not 0 <= args.port <= 65535:
         raise BadInput(f"--port {args.port}: not a TCP port (0-65535)")
-    server = make_server(args.results_dir, args.host, args.port, allow_hosts=tuple(args.allow_host))
+    server = make_server(args.results_dir, args.host, args.port, allow_hosts=tuple(args.allow_host),
+                         idle_timeout=args.request_timeout or IDLE_TIMEOUT_S,
+                         max_connections=args.max_connections or MAX_CONNECTIONS)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"jepsen-py: warning: serving {args.results_dir} to the network on {args.host}",
               file=sys.stderr)

@@ -226,8 +226,10 @@ def _order(e: Event) -> tuple[float, int, str]:
 
 
 def save(schedule: Schedule, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(schedule.to_json(), indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    from jepsen_py.store import make_dirs, write_text
+
+    make_dirs(path.parent)
+    write_text(path, json.dumps(schedule.to_json(), indent=1, sort_keys=False) + "\n")
     return path
 
 

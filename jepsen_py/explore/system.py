@@ -8,8 +8,10 @@ The search runs trials in simulation (`run_sim`), where thousands fit in a budge
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import random
 import shutil
 import time
@@ -40,6 +42,7 @@ from jepsen_py.generator import rate as limit_rate
 from jepsen_py.history import Op
 from jepsen_py.protocols import TestSpec
 from jepsen_py.spec import DEFAULT_DB, DEFAULT_RATE
+from jepsen_py.store import LATEST
 from jepsen_py.workload import Workload
 
 
@@ -156,7 +159,25 @@ def _timer_slack(spec: TestSpec) -> float:
 def _discard(run_dir: Path) -> None:
     """Removes a run that is not kept: its own directory and the per-trial one around it
     (trials/trial-NNNNN/<stamp>)."""
-    shutil.rmtree(run_dir.parent if run_dir.parent.name.startswith("trial-") else run_dir, ignore_errors=True)
+    remove_run_tree(run_dir.parent if run_dir.parent.name.startswith("trial-") else run_dir)
+
+
+def remove_run_tree(victim: Path) -> None:
+    """Removes `victim` (a run or a test directory) and, first, the store's `latest` links that
+    point into it: a link is gone before its target, so none is ever left dangling."""
+    victim = Path(victim)
+    for where in (victim.parent, victim.parent.parent):
+        link = where / LATEST
+        if not link.is_symlink():
+            continue
+        try:
+            target = Path(os.path.normpath(where / os.readlink(link)))
+        except OSError:
+            continue
+        if target == victim or victim in target.parents:
+            with contextlib.suppress(OSError):
+                link.unlink()
+    shutil.rmtree(victim, ignore_errors=True)
 
 
 def read_history(run_dir: Path) -> Iterator[dict[str, Any]]:
@@ -246,6 +267,8 @@ class SimSystem:
     count: int = 0
     # time.monotonic() at which a trial or replay still running is cut short (None: never)
     deadline: float | None = None
+    # the test directory of the run going on now (None between runs)
+    in_progress: Path | None = None
 
     def _name(self) -> str:
         self.count += 1
@@ -271,7 +294,8 @@ class SimSystem:
             workload.final_generator = Recorder(workload.final_generator, PhaseClock(), final, timed=False,
                                                 rng=private)
         started = time.monotonic()
-        outcome = self._cut_short(self.run)(spec, workload, NemesisReplay(skeleton, clock), ())
+        with self._running(spec):
+            outcome = self._cut_short(self.run)(spec, workload, NemesisReplay(skeleton, clock), ())
         wall = time.monotonic() - started
         recorded = skeleton.with_events([*skeleton.nemesis_events, *tape.events], final=list(final.events),
                                         t0=clock.t0)
@@ -282,7 +306,8 @@ class SimSystem:
         spec = spec_for(schedule, backend="sim", results_dir=keep or self.work_dir,
                         name=name or self._name(), db=self.db)
         started = time.monotonic()
-        outcome = replay_run(schedule, spec, self._cut_short(self.run), post_run)
+        with self._running(spec):
+            outcome = replay_run(schedule, spec, self._cut_short(self.run), post_run)
         return self._trial(schedule, outcome, time.monotonic() - started, None, keep=keep is not None)
 
     def replay_timed(self, schedule: Schedule, timing_seed: int) -> dict[str, int]:
@@ -292,9 +317,27 @@ class SimSystem:
 
         spec = spec_for(for_real_backend(schedule), backend="sim", results_dir=self.work_dir,
                         name=self._name(), db=self.db, base={TIMING_SEED: timing_seed})
-        outcome = replay_in_kind(schedule, spec, self._cut_short(self.run))
+        with self._running(spec):
+            outcome = replay_in_kind(schedule, spec, self._cut_short(self.run))
         _discard(Path(outcome.run_dir))
         return anomaly_kinds(outcome.results or {}) if outcome.exit_code == 1 else {}
+
+    @contextlib.contextmanager
+    def _running(self, spec: TestSpec) -> Iterator[None]:
+        """Marks spec's test directory as the run in progress until the run returns: a run that
+        raises instead (Ctrl-C, SIGTERM) leaves it to abandon()."""
+        self.in_progress = Path(spec.results_dir) / spec.name
+        yield
+        self.in_progress = None
+
+    def abandon(self) -> Path | None:
+        """Removes the run an interruption cut off (its directory holds a partial history and
+        no findings: nothing a reader of the search should take for a trial); returns it."""
+        victim, self.in_progress = self.in_progress, None
+        if victim is None or not victim.exists():
+            return None
+        remove_run_tree(victim)
+        return victim
 
     def _cut_short(self, run: RunFn) -> RunFn:
         """`run` with the client and nemesis generators stopped at the deadline."""

@@ -117,6 +117,8 @@ class Scheduler:
         #: called after a process exits (the cluster treats it as killed)
         self.on_exit: Callable[[SimLoop, int], None] | None = None
         self._loops: list[SimLoop] = []
+        #: a signal's exception deferred to the next event (interrupt_next), None when none is
+        self._interrupt: Callable[[], None] | None = None
 
     # ---- queueing -----------------------------------------------------------------------------------
 
@@ -159,6 +161,19 @@ class Scheduler:
         heapq.heapify(self._heap)
         self._cancelled = 0
 
+    def interrupt_next(self, raise_it: Callable[[], None]) -> None:
+        """Runs `raise_it` (which raises, e.g. KeyboardInterrupt) as the very next event, or as the
+        simulation returns to its caller if no event comes first: the exception then leaves the
+        simulation between two events, never in the middle of a node's step, where it would strand
+        a coroutine half made (finalised later, with a warning)."""
+        self._interrupt = raise_it
+        self._ready.appendleft((None, KernelEvent(self._interrupt_now, ())))  # type: ignore[arg-type]
+
+    def _interrupt_now(self) -> None:
+        raise_it, self._interrupt = self._interrupt, None
+        if raise_it is not None:
+            raise_it()
+
     # ---- stepping -----------------------------------------------------------------------------------
 
     def next_time(self) -> float | None:
@@ -172,7 +187,14 @@ class Scheduler:
         try:
             return self._step()
         finally:
-            self._leave()
+            self._return()
+
+    def _return(self) -> None:
+        """Leaving one of the simulator's entry points: no process runs, and an interrupt that
+        arrived during the last event and found no event after it is raised now."""
+        self._leave()
+        if self._interrupt is not None:
+            self._interrupt_now()
 
     def _leave(self) -> None:
         """No simulated process is running any more (between the simulator's entry points)."""
@@ -276,7 +298,7 @@ class Scheduler:
                     break
                 step()
         finally:
-            self._leave()
+            self._return()
         self.now = max(self.now, t)
 
     def run_until_idle(self, max_steps: int = 10_000_000) -> None:
@@ -286,7 +308,7 @@ class Scheduler:
                 if not self._step():
                     return
         finally:
-            self._leave()
+            self._return()
         raise SimDeadlock(f"still busy after {max_steps} steps")
 
     def run_until_complete(self, aw: Awaitable[T], loop: SimLoop, timeout: float | None = None) -> T:
@@ -307,7 +329,7 @@ class Scheduler:
                         raise TimeoutError(f"not done after {timeout} virtual seconds")
                 step()
         finally:
-            self._leave()
+            self._return()
         return fut.result()
 
     def close(self) -> None:

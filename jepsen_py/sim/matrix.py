@@ -19,6 +19,7 @@ import concurrent.futures
 import contextlib
 import math
 import multiprocessing
+import os
 import signal
 import threading
 import time
@@ -29,6 +30,7 @@ from typing import Any
 
 from jepsen_py import matrix as mx
 from jepsen_py.errors import BadInput, JepsenError
+from jepsen_py.lifetime import die_with_parent
 from jepsen_py.sim.progress import SimStatus
 
 #: the read modes a correct build must be linearizable under (`local` is unsafe by design)
@@ -263,7 +265,9 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
     ctx = multiprocessing.get_context("spawn")  # no threads or rich state forked into the workers
     # no max_tasks_per_child: on Python 3.11 the pool stops handing out work once a worker has
     # retired (a matrix of hundreds of runs hung after 2 x 50)
-    with concurrent.futures.ProcessPoolExecutor(max_workers=parallel, mp_context=ctx) as pool:
+    # the kernel ends each worker if this process dies without shutting the pool down (SIGKILL)
+    with concurrent.futures.ProcessPoolExecutor(max_workers=parallel, mp_context=ctx,
+                                                initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         futures = {}
         for k, cell, i in jobs:
             fut = pool.submit(_in_child, cell, i, results_dir, matrix, node_count, seed + i, limit(cell))

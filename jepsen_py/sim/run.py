@@ -26,6 +26,7 @@ running) is refused with one line before the run directory exists.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -46,6 +47,7 @@ from jepsen_py.runner import RunOutcome, cleanup_step, record_heal
 from jepsen_py.sim.backend import SimBackend
 from jepsen_py.sim.client import SimClient
 from jepsen_py.sim.interpreter import SimInterpreter
+from jepsen_py.sim.interrupts import between_events
 from jepsen_py.sim.nemesis import SimDB, SimNemesis, check_names
 from jepsen_py.sim.observer import SimObserver
 from jepsen_py.sim.progress import SimProgress, SimStatus
@@ -330,9 +332,8 @@ class SimRun:
 
     def _collect_logs(self) -> None:
         for node, lines in sorted(self.cluster.node_logs().items()):
-            dest = self.run_dir / store.NODES / node
-            dest.mkdir(parents=True, exist_ok=True)
-            (dest / "node.log").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+            dest = store.make_dirs(self.run_dir / store.NODES / node)
+            store.write_text(dest / "node.log", "".join(f"{line}\n" for line in lines))
 
     def stats(self) -> dict[str, Any]:
         self.end_phases()
@@ -381,6 +382,26 @@ def run_sim(spec: TestSpec, *, workload: Workload | None = None,
     if nemesis_generator is not None:
         schedule = nemesis_generator
     cluster = make_cluster(spec)
+    scheduler = getattr(cluster, "scheduler", None)
+    try:
+        with between_events(scheduler) if scheduler is not None else contextlib.nullcontext():
+            return _run_on(cluster, spec, workload, template, nemesis, schedule, post_run=post_run,
+                           observer_interval=observer_interval, setup_timeout=setup_timeout,
+                           show_progress=show_progress, status=status, wall0=wall0, cpu0=cpu0)
+    finally:
+        # However the run ends (Ctrl-C in the analysis too), its coroutines are closed now, while
+        # the simulation can still discard them, not finalised at exit, where the node code's
+        # handlers would catch GeneratorExit and print a warning for each.
+        close = getattr(cluster, "close", None)
+        if callable(close):
+            close()
+
+
+def _run_on(cluster: Any, spec: TestSpec, workload: Workload, template: Any, nemesis: Any,
+            schedule: Generator | None, *, post_run: Sequence[PostRun], observer_interval: float,
+            setup_timeout: float, show_progress: bool, status: SimStatus | None, wall0: float,
+            cpu0: float) -> SimOutcome:
+    """run_sim's run on `cluster`, which the caller closes."""
     db = SimDB(cluster, spec.nodes)
     sim_nemesis = SimNemesis(nemesis, db, cluster) if nemesis is not None else None
     client = SimClient.like(template, cluster.client_net)
@@ -441,9 +462,6 @@ def run_sim(spec: TestSpec, *, workload: Workload | None = None,
         log.info("simulated %.1f s in %.1f wall s, %.1f CPU s (%.1fx wall, %.1fx CPU)", simulated, wall,
                  cpu, simulated / max(wall, 1e-9), simulated / max(cpu, 1e-9))
         run_post_steps(post_run, run_dir)
-    close = getattr(cluster, "close", None)
-    if callable(close):
-        close()
     if interrupted:
         raise RunInterrupted(run_dir, results)
     return SimOutcome(run_dir=run_dir, valid=verdict.valid, results=results, exit_code=verdict.exit_code,

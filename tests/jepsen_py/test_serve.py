@@ -3,10 +3,12 @@ edges a browser never shows (path traversal, symlinks out, content types, the CL
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -254,3 +256,133 @@ def test_the_index_leaves_out_symlinks_that_lead_outside(tmp_path: Path) -> None
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+_DRIP = b"GET / HTTP/1.1\r\nHost: localhost\r\nX-Drip: " + b"a" * 100
+
+
+def _closed_within(sock: socket.socket, seconds: float, drip: bytes = b"",
+                   every: float = 0.0) -> float | None:
+    """Sends `drip` one byte per `every` s (or nothing) and waits for the server to close the
+    connection; returns after how long, or None if it stayed open for `seconds`."""
+    t0 = time.monotonic()
+    sock.settimeout(every or seconds)
+    i = 0
+    while time.monotonic() - t0 < seconds:
+        if i < len(drip):
+            try:
+                sock.sendall(drip[i:i + 1])
+            except OSError:
+                return time.monotonic() - t0
+            i += 1
+        try:
+            if sock.recv(65536) == b"":
+                return time.monotonic() - t0
+        except TimeoutError:
+            continue
+        except OSError:
+            return time.monotonic() - t0
+    return None
+
+
+def test_a_request_trickled_in_is_cut_at_its_deadline(results: Path) -> None:
+    """The idle timeout bounds the whole request, not each read: one byte every 0.3 s keeps every
+    read well inside a 1 s timeout, yet the connection is closed about a second in."""
+    srv = make_server(results, "127.0.0.1", 0, idle_timeout=1.0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        with socket.create_connection(srv.server_address[:2], timeout=30) as sock:
+            closed = _closed_within(sock, 8.0, _DRIP, 0.3)
+        assert closed is not None and closed < 4.0, closed
+        assert _get(server_url(srv))[0] == 200
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+@pytest.fixture()
+def big_results(tmp_path: Path) -> Path:
+    """A results directory with a large file to download."""
+    big = make_run(tmp_path / "results", 20, name="big", stamp="20261122T060000.000")
+    with open(big.run_dir / "jepsen.log", "wb") as f:
+        f.write(os.urandom(1 << 20) * 16)
+    return tmp_path / "results"
+
+
+@contextlib.contextmanager
+def _serve(root: Path, *flags: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """A real `jepsen-py serve` on an ephemeral port of 127.0.0.1: its URL and process."""
+    proc = subprocess.Popen([sys.executable, "-m", "jepsen_py.cli", "serve", "--port", "0", "--results-dir",
+                             str(root), *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert " at http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.poll() is not None else "")
+        yield line.split(" at ")[1].split()[0], proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+@pytest.fixture()
+def served(big_results: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`serve` with a 1 s request deadline and room for two connections."""
+    with _serve(big_results, "--request-timeout", "1", "--max-connections", "2") as s:
+        yield s
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 0
+    return proc.stderr.read() if proc.stderr else ""
+
+
+def test_cli_cuts_a_trickled_request_at_its_deadline(served: tuple[str, subprocess.Popen[str]]) -> None:
+    url, proc = served
+    port = urllib.parse.urlsplit(url).port
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        closed = _closed_within(sock, 8.0, _DRIP, 0.3)
+    assert closed is not None and closed < 4.0, closed
+    assert _get(url)[0] == 200
+    assert "Traceback" not in _stop(proc)
+
+
+def test_cli_caps_concurrent_connections(served: tuple[str, subprocess.Popen[str]]) -> None:
+    url, proc = served
+    port = urllib.parse.urlsplit(url).port
+    held = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(2)]
+    try:
+        for sock in held:  # both taken: a request begun, never finished
+            sock.sendall(b"GET / HTTP/1.1\r\n")
+        time.sleep(0.2)
+        answer = _raw(url, b"", timeout=30)
+        assert _status(answer) == 503 and b"too many connections" in answer
+    finally:
+        for sock in held:
+            sock.close()
+    deadline = time.monotonic() + 10  # the slots come back once those connections are gone
+    while _get(url)[0] != 200 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _get(url)[0] == 200
+    assert "Traceback" not in _stop(proc)
+
+
+def test_cli_a_client_hanging_up_mid_download_is_no_traceback(big_results: Path) -> None:
+    with _serve(big_results) as (url, proc):
+        _hang_up_mid_download(url, proc)
+
+
+def _hang_up_mid_download(url: str, proc: subprocess.Popen[str]) -> None:
+    port = urllib.parse.urlsplit(url).port
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(b"GET /files/big/20261122T060000.000/jepsen.log HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert _status(sock.recv(4096)) == 200
+            # a reset, not a polite close: what a browser tab closed mid-download does
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    time.sleep(0.5)
+    status, _, body = _get(url + "files/big/20261122T060000.000/jepsen.log")
+    assert status == 200 and len(body) == 16 << 20
+    err = _stop(proc)
+    assert "Traceback" not in err and "Exception" not in err, err
