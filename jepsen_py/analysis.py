@@ -50,11 +50,20 @@ def run_checkers(checkers: Sequence[Checker], test: Test | None, history: Sequen
             if not isinstance(r, dict) or r.get("valid") not in (True, False, "unknown"):
                 r = {"valid": "unknown", "error": f"checker returned no valid verdict: {r!r}"[:500]}
         except Exception as e:
-            log.exception("checker %s failed", name)
-            r = {"valid": "unknown", "error": f"{type(e).__name__}: {e}"}
+            # A broken checker is the checker's problem, not the run's: one line on the console
+            # (a traceback there reads as the framework crashing), the traceback in jepsen.log.
+            error = _one_line(f"{type(e).__name__}: {e}")
+            log.warning("checker %s raised %s; its verdict is unknown", name, error)
+            log.debug("checker %s traceback", name, exc_info=True)
+            r = {"valid": "unknown", "error": error}
         log.info("checker %s: valid=%s (%.2fs)", name, r["valid"], time.monotonic() - t0)
         out[name] = r
     return {"valid": merge(r["valid"] for r in out.values()), "checkers": out}
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def count_anomalies(results: dict[str, Any]) -> int:

@@ -95,7 +95,11 @@ def print_summary(
     table.add_row("anomalies", str(anomalies))
     for name, r in (checkers or {}).items():
         v = r.get("valid") if isinstance(r, dict) else None
-        table.add_row(f"  {name}", Text(str(v).lower(), style=_verdict_style(v)))
+        word = str(v).lower()
+        why = (r.get("error") or r.get("reason")) if isinstance(r, dict) and v == "unknown" else None
+        if why:  # an unknown says why, so a gate's log needs no digging in results.json
+            word += f" ({why})"
+        table.add_row(f"  {name}", Text(word, style=_verdict_style(v)))
     if error:
         table.add_row("error", Text(error, style="red"))
     table.add_row("stored in", str(run_dir))

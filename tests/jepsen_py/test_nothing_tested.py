@@ -1,0 +1,110 @@
+"""A gate never passes on a run that tested nothing: a run whose clients did nothing or never
+succeeded, a checker that raised, and a stored run re-checked by a workload that judges none of its
+ops. Driven through the command line, as a CI job drives it, with an outside plugin."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+PLUGIN = '''
+"""A DB whose clients answer ok, None or garbage; a workload without checkers; a checker that raises."""
+
+import dataclasses
+
+from jepsen_py.generator import fn
+from jepsen_py.history import OK
+from jepsen_py.workload import Workload
+
+
+class DB:
+    answer = "ok"
+
+    def __init__(self, spec): pass
+    def setup(self, test, node): pass
+    def teardown(self, test, node): pass
+    def log_files(self, test, node): return []
+    def client(self, workload): return Client(self.answer)
+
+
+class NoneDB(DB):
+    answer = "none"
+
+
+class GarbageDB(DB):
+    answer = "garbage"
+
+
+class Client:
+    def __init__(self, answer): self.answer = answer
+    def open(self, test, node): return Client(self.answer)
+    def close(self, test): pass
+
+    def invoke(self, test, op):
+        if self.answer == "none":
+            return None
+        if self.answer == "garbage":
+            return "garbage"
+        return dataclasses.replace(op, type=OK, value=1)
+
+
+def work(spec):
+    return Workload(name="work", generator=fn(lambda ctx: {"f": ctx.rng.choice(["get", "put"])}),
+                    final_generator=None, checkers=[])
+
+
+def nothing(spec):
+    return []
+
+
+class Boom:
+    name = "boom"
+
+    def check(self, test, history):
+        raise RuntimeError("kaboom\\nsecond line")
+
+
+def boom(spec):
+    return Boom()
+'''
+
+
+def plugin_dir(tmp: Path) -> Path:
+    root = tmp / "proj"
+    (root / "vplug").mkdir(parents=True)
+    (root / "vplug" / "__init__.py").write_text(textwrap.dedent(PLUGIN))
+    return root
+
+
+def jepsen(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """This checkout's CLI (not the installed one), with the plugin importable from `cwd`."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(cwd)])}
+    return subprocess.run([sys.executable, "-m", "jepsen_py.cli", *argv], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def run_plugin(tmp: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    proj = plugin_dir(tmp)
+    results = tmp / "results"
+    res = jepsen(proj, "run", "--backend", "none", "--node-count", "3", "--time-limit", "0.5",
+                 "--rate", "100", "--recovery-timeout", "0", "--seed", "3", "--no-progress",
+                 "--results-dir", str(results), "--workload", "vplug:work", *args)
+    runs = [p for d in results.iterdir() if d.name != "latest" for p in d.iterdir() if p.name != "latest"]
+    assert len(runs) == 1, res.stdout + res.stderr
+    return res, json.loads((runs[0] / "results.json").read_text())
+
+
+def test_a_checker_that_raises_is_unknown_in_one_line_without_a_traceback(tmp_path: Path) -> None:
+    res, results = run_plugin(tmp_path, "--db", "vplug:DB", "--checker", "vplug:boom")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr, res.stderr
+    assert results["checkers"]["boom"] == {"valid": "unknown", "error": "RuntimeError: kaboom second line"}
+    assert "unknown (RuntimeError: kaboom second line)" in res.stdout
+    warned = [line for line in res.stderr.splitlines() if "boom" in line]
+    assert len(warned) == 1 and "RuntimeError: kaboom" in warned[0], res.stderr
