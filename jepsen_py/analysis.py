@@ -36,13 +36,26 @@ def unique_name(name: str, taken: dict[str, Any]) -> str:
     return f"{name}-{i}"
 
 
+def with_stats(checkers: Sequence[Checker]) -> list[Checker]:
+    """The checkers, plus the stats checker when none of them is one.
+
+    Jepsen's stats rule is what fails a run that did nothing (no client op, or none ever ok); an
+    outside workload with no checkers, or none that look at outcomes, would otherwise pass it."""
+    from jepsen_py.checkers.stats import StatsChecker
+
+    if any(isinstance(c, StatsChecker) for c in checkers):
+        return list(checkers)
+    return [*checkers, StatsChecker()]
+
+
 def run_checkers(checkers: Sequence[Checker], test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
-    """Every checker on the history; a checker that raises or answers nonsense counts as unknown.
+    """Every checker on the history (with the stats checker added if missing); a checker that
+    raises or answers nonsense counts as unknown.
 
     Returns {"valid": merged, "checkers": {name: result}} (results.json's shape).
     """
     out: dict[str, Any] = {}
-    for c in checkers:
+    for c in with_stats(checkers):
         name = unique_name(str(getattr(c, "name", type(c).__name__)), out)
         t0 = time.monotonic()
         try:

@@ -108,3 +108,25 @@ def test_a_checker_that_raises_is_unknown_in_one_line_without_a_traceback(tmp_pa
     assert "unknown (RuntimeError: kaboom second line)" in res.stdout
     warned = [line for line in res.stderr.splitlines() if "boom" in line]
     assert len(warned) == 1 and "RuntimeError: kaboom" in warned[0], res.stderr
+
+
+def test_a_generator_that_yields_nothing_is_unknown(tmp_path: Path) -> None:
+    res, results = run_plugin(tmp_path, "--db", "vplug:DB", "--generator", "vplug:nothing")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert results["valid"] == "unknown"
+    assert results["checkers"]["stats"]["reason"] == "no client op was attempted: nothing was tested"
+
+
+def test_a_client_that_never_answers_ok_fails_the_run(tmp_path: Path) -> None:
+    for db in ("vplug:NoneDB", "vplug:GarbageDB"):
+        res, results = run_plugin(tmp_path / db.partition(":")[2], "--db", db)
+        assert res.returncode == 1, res.stdout + res.stderr
+        stats = results["checkers"]["stats"]
+        assert stats["valid"] is False and stats["count"] > 0 and stats["ok"] == 0
+        assert stats["anomalies"][0]["kind"] == "no-ok"
+
+
+def test_a_workload_without_checkers_still_gets_the_stats_rule(tmp_path: Path) -> None:
+    res, results = run_plugin(tmp_path, "--db", "vplug:DB")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert results["checkers"]["stats"]["valid"] is True and results["checkers"]["stats"]["ok"] > 0
