@@ -421,7 +421,8 @@ def run_sim(spec: TestSpec, *, workload: Workload | None = None,
         simulated = run.now_s()
         main_ran = "heal" in run.phases or (error is None and not interrupted)
         verdict = analyse(history_path, checkers=workload.checkers, test=run.test, judge=main_ran,
-                          error=error, interrupted=interrupted, on_check=lambda: run.phase("check"))
+                          error=error, interrupted=interrupted, on_check=lambda: run.phase("check"),
+                          fs=workload.fs)
         results = verdict.results
         if run.notes:
             results["notes"] = run.notes

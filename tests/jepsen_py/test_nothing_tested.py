@@ -130,3 +130,64 @@ def test_a_workload_without_checkers_still_gets_the_stats_rule(tmp_path: Path) -
     res, results = run_plugin(tmp_path, "--db", "vplug:DB")
     assert res.returncode == 0, res.stdout + res.stderr
     assert results["checkers"]["stats"]["valid"] is True and results["checkers"]["stats"]["ok"] > 0
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _op(i: int, typ: str, process: int | str, f: str, value: object = None, key: object = None) -> dict:
+    return {"index": i, "time": i, "type": typ, "process": process, "f": f, "key": key, "value": value}
+
+
+OFFSETS_HISTORY = [
+    _op(0, "ok", "observer", "status", {"role": "leader"}),
+    _op(1, "invoke", "nemesis", "start-partition"), _op(2, "info", "nemesis", "start-partition"),
+    _op(3, "invoke", 0, "commit", 1, "g/t/0"), _op(4, "ok", 0, "commit", 1, "g/t/0"),
+    _op(5, "invoke", 1, "fetch", None, "g/t/0"), _op(6, "ok", 1, "fetch", 1, "g/t/0"),
+]
+
+
+def test_check_with_a_model_that_matches_no_op_is_bad_input(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "h.jsonl", OFFSETS_HISTORY)
+    res = jepsen(tmp_path, "check", str(path), "--model", "kv")
+    assert res.returncode == 254, res.stdout + res.stderr
+    assert res.stderr.strip().splitlines() == [
+        f"jepsen-py: {path}: no kv operation to check: its client ops are 1 commit, 1 fetch; "
+        "choose the --model that fits them"]
+    assert jepsen(tmp_path, "check", str(path), "--model", "offsets").returncode == 0
+
+
+def test_check_of_a_history_without_client_ops_is_bad_input(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "h.jsonl", OFFSETS_HISTORY[:3])
+    res = jepsen(tmp_path, "check", str(path), "--model", "offsets")
+    assert res.returncode == 254, res.stdout + res.stderr
+    assert res.stderr.strip().splitlines() == [
+        f"jepsen-py: {path}: no client operation to check: its 3 ops are all nemesis or observer ops"]
+
+
+def test_check_of_a_history_whose_every_op_failed_is_unknown_with_the_reason(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "h.jsonl", [_op(0, "invoke", 0, "write", 1), _op(1, "fail", 0, "write", 1)])
+    res = jepsen(tmp_path, "check", str(path), "--model", "register")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "unknown: no register operation left to check" in res.stdout
+
+
+def test_analyze_as_a_workload_that_checks_none_of_the_ops_is_unknown(tmp_path: Path) -> None:
+    res = jepsen(tmp_path, "run", "--backend", "sim", "--workload", "offsets", "--time-limit", "2",
+                 "--seed", "1", "--no-progress", "--results-dir", str(tmp_path / "r"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = (tmp_path / "r" / "latest").resolve()
+    spec = json.loads((run / "test.json").read_text())
+    for workload, checks in (("set", "add, read"), ("register", "cas, read, write")):
+        (run / "test.json").write_text(json.dumps({**spec, "workload": workload}))
+        again = jepsen(tmp_path, "analyze", "--no-render", str(run))
+        assert again.returncode == 2, again.stdout + again.stderr
+        results = json.loads((run / "results.json").read_text())
+        assert results["valid"] == "unknown"
+        why = results["checkers"]["workload"]["reason"]
+        assert why.startswith(f"none of the client ops is one this workload checks ({checks}); "
+                              "the history has ") and why.endswith(": nothing was checked")
+    (run / "test.json").write_text(json.dumps(spec))
+    assert jepsen(tmp_path, "analyze", "--no-render", str(run)).returncode == 0
