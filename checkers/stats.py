@@ -74,7 +74,8 @@ class StatsChecker:
         # No client op succeeded at all, faults or not: every other checker passes vacuously on such
         # a history, so the run is a failure of its own (a client answering garbage, a system that
         # never served). The calm rule above cannot see it: with no ok there is never proof of calm.
-        no_ok = total["count"] > 0 and total[OK] == 0 and not answered
+        # Said only when never-ok did not already fail the run, so a finding keeps its one kind.
+        no_ok = total["count"] > 0 and total[OK] == 0 and not answered and not never_ok
         if no_ok:
             anomalies.insert(0, {"kind": "no-ok", "ops": [],
                                  "explanation": f"none of the {total['count']} client ops succeeded "

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.errors import BadInput, EnvironmentProblem
-from jepsen_py.history import depth_ok
+from jepsen_py.history import INVOKE, NEMESIS, SAMPLE_PROCESSES, depth_ok
 from jepsen_py.numbers import MAX_SECONDS, MAX_WORKERS, integer, number
 from jepsen_py.numbers import check as check_number
 from jepsen_py.store import finite_json
@@ -119,9 +119,12 @@ def _judged_something(result: dict[str, Any], ops: list[Any], args: argparse.Nam
     if why is None:
         return
     if not result.get("keys_checked"):
-        ignored = result.get("ignored") or {}
-        if ignored:
-            has = ", ".join(f"{n} {f}" for f, n in sorted(ignored.items()))
+        client: dict[str, int] = {}  # counted here: the Spark engine's result has no "ignored"
+        for op in ops:
+            if op.type == INVOKE and op.process != NEMESIS and op.process not in SAMPLE_PROCESSES:
+                client[str(op.f)] = client.get(str(op.f), 0) + 1
+        if client:
+            has = ", ".join(f"{n} {f}" for f, n in sorted(client.items()))
             raise BadInput(f"{args.file}: no {args.model} operation to check: its client ops are "
                            f"{has}; choose the --model that fits them")
         if not ops:

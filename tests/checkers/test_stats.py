@@ -156,3 +156,11 @@ def test_no_client_op_says_why_it_is_unknown():
     h.nemesis("start-partition", 0, 1, {"grudge": {}})
     r = StatsChecker().check(None, h.build())
     assert r["valid"] == "unknown" and r["reason"] == "no client op was attempted: nothing was tested"
+
+
+def test_no_ok_is_not_said_twice_when_never_ok_already_fails_the_run():
+    h = H()
+    h.op(0, "commit", "k", 1, 0, 1, kind="fail", error="unavailable")
+    r = StatsChecker().check(None, h.build())
+    assert r["valid"] is False and r["never_ok"] == ["commit"]
+    assert [a["kind"] for a in r["anomalies"]] == ["never-ok"]
