@@ -127,8 +127,6 @@ def _judged_something(result: dict[str, Any], ops: list[Any], args: argparse.Nam
             has = ", ".join(f"{n} {f}" for f, n in sorted(client.items()))
             raise BadInput(f"{args.file}: no {args.model} operation to check: its client ops are "
                            f"{has}; choose the --model that fits them")
-        if not ops:
-            raise BadInput(f"{args.file}: no operation to check: the history is empty")
         raise BadInput(f"{args.file}: no client operation to check: its {len(ops)} ops are all "
                        "nemesis or observer ops")
     result.update(valid="unknown", reason=why)
