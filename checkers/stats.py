@@ -12,6 +12,10 @@ after the last fault ended. An op invoked before that proof is still in the faul
 fault at all every op is calm, so an op type refused all run while others succeed is still caught.
 Calm is judged over the op's whole life, not only its invocation: an op invoked a millisecond before
 a kill and refused as the kill took effect was refused by the fault.
+
+Two floors under every run, faults or not: no client op attempted is unknown (nothing was tested),
+and client ops attempted with not one ok is invalid (there is never a calm moment to excuse them).
+The analysis adds this checker to any workload that lacks it, so an outside workload gets them too.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from jepsen_py.protocols import Test
 
 
 class StatsChecker:
-    """Counts outcomes per f; invalid when an f that was attempted has no ok at all."""
+    """Counts outcomes per f; invalid when an f that was attempted has no ok at all, or when no client
+    op succeeded; unknown when none was attempted."""
 
     name = "stats"
 
@@ -66,11 +71,24 @@ class StatsChecker:
                             f"({by_f[f][FAIL]} fail, {by_f[f][INFO]} info)"}
             for f in never_ok
         ]
-        valid: bool | str = not never_ok
+        # No client op succeeded at all, faults or not: every other checker passes vacuously on such
+        # a history, so the run is a failure of its own (a client answering garbage, a system that
+        # never served). The calm rule above cannot see it: with no ok there is never proof of calm.
+        # Said only when never-ok did not already fail the run, so a finding keeps its one kind.
+        no_ok = total["count"] > 0 and total[OK] == 0 and not answered and not never_ok
+        if no_ok:
+            anomalies.insert(0, {"kind": "no-ok", "ops": [],
+                                 "explanation": f"none of the {total['count']} client ops succeeded "
+                                                f"({total[FAIL]} fail, {total[INFO]} info)"})
+        out: dict[str, Any] = {
+            "valid": not (never_ok or no_ok), "by_f": by_f,
+            **{k: total[k] for k in ("count", OK, FAIL, INFO)},
+            "ok_fraction": total["ok_fraction"], "never_ok": never_ok, "anomalies": anomalies}
         if total["count"] == 0:
-            valid = "unknown"  # no client op at all: nothing was tested
-        return {"valid": valid, "by_f": by_f, **{k: total[k] for k in ("count", OK, FAIL, INFO)},
-                "ok_fraction": total["ok_fraction"], "never_ok": never_ok, "anomalies": anomalies}
+            # Nothing was attempted: not invalid (nothing went wrong) but never valid.
+            out["valid"] = "unknown"
+            out["reason"] = "no client op was attempted: nothing was tested"
+        return out
 
 
 class _Calm:

@@ -36,13 +36,47 @@ def unique_name(name: str, taken: dict[str, Any]) -> str:
     return f"{name}-{i}"
 
 
-def run_checkers(checkers: Sequence[Checker], test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
-    """Every checker on the history; a checker that raises or answers nonsense counts as unknown.
+def with_stats(checkers: Sequence[Checker]) -> list[Checker]:
+    """The checkers, plus the stats checker when none of them is one.
+
+    Jepsen's stats rule is what fails a run that did nothing (no client op, or none ever ok); an
+    outside workload with no checkers, or none that look at outcomes, would otherwise pass it."""
+    from jepsen_py.checkers.stats import StatsChecker
+
+    if any(isinstance(c, StatsChecker) for c in checkers):
+        return list(checkers)
+    return [*checkers, StatsChecker()]
+
+
+def nothing_checked(fs: frozenset[str] | None, history: Sequence[Op]) -> str | None:
+    """Why the workload's checkers judged nothing, when the history has client ops but none of the
+    `fs` they judge (Workload.fs); None when they judged something or `fs` is not declared.
+
+    A history without client ops is the stats checker's to call unknown; this is the other case,
+    ops that the workload does not check: every checker answers valid on the empty part it reads."""
+    if fs is None:
+        return None
+    seen: dict[str, int] = {}
+    for op in history:
+        if isinstance(op.process, int) and op.type == INVOKE:
+            seen[str(op.f)] = seen.get(str(op.f), 0) + 1
+    if not seen or any(f in fs for f in seen):
+        return None
+    has = ", ".join(f"{n} {f}" for f, n in sorted(seen.items()))
+    return (f"none of the client ops is one this workload checks ({', '.join(sorted(fs))}); "
+            f"the history has {has}: nothing was checked")
+
+
+def run_checkers(checkers: Sequence[Checker], test: Test | None, history: Sequence[Op], *,
+                 fs: frozenset[str] | None = None) -> dict[str, Any]:
+    """Every checker on the history (with the stats checker added if missing); a checker that
+    raises or answers nonsense counts as unknown, and so does the whole when the history has none
+    of the ops `fs` the workload checks (an entry "workload" says why).
 
     Returns {"valid": merged, "checkers": {name: result}} (results.json's shape).
     """
     out: dict[str, Any] = {}
-    for c in checkers:
+    for c in with_stats(checkers):
         name = unique_name(str(getattr(c, "name", type(c).__name__)), out)
         t0 = time.monotonic()
         try:
@@ -50,10 +84,18 @@ def run_checkers(checkers: Sequence[Checker], test: Test | None, history: Sequen
             if not isinstance(r, dict) or r.get("valid") not in (True, False, "unknown"):
                 r = {"valid": "unknown", "error": f"checker returned no valid verdict: {r!r}"[:500]}
         except Exception as e:
-            log.exception("checker %s failed", name)
-            r = {"valid": "unknown", "error": f"{type(e).__name__}: {e}"}
+            # A broken checker is the checker's problem, not the run's: one line on the console
+            # (a traceback there reads as the framework crashing), the traceback in jepsen.log.
+            error = _one_line(f"{type(e).__name__}: {e}")
+            log.warning("checker %s raised %s; its verdict is unknown", name, error)
+            log.debug("checker %s traceback", name, exc_info=True)
+            r = {"valid": "unknown", "error": error}
         log.info("checker %s: valid=%s (%.2fs)", name, r["valid"], time.monotonic() - t0)
         out[name] = r
+    why = nothing_checked(fs, history)
+    if why is not None:
+        log.warning("%s", why)
+        out[unique_name("workload", out)] = {"valid": "unknown", "reason": why}
     return {"valid": merge(r["valid"] for r in out.values()), "checkers": out}
 
 
@@ -104,6 +146,11 @@ def tally_anomalies(results: dict[str, Any]) -> AnomalyTally:
                 for kind, n in src.items():
                     dst[kind] = dst.get(kind, 0) + n
     return AnomalyTally(failing, reported)
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def count_anomalies(results: dict[str, Any]) -> int:
@@ -157,9 +204,10 @@ class Analysis:
 
 def analyse(history_path: Path, *, checkers: Sequence[Checker], test: Test | None, judge: bool,
             error: BaseException | None, interrupted: bool,
-            on_check: Callable[[], None] | None = None) -> Analysis:
+            on_check: Callable[[], None] | None = None, fs: frozenset[str] | None = None) -> Analysis:
     """Reads and validates the history; runs the checkers when `judge` (the main phase ran and
-    nothing interrupted it); a run that failed or was interrupted is at best unknown."""
+    nothing interrupted it); a run that failed or was interrupted is at best unknown. `fs`: the
+    ops the workload checks (Workload.fs)."""
     history: list[Op] = []
     try:
         history = read_history(history_path)
@@ -170,7 +218,7 @@ def analyse(history_path: Path, *, checkers: Sequence[Checker], test: Test | Non
     if judge and not interrupted:
         if on_check is not None:
             on_check()
-        results = run_checkers(checkers, test, history)
+        results = run_checkers(checkers, test, history, fs=fs)
     else:
         results = {"valid": "unknown", "checkers": {}}
     invokes, oks = client_stats(history)

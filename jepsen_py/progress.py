@@ -103,7 +103,11 @@ def print_summary(
     table.add_row("anomalies", describe_tally(tally) if tally.total else str(anomalies))
     for name, r in (checkers or {}).items():
         v = r.get("valid") if isinstance(r, dict) else None
-        line = Text(str(v).lower(), style=_verdict_style(v))
+        word = str(v).lower()
+        why = (r.get("error") or r.get("reason")) if isinstance(r, dict) and v == "unknown" else None
+        if why:  # an unknown says why, so a gate's log needs no digging in results.json
+            word += f" ({why})"
+        line = Text(word, style=_verdict_style(v))
         if isinstance(r, dict):
             t = checker_tally(r)
             if t.total:

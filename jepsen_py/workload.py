@@ -23,6 +23,9 @@ class Workload:
     `client`: a client template to use instead of `DB.client(name)` (for systems whose clients are
     not the DB's business, e.g. in-process tests); None asks the DB.
     `meta`: free-form facts about the workload written into test.json (key counts, models).
+    `fs`: the client op names its checkers judge; None leaves them undeclared. A history with none of
+    them was not checked at all, whatever the checkers answer (a stored run re-checked as another
+    workload, a --generator making other ops), so its verdict is unknown, never valid.
     """
 
     name: str
@@ -31,3 +34,4 @@ class Workload:
     checkers: list[Checker]
     client: Client | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    fs: frozenset[str] | None = None

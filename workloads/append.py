@@ -58,6 +58,7 @@ def append_workload(spec: TestSpec) -> Workload:
                       read_fraction=float(o.get("read_fraction", 0.5)))
     return Workload(
         name="append",
+        fs=frozenset({"append", "read"}),
         generator=fn(lambda ctx: state.op(ctx)),
         final_generator=seq(sleep(float(o.get("final_delay", FINAL_DELAY_S))),
                             defer(lambda ctx: state.final(ctx))),

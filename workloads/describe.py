@@ -57,6 +57,7 @@ def describe_workload(spec: TestSpec) -> Workload:
                         create_fraction=float(o.get("create_fraction", 0.05)))
     return Workload(
         name="describe",
+        fs=FS,
         generator=fn(lambda ctx: state.op(ctx)),
         final_generator=defer(lambda ctx: state.final(ctx)),
         checkers=[*describe_checkers(spec), *run_checkers(spec)],

@@ -45,6 +45,7 @@ def metadata_workload(spec: TestSpec) -> Workload:
     state = MetadataGen(spec)
     return Workload(
         name="metadata",
+        fs=offsets.FS | topics.FS | describe.FS,
         generator=fn(lambda ctx: state.op(ctx)),
         final_generator=defer(lambda ctx: state.final(ctx)),
         checkers=[

@@ -64,6 +64,7 @@ def offsets_workload(spec: TestSpec) -> Workload:
     # not a function, so the main and final generators keep sharing `state`.
     return Workload(
         name="offsets",
+        fs=FS,
         generator=fn(lambda ctx: state.op(ctx)),
         final_generator=defer(lambda ctx: state.final(ctx)),
         checkers=[

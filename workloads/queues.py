@@ -72,6 +72,7 @@ def queue_workload(spec: TestSpec) -> Workload:
     state = QueueGen(dequeue_fraction=float(o.get("dequeue_fraction", 0.4)))
     return Workload(
         name="queue",
+        fs=frozenset({"enqueue", "dequeue"}),
         generator=fn(lambda ctx: state.op(ctx)),
         final_generator=seq(sleep(float(o.get("final_delay", FINAL_DELAY_S))),
                             defer(lambda ctx: Drain(state))),

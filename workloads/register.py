@@ -78,6 +78,7 @@ def register_workload(spec: TestSpec) -> Workload:
     # Lambdas, not bound methods: copies of the generator tree must keep sharing `state`.
     return Workload(
         name="register",
+        fs=FS,
         generator=fn(lambda ctx: state.op(ctx)),
         final_generator=defer(lambda ctx: state.final(ctx)),
         checkers=[Linearizable("cas-register", FS), *run_checkers(spec)],

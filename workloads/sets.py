@@ -57,6 +57,7 @@ def set_workload(spec: TestSpec) -> Workload:
                    read_fraction=float(o.get("read_fraction", 0.2)))
     return Workload(
         name="set",
+        fs=frozenset({"add", "read"}),
         generator=fn(lambda ctx: state.op(ctx)),
         final_generator=seq(sleep(float(o.get("final_delay", FINAL_DELAY_S))),
                             defer(lambda ctx: state.final(ctx))),

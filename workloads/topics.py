@@ -64,6 +64,7 @@ def topics_workload(spec: TestSpec) -> Workload:
     state = TopicsGen(active_names=int(o.get("active_names", 3)), ops_per_name=int(o.get("ops_per_name", 30)))
     return Workload(
         name="topics",
+        fs=FS,
         generator=fn(lambda ctx: state.op(ctx)),
         final_generator=defer(lambda ctx: state.final(ctx)),
         checkers=[*topics_checkers(spec), *run_checkers(spec)],

@@ -48,4 +48,21 @@ class LinearizableChecker:
                     int(opts.get("linearizable_memory_mb", budget.memory_mb)),
                 )
         model = get_model(self.model_name, self.init, **self.model_options)
-        return check(history, model, budget=budget, workers=self.workers, source="history")
+        result = check(history, model, budget=budget, workers=self.workers, source="history")
+        why = nothing_checked(result)
+        if why is not None:
+            result.update(valid="unknown", reason=why)
+        return result
+
+
+def nothing_checked(result: dict[str, Any]) -> str | None:
+    """Why a valid result checked nothing, or None. No call checked is no verdict: an empty history
+    is trivially linearizable, so a run whose every op failed (a failed op did not happen), or
+    whose ops are none of the model's, would pass without a single op having been judged."""
+    if result.get("valid") is not True or result.get("ops", 0) > 0:
+        return None
+    model = result.get("model")
+    if not result.get("keys_checked"):
+        return f"no {model} operation in the history: nothing was checked"
+    return (f"no {model} operation left to check (a failed op did not happen; an unanswered read "
+            "says nothing): nothing was checked")

@@ -83,7 +83,7 @@ def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:
             old = store.read_json(run_dir / store.RESULTS)
         except BadInput:
             old = {}
-    results = run_checkers(workload.checkers, test, ops)
+    results = run_checkers(workload.checkers, test, ops, fs=workload.fs)
     invokes, oks = client_stats(ops)
     stats = dict(old.get("stats") or {}) if isinstance(old, dict) else {}
     stats.update({"invokes": invokes, "ok": oks})

@@ -1,7 +1,8 @@
 """`jepsen-py check FILE --model NAME`: is a stored history linearizable?
 
 Reads our history.jsonl, Jepsen's history.edn or text logs, or Porcupine's kv logs; exits 0 valid,
-1 invalid, 2 unknown (budget ran out), 254 bad input (one line naming file:line).
+1 invalid, 2 unknown (budget ran out, or every op of the model failed), 254 bad input (one line
+naming file:line, or a history with no op of the model).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.errors import BadInput, EnvironmentProblem
-from jepsen_py.history import depth_ok
+from jepsen_py.history import INVOKE, NEMESIS, SAMPLE_PROCESSES, depth_ok
 from jepsen_py.lifetime import signals_raise
 from jepsen_py.numbers import MAX_SECONDS, MAX_WORKERS, integer, number
 from jepsen_py.numbers import check as check_number
@@ -105,6 +106,7 @@ def _run(args: argparse.Namespace) -> int:
             result = check(ops, model, budget=budget, workers=args.workers, source=str(args.file))
         except (TypeError, ValueError, AttributeError, KeyError, IndexError, ArithmeticError) as e:
             raise BadInput(_misfit(ops, lines, args, init, e)) from None
+    _judged_something(result, ops, args)
     result.setdefault("file", str(args.file))
     result.setdefault("format", fmt)
     if args.json:
@@ -113,6 +115,29 @@ def _run(args: argparse.Namespace) -> int:
     else:
         _summary(result, args.file)
     return exit_code(result["valid"])
+
+
+def _judged_something(result: dict[str, Any], ops: list[Any], args: argparse.Namespace) -> None:
+    """Zero ops checked is never "linearizable". No op of the model at all means the history and
+    --model do not belong together (or the file has no client ops): bad input, one line. Model ops
+    that all dropped out (every one failed) are a real history with nothing to judge: unknown."""
+    from jepsen_py.checkers.linearizable.checker import nothing_checked
+
+    why = nothing_checked(result)
+    if why is None:
+        return
+    if not result.get("keys_checked"):
+        client: dict[str, int] = {}  # counted here: the Spark engine's result has no "ignored"
+        for op in ops:
+            if op.type == INVOKE and op.process != NEMESIS and op.process not in SAMPLE_PROCESSES:
+                client[str(op.f)] = client.get(str(op.f), 0) + 1
+        if client:
+            has = ", ".join(f"{n} {f}" for f, n in sorted(client.items()))
+            raise BadInput(f"{args.file}: no {args.model} operation to check: its client ops are "
+                           f"{has}; choose the --model that fits them")
+        raise BadInput(f"{args.file}: no client operation to check: its {len(ops)} ops are all "
+                       "nemesis or observer ops")
+    result.update(valid="unknown", reason=why)
 
 
 def _misfit(ops: list[Any], lines: list[int], args: argparse.Namespace, init: Any,
@@ -191,6 +216,8 @@ def _summary(result: dict[str, Any], path: Path) -> None:
     word = {True: "linearizable", False: "NOT linearizable"}.get(v, "unknown")  # type: ignore[arg-type]
     print(f"{path}: {word} ({result.get('model')}, {result.get('keys_checked', 0)} keys, "
           f"{result.get('ops', 0)} ops)")
+    if v == "unknown" and result.get("reason"):
+        print(f"  unknown: {result['reason']}")
     if result.get("ignored"):
         left_out = ", ".join(f"{n} {f}" for f, n in sorted(result["ignored"].items()))
         print(f"  left out (not {result.get('model')} operations): {left_out}")

@@ -449,7 +449,8 @@ def _run_on(cluster: Any, spec: TestSpec, workload: Workload, template: Any, nem
         simulated = run.now_s()
         main_ran = "heal" in run.phases or (error is None and not interrupted)
         verdict = analyse(history_path, checkers=workload.checkers, test=run.test, judge=main_ran,
-                          error=error, interrupted=interrupted, on_check=lambda: run.phase("check"))
+                          error=error, interrupted=interrupted, on_check=lambda: run.phase("check"),
+                          fs=workload.fs)
         results = verdict.results
         if run.notes:
             results["notes"] = run.notes

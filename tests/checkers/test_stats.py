@@ -134,3 +134,33 @@ def test_an_op_refused_as_a_fault_began_during_it_is_not_refused_in_calm():
     h.op(0, "describe", "t", None, 4100, 4101, result=None)
     h.op(1, "create", "t", {"partitions": 3, "rf": 3}, 4200, 4201, kind="fail", error="unavailable")
     assert StatsChecker().check(None, h.build())["never_ok"] == ["create"]
+
+
+def test_no_ok_client_op_at_all_is_invalid_even_under_faults():
+    # every op refused while a fault was in force: the calm rule excuses each op type, but a run in
+    # which not one client op succeeded tested nothing the other checkers could judge
+    h = H()
+    h.nemesis("start-partition", 0, 0, {"grudge": {}})
+    h.op(0, "commit", "k", 1, 1, 2, kind="info", error="timeout")
+    h.op(1, "fetch", "k", None, 3, 4, kind="fail", error="unavailable")
+    h.nemesis("stop-partition", 5, 5)
+    h.op(2, "commit", "k", 2, 6, 7, kind="info", error="timeout")
+    r = StatsChecker().check(None, h.build())
+    assert r["valid"] is False and r["never_ok"] == []
+    assert [a["kind"] for a in r["anomalies"]] == ["no-ok"]
+    assert r["anomalies"][0]["explanation"] == "none of the 3 client ops succeeded (1 fail, 2 info)"
+
+
+def test_no_client_op_says_why_it_is_unknown():
+    h = H()
+    h.nemesis("start-partition", 0, 1, {"grudge": {}})
+    r = StatsChecker().check(None, h.build())
+    assert r["valid"] == "unknown" and r["reason"] == "no client op was attempted: nothing was tested"
+
+
+def test_no_ok_is_not_said_twice_when_never_ok_already_fails_the_run():
+    h = H()
+    h.op(0, "commit", "k", 1, 0, 1, kind="fail", error="unavailable")
+    r = StatsChecker().check(None, h.build())
+    assert r["valid"] is False and r["never_ok"] == ["commit"]
+    assert [a["kind"] for a in r["anomalies"]] == ["never-ok"]
