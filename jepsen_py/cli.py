@@ -2,9 +2,10 @@
 
 A subcommand module exposes `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`.
 Every error a user can cause ends as one line on stderr and an exit code (errors.py), never a
-traceback; anything else is a framework failure (255) with the traceback in the log. Flags are never
-abbreviated (`--no-ssh` must not mean `--no-ssh-sudo`), and a closed stdout (`| head`) does not turn a
-verdict into a failure.
+traceback; anything else is a framework failure (255) with the traceback in the log. Every parser is
+jepsen_py.flags.Parser: flags are never abbreviated (`--no-ssh` must not mean `--no-ssh-sudo`), and
+empty, `--` and repeated single values are refused. A closed stdout (`| head`) does not turn a verdict
+into a failure.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, JepsenError
+from jepsen_py.flags import Parser as _Parser
 
 # Subcommand modules in the order --help lists them. An issue that adds a subcommand adds it here.
 COMMANDS: tuple[str, ...] = (
@@ -27,20 +29,6 @@ COMMANDS: tuple[str, ...] = (
 )
 
 log = logging.getLogger("jepsen_py")
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but bad flags exit 254 (bad arguments) instead of argparse's 2 (our 'unknown'), and
-    a flag is taken only by its full name: a prefix of a longer flag is an unknown flag."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        kwargs["allow_abbrev"] = False
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        raise SystemExit(EXIT_BAD_INPUT)
 
 
 def _load(name: str) -> ModuleType:

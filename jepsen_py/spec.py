@@ -18,6 +18,7 @@ from typing import Any
 from jepsen_py.backends import default_backend
 from jepsen_py.cluster.node import READ_MODES
 from jepsen_py.errors import BadInput
+from jepsen_py.flags import allow_empty
 from jepsen_py.numbers import MAX_RUN_SECONDS, MAX_SECONDS, integer, number
 from jepsen_py.numbers import check as check_number
 from jepsen_py.plugins import canonical_db
@@ -196,10 +197,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="after heal, wait at most S seconds for a stable leader (default: 30)")
 
     c = parser.add_argument_group("cluster")
-    c.add_argument("--nodes", default=None, metavar="N1,N2,...",
-                   help="node names (default: n1..n5)")
-    c.add_argument("-n", "--node", action="append", default=None, metavar="NAME",
-                   help="a node name; repeat for more (Jepsen's -n); adds to --nodes")
+    # node names say themselves what is wrong with an empty one (parse_nodes)
+    allow_empty(c.add_argument("--nodes", default=None, metavar="N1,N2,...",
+                               help="node names (default: n1..n5)"))
+    allow_empty(c.add_argument("-n", "--node", action="append", default=None, metavar="NAME",
+                               help="a node name; repeat for more (Jepsen's -n); adds to --nodes"))
     c.add_argument("--nodes-file", default=None, metavar="FILE",
                    help="node names, one per line (# comments and blank lines skipped); adds to --nodes")
     c.add_argument("--node-count", type=integer(1, 100_000), default=None, metavar="N",

@@ -87,9 +87,13 @@ def use_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def fake_run(tmp_path: Path, *extra: str) -> list[str]:
-    return ["run", "--workload", "register", "--db", FAKE_DB, "--backend", "none", "--node-count", "3",
-            "--time-limit", "0.5", "--rate", "200", "--recovery-timeout", "0", "--seed", "5",
-            "--results-dir", str(tmp_path / "results"), "--no-progress", *extra]
+    """`run` against the in-process DB; a flag in `extra` replaces the default one here (a flag
+    given twice is refused)."""
+    base = {"--workload": "register", "--db": FAKE_DB, "--backend": "none", "--node-count": "3",
+            "--time-limit": "0.5", "--rate": "200", "--recovery-timeout": "0", "--seed": "5",
+            "--results-dir": str(tmp_path / "results")}
+    kept = [t for flag, value in base.items() if flag not in extra for t in (flag, value)]
+    return ["run", *kept, "--no-progress", *extra]
 
 
 def test_run_end_to_end_with_an_in_process_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
