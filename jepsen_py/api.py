@@ -70,6 +70,7 @@ class JepsenTest:
         import secrets
 
         from jepsen_py.backends import default_backend
+        from jepsen_py.numbers import check_seeds
         from jepsen_py.spec import default_test_name, parse_concurrency
 
         if isinstance(self.nodes, int):
@@ -99,7 +100,7 @@ class JepsenTest:
             concurrency=parse_concurrency(self.concurrency, len(nodes)),
             rate=float(self.rate),
             nemesis_interval=float(self.nemesis_interval),
-            seed=self.seed if self.seed is not None else secrets.randbelow(2**31),
+            seed=check_seeds("seed", self.seed) if self.seed is not None else secrets.randbelow(2**31),
             backend=self.backend or default_backend(),
             read_mode=self.read_mode,
             bugs=[],

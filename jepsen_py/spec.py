@@ -19,8 +19,9 @@ from jepsen_py.backends import default_backend
 from jepsen_py.cluster.node import READ_MODES
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import allow_empty
-from jepsen_py.numbers import MAX_RUN_SECONDS, MAX_SECONDS, integer, number
+from jepsen_py.numbers import MAX_RUN_SECONDS, MAX_SECONDS, check_seeds, integer, number
 from jepsen_py.numbers import check as check_number
+from jepsen_py.numbers import seed as seed_type
 from jepsen_py.plugins import canonical_db
 from jepsen_py.protocols import TestSpec
 
@@ -185,7 +186,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="client threads; Kn means K per node (default: 2n)")
     g.add_argument("--rate", type=number(0, 1e9), default=DEFAULT_RATE, metavar="OPS",
                    help=f"target ops/s over all clients, 0 = unlimited (default: {DEFAULT_RATE:g})")
-    g.add_argument("--seed", type=integer(0, 2**63 - 1), default=None,
+    g.add_argument("--seed", type=seed_type, default=None,
                    help="random seed for generators and fault choices (default: random, recorded)")
     g.add_argument("--test-count", type=integer(1, 100_000), default=1, metavar="N",
                    help="run the test N times, each in its own run directory (default: 1)")
@@ -241,6 +242,7 @@ def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -
     if args.test_count < 1 or args.test_count > 100_000:
         raise BadInput(f"--test-count: must be >= 1, got {args.test_count}")
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    check_seeds("--seed", seed, args.test_count)  # run i of --test-count has seed + i
     name = args.name or default_test_name(args.workload, nemesis, bugs)
     if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name) or name in {".", ".."}:
         raise BadInput(f"--name: {name!r} is not usable as a directory name")
@@ -335,6 +337,7 @@ def from_json(d: dict[str, Any], *, where: str = "test.json") -> TestSpec:
             raise BadInput(f"{where}: {k} must be a list of names")
         if isinstance(v, float) and not math.isfinite(v):
             raise BadInput(f"{where}: {k} must be a finite number, got {v}")
+    check_seeds(f"{where}: seed", kwargs["seed"])
     kwargs["results_dir"] = Path(kwargs["results_dir"])
     try:
         return TestSpec(**kwargs)

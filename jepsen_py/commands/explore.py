@@ -26,6 +26,7 @@ from jepsen_py.explore.search import Search, Trial, primary_kind
 from jepsen_py.explore.shrink import Shrinker
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, Space
 from jepsen_py.numbers import MAX_SECONDS, integer, number
+from jepsen_py.numbers import seed as seed_type
 
 NAME = "explore"
 HELP = "search fault schedules in simulation for a failing run, with no hint where; shrink what fails"
@@ -53,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "replays, until the budget ends")
     g.add_argument("--keep-going", action="store_true",
                    help="do not stop at the first finding: search the whole budget")
-    g.add_argument("--seed", type=integer(0, 2**63 - 1), default=None,
+    g.add_argument("--seed", type=seed_type, default=None,
                    help="seed of the search itself (default: random, printed)")
     g.add_argument("--backend", default="sim",
                    help="where trials run: sim, the only backend fast enough to search (default: sim)")

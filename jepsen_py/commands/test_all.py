@@ -16,7 +16,8 @@ from pathlib import Path
 
 from jepsen_py import matrix as mx
 from jepsen_py.errors import BadInput
-from jepsen_py.numbers import MAX_SECONDS, integer, number
+from jepsen_py.numbers import MAX_SECONDS, check_seeds, integer, number
+from jepsen_py.numbers import seed as seed_type
 
 NAME = "test-all"
 HELP = "run the bug x workload x nemesis detection matrix and check it against the expectations"
@@ -47,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parallel", type=integer(1, 64), default=1, metavar="N",
                         help="runs at once, each its own cluster (default 1; timing-sensitive bugs "
                              "may need a quiet machine)")
-    parser.add_argument("--seed", type=integer(0, 2**63 - 1), default=None,
+    parser.add_argument("--seed", type=seed_type, default=None,
                         help="seed of the first run of each cell (+1 per run)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     sim = parser.add_argument_group("in the simulator (--backend sim)")
@@ -91,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(f"--{flag.replace('_', '-')}: an option of the simulator's matrix (--backend sim)")
     if args.time_limit is not None:
         cells = [replace(c, time_limit=args.time_limit) for c in cells]
+    if args.seed is not None:
+        check_seeds("--seed", args.seed, test_count)  # run i of a cell has seed + i
     matrix = args.name or ("matrix-quick" if args.quick else "matrix")
     total = len(cells) * test_count
     t0 = time.monotonic()
@@ -165,6 +168,7 @@ def _run_sim(cells: list[mx.Cell], bugs: list[str] | None, args: argparse.Namesp
     planned = smx.plan(cells, test_count, correct_runs)
     matrix = args.name or ("matrix-sim-quick" if args.quick else "matrix-sim")
     seed = args.seed if args.seed is not None else smx.DEFAULT_SEED
+    check_seeds("--seed", seed, max((p.runs for p in planned), default=1))  # run i has seed + i
     summary_path = args.results_dir / matrix / "summary.json"
     t0 = time.monotonic()
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from jepsen_py.errors import BadInput
 from jepsen_py.nemeses.faults import FAULTS
+from jepsen_py.numbers import check_seeds
 
 FORMAT = "jepsen-py-schedule"
 VERSION = 1
@@ -249,6 +250,7 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
     seed = _get(data, "seed", int, where)
     if seed < 0:
         raise BadInput(f"{where}: seed must be >= 0, got {seed}")
+    check_seeds(f"{where}: seed", seed)
     time_limit = _number(data, "time_limit", where)
     concurrency = _get(data, "concurrency", int, where)
     if concurrency < 1:

@@ -153,3 +153,40 @@ def test_an_empty_backend_provisions_nothing(tmp_path: Path) -> None:
     assert p.stderr.strip().splitlines()[-1].endswith("argument --backend: empty value; leave the flag out "
                                                       "for its default")
     assert not results.exists()
+
+
+SEEDED = [c for c, p in SUBPARSERS.items() if any("--seed" in a.option_strings for a in p._actions)]
+
+
+@pytest.mark.parametrize("command", SEEDED)
+def test_seeds_are_bounded_where_parsed(capsys, command: str) -> None:
+    """A seed past 2^63-1 failed the Parquet export at the end of a run, with a traceback."""
+    assert {"run", "test-all", "explore"} <= set(SEEDED)
+    last = _refused(capsys, [command, *_needed(command), "--seed", str(2**63)])
+    assert "--seed: must be <= 9223372036854775807, got 9223372036854775808" in last, last
+    largest = cli.build_parser().parse_args([command, *_needed(command), "--seed", str(2**63 - 1)])
+    assert largest.seed == 2**63 - 1
+
+
+@pytest.mark.parametrize("backend", ["docker", "sim"])
+def test_test_all_seeds_of_later_runs_are_bounded_too(capsys, tmp_path: Path, backend: str) -> None:
+    """Run i of a cell has seed + i: refused before any run starts, nothing written."""
+    code = cli.main(["test-all", "--quick", "--backend", backend, "--seed", str(2**63 - 1), "--test-count",
+                     "2", "--results-dir", str(tmp_path / "results"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 254, err
+    assert "seeds up to 9223372036854775808, past 9223372036854775807" in err.strip().splitlines()[-1]
+    assert not (tmp_path / "results").exists()
+
+
+def test_seeds_from_files_and_the_api_are_bounded(tmp_path: Path) -> None:
+    from jepsen_py import spec as specmod
+    from jepsen_py.api import JepsenTest
+    from jepsen_py.errors import BadInput
+
+    d = specmod.to_json(specmod.from_args(cli.build_parser().parse_args(["run", "--backend", "none"])))
+    d["seed"] = 2**63
+    with pytest.raises(BadInput, match="seed: must be <= 9223372036854775807"):
+        specmod.from_json(d)
+    with pytest.raises(BadInput, match="seed: must be <= 9223372036854775807"):
+        JepsenTest(db="tests.jepsen_py.fakes:FakeDB", seed=2**63, backend="none").spec()

@@ -45,6 +45,9 @@ def refused(capsys, tmp_path: Path, *argv: str, results: Path | None = None) -> 
     (["--no-such-flag"], "unrecognized arguments"),
     (["--time-limit", "-1"], "--time-limit"),
     (["--rate", "nan"], "--rate"),
+    (["--seed", str(2**63)], "--seed: must be <= 9223372036854775807, got 9223372036854775808"),
+    # run i has seed + i: the second run's seed would not fit Parquet's int64 at the export
+    (["--seed", str(2**63 - 1), "--test-count", "2"], "seeds up to 9223372036854775808, past"),
 ])
 def test_bad_run_flags_are_refused_before_provisioning(capsys, tmp_path, argv, words) -> None:
     assert words in refused(capsys, tmp_path, *argv)
