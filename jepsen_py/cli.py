@@ -11,6 +11,7 @@ into a failure.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import os
@@ -138,11 +139,22 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("jepsen-py: interrupted", file=sys.stderr)
         return EXIT_FRAMEWORK
-    except Exception as e:  # the framework itself failed: say so in one line, keep the detail
-        log.debug("framework failure", exc_info=True)
-        print(f"jepsen-py: internal error: {type(e).__name__}: {e} (run with -v for the traceback)",
-              file=sys.stderr)
-        return EXIT_FRAMEWORK
+    except OSError as e:
+        if e.errno != errno.ENAMETOOLONG:
+            return _internal_error(e)
+        # a name built from the user's (a --name, a path under --results-dir): theirs to shorten
+        print(f"jepsen-py: file name too long: {str(e.filename)[:80]}...", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as e:
+        return _internal_error(e)
+
+
+def _internal_error(e: Exception) -> int:
+    """The framework itself failed: say so in one line, keep the detail."""
+    log.debug("framework failure", exc_info=e)
+    print(f"jepsen-py: internal error: {type(e).__name__}: {e} (run with -v for the traceback)",
+          file=sys.stderr)
+    return EXIT_FRAMEWORK
 
 
 if __name__ == "__main__":

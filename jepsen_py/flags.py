@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from jepsen_py.errors import EXIT_BAD_INPUT
+from jepsen_py.errors import EXIT_BAD_INPUT, BadInput
 
 _EMPTY_OK = "_jepsen_py_empty_ok"
 
@@ -25,6 +25,8 @@ _EMPTY_OK = "_jepsen_py_empty_ok"
 # open fails with ENAMETOOLONG, so a flag naming such a path is refused when parsed.
 NAME_MAX = 255
 PATH_MAX = 4095
+# What a run makes under --results-dir: <test name>/<timestamp>/nodes/<node>/ and the files there.
+RUN_DIR_ROOM = 512
 
 
 def allow_empty(action: argparse.Action) -> argparse.Action:
@@ -98,6 +100,30 @@ def path_text(text: str) -> str:
             f"path too long ({len(raw)} bytes, a name of {longest}; at most {NAME_MAX} per name and "
             f"{PATH_MAX} in all): {text[:40]!r}...")
     return text
+
+
+def check_room(flag: str, directory: str | Path, room: int = RUN_DIR_ROOM) -> None:
+    """`directory` leaves `room` bytes of PATH_MAX for what a command makes under it (a run's
+    directory, its nodes' logs and data), so a run does not fail with ENAMETOOLONG halfway."""
+    length = len(os.fsencode(os.path.abspath(directory)))
+    if length + room > PATH_MAX:
+        raise BadInput(f"{flag}: {str(directory)[:40]}... is {length} bytes long, which leaves too little of "
+                       f"the {PATH_MAX} a path may have for the runs under it (at most {PATH_MAX - room})")
+
+
+def check_output_file(flag: str, file: str | Path) -> Path:
+    """A file the command will write, checked before it does anything: not a directory, in a
+    directory that exists and is writable. Only the file is made: a mistyped directory is refused,
+    not created."""
+    p = Path(file)
+    if p.is_dir():
+        raise BadInput(f"{flag}: {p} is a directory; give a file name")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise BadInput(f"{flag}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise BadInput(f"{flag}: directory {parent} is not writable")
+    return p
 
 
 def path(text: str) -> Path:

@@ -18,7 +18,7 @@ from typing import Any
 from jepsen_py.backends import default_backend
 from jepsen_py.cluster.node import READ_MODES
 from jepsen_py.errors import BadInput
-from jepsen_py.flags import allow_empty
+from jepsen_py.flags import allow_empty, path_text
 from jepsen_py.numbers import MAX_RUN_SECONDS, MAX_SECONDS, check_seeds, integer, number
 from jepsen_py.numbers import check as check_number
 from jepsen_py.numbers import seed as seed_type
@@ -203,7 +203,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                help="node names (default: n1..n5)"))
     allow_empty(c.add_argument("-n", "--node", action="append", default=None, metavar="NAME",
                                help="a node name; repeat for more (Jepsen's -n); adds to --nodes"))
-    c.add_argument("--nodes-file", default=None, metavar="FILE",
+    c.add_argument("--nodes-file", type=path_text, default=None, metavar="FILE",
                    help="node names, one per line (# comments and blank lines skipped); adds to --nodes")
     c.add_argument("--node-count", type=integer(1, 100_000), default=None, metavar="N",
                    help=f"number of nodes named n1..nN (default: {DEFAULT_NODE_COUNT})")
@@ -222,9 +222,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="do not tear the nodes down after the test (for inspection)")
 
     o = parser.add_argument_group("output")
-    o.add_argument("--results-dir", default="results", metavar="DIR",
+    o.add_argument("--results-dir", type=path_text, default="results", metavar="DIR",
                    help="where run directories go (default: ./results)")
-    o.add_argument("--junit-xml", default=None, metavar="FILE",
+    o.add_argument("--junit-xml", type=path_text, default=None, metavar="FILE",
                    help="also write the verdict as JUnit XML (for CI)")
     o.add_argument("--no-progress", action="store_true", help="no live progress display")
     o.add_argument("--fsync-history", action=argparse.BooleanOptionalAction, default=False,

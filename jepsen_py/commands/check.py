@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.errors import BadInput, EnvironmentProblem
+from jepsen_py.flags import path
 from jepsen_py.history import depth_ok
 from jepsen_py.numbers import MAX_SECONDS, MAX_WORKERS, integer, number
 from jepsen_py.numbers import check as check_number
@@ -34,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from jepsen_py.checkers.linearizable.models import MODELS
     from jepsen_py.importers import FORMATS
 
-    parser.add_argument("file", type=Path, help="the history file")
+    parser.add_argument("file", type=path, help="the history file")
     parser.add_argument("--model", required=True, choices=MODELS, help="the data type's model")
     parser.add_argument("--init", default=None, metavar="JSON",
                         help="the model's initial state as JSON, e.g. 0 or '{\"x\": 0}'")

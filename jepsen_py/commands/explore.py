@@ -25,6 +25,7 @@ from jepsen_py.explore.harden import Rate, harden, in_kind_key, kind_rates, stea
 from jepsen_py.explore.search import Search, Trial, primary_kind
 from jepsen_py.explore.shrink import Shrinker
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, Space
+from jepsen_py.flags import check_room, path_text
 from jepsen_py.numbers import MAX_SECONDS, integer, number
 from jepsen_py.numbers import seed as seed_type
 
@@ -72,7 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--time-limit", action="append", type=number(1, 3600), metavar="S",
                    help="main-phase lengths to try, repeatable (default: 10, 20, 30)")
     o = parser.add_argument_group("output")
-    o.add_argument("--results-dir", default="results", metavar="DIR",
+    o.add_argument("--results-dir", type=path_text, default="results", metavar="DIR",
                    help="where the search's directory goes (default: ./results)")
     o.add_argument("--no-progress", action="store_true", help="no live progress display")
 
@@ -217,6 +218,7 @@ def run(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     from jepsen_py.store import timestamp
 
+    check_room("--results-dir", args.results_dir)
     out_dir = Path(args.results_dir) / "explore" / timestamp()
     try:
         out_dir.mkdir(parents=True, exist_ok=False)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from jepsen_py import matrix as mx
 from jepsen_py.errors import BadInput
+from jepsen_py.flags import check_room, path
 from jepsen_py.numbers import MAX_SECONDS, check_seeds, integer, number
 from jepsen_py.numbers import seed as seed_type
 
@@ -31,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "correct-build runs marked quick")
     parser.add_argument("--test-count", type=integer(1, 100_000), default=None, metavar="N",
                         help="runs per cell (default: 1 with --quick, 10 otherwise)")
-    parser.add_argument("--expectations", type=Path, default=mx.DEFAULT_EXPECTATIONS, metavar="FILE",
+    parser.add_argument("--expectations", type=path, default=mx.DEFAULT_EXPECTATIONS, metavar="FILE",
                         help="the expectations TOML (default: jepsen_py/expectations.toml)")
     parser.add_argument("--bugs", default=None, metavar="NAMES",
                         help="only these bugs, comma separated ('correct' names the correct build; "
@@ -40,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override every cell's main-phase seconds")
     parser.add_argument("--node-count", type=integer(1, 250), default=5, metavar="N",
                         help="nodes per cluster (default 5)")
-    parser.add_argument("--results-dir", type=Path, default=Path("results"), metavar="DIR",
+    parser.add_argument("--results-dir", type=path, default=Path("results"), metavar="DIR",
                         help="the store (default: results)")
     parser.add_argument("--name", default=None, metavar="NAME",
                         help="matrix name: runs are <name>-<cell>, the summary results/<name>/summary.json "
@@ -82,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--node-count must be at least 3, got {args.node_count}")
     if args.time_limit is not None and args.time_limit <= 0:
         raise BadInput(f"--time-limit must be positive, got {args.time_limit}")
+    check_room("--results-dir", args.results_dir)
     cells = mx.load_expectations(args.expectations, args.quick)
     bugs = [b.strip() for b in args.bugs.split(",") if b.strip()] if args.bugs else None
     cells = mx.select(cells, bugs)

@@ -152,6 +152,25 @@ def test_analyze_rechecks_a_stored_run(tmp_path: Path, monkeypatch: pytest.Monke
     assert json.loads((run_dir / "results.json").read_text())["valid"] is False
 
 
+def test_analyze_writes_junit_only_into_an_existing_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`analyze --junit-xml /nonexistent/dir/x.xml` made the whole directory tree: a typo in a CI
+    path went unnoticed. Now refused (254) before the run is re-checked; the file itself is made."""
+    use_fakes(monkeypatch)
+    assert cli.main(fake_run(tmp_path)) == 0
+    run_dir = (tmp_path / "results" / "latest").resolve()
+    results = (run_dir / "results.json").read_text()
+    capsys.readouterr()
+    nowhere = tmp_path / "nowhere" / "dir" / "x.xml"
+    assert cli.main(["analyze", str(run_dir), "--junit-xml", str(nowhere)]) == 254
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == f"jepsen-py: --junit-xml: directory {tmp_path / 'nowhere' / 'dir'} does not exist"
+    assert not (tmp_path / "nowhere").exists()
+    assert (run_dir / "results.json").read_text() == results  # not re-checked
+    assert cli.main(["analyze", str(run_dir), "--junit-xml", str(tmp_path / "x.xml")]) == 0
+    assert ET.parse(tmp_path / "x.xml").getroot().tag == "testsuite"
+
+
 def test_analyze_refuses_a_torn_tail_unless_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     use_fakes(monkeypatch)

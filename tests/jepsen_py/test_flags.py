@@ -190,3 +190,54 @@ def test_seeds_from_files_and_the_api_are_bounded(tmp_path: Path) -> None:
         specmod.from_json(d)
     with pytest.raises(BadInput, match="seed: must be <= 9223372036854775807"):
         JepsenTest(db="tests.jepsen_py.fakes:FakeDB", seed=2**63, backend="none").spec()
+
+
+PATHS = [(c, a) for c, p in SUBPARSERS.items() for a in p._actions
+         if getattr(a.type, "__name__", "") == "path"]
+
+
+def test_every_path_a_user_names_is_a_path_flag() -> None:
+    named = {(c, a.option_strings[-1] if a.option_strings else a.dest) for c, a in PATHS}
+    assert {("run", "--results-dir"), ("run", "--junit-xml"), ("run", "--schedule"), ("run", "--nodes-file"),
+            ("run", "--ssh-key"), ("analyze", "run_dir"), ("analyze", "--junit-xml"), ("check", "file"),
+            ("export", "run_dirs"), ("aggregate", "results_dir"), ("aggregate", "--out"),
+            ("serve", "--results-dir"), ("timeline", "run_dir"), ("test-all", "--results-dir"),
+            ("test-all", "--expectations"), ("explore", "--results-dir"), ("cleanup", "--ssh-key")} <= named
+
+
+@pytest.mark.parametrize(("command", "action"), PATHS, ids=_ids(PATHS))
+def test_a_path_no_file_can_have_is_refused_when_parsed(capsys, command: str,
+                                                        action: argparse.Action) -> None:
+    """A 5,000-character path was an ENAMETOOLONG traceback (255) wherever it was first used."""
+    for too_long in ("a" * 5000, "/tmp/" + "/".join(["b" * 200] * 21)):
+        given = [action.option_strings[-1], too_long] if action.option_strings else [too_long]
+        last = _refused(capsys, [command, *_needed(command, but=action), *given])
+        assert "path too long" in last, last
+
+
+def test_a_results_dir_too_deep_for_its_runs_is_refused_before_the_run(tmp_path: Path) -> None:
+    """Its components are legal, but a run's files under it would pass PATH_MAX mid-run."""
+    deep = tmp_path / "/".join(["d" * 250] * ((4095 - len(str(tmp_path))) // 251))
+    for argv in (["run", "--backend", "sim", "--time-limit", "1", "--no-progress"],
+                 ["explore", "--budget", "1", "--no-progress"]):
+        p = subprocess.run([sys.executable, "-m", "jepsen_py", *argv, "--results-dir", str(deep)],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                           env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert p.returncode == 254, p.stderr
+        assert p.stderr.count("\n") == 1 and "leaves too little of the 4095 a path may have" in p.stderr
+        assert not any(tmp_path.iterdir())
+
+
+def test_a_name_too_long_met_anywhere_is_one_line(tmp_path: Path) -> None:
+    """The last resort in cli: ENAMETOOLONG from a path built from the user's (RUN_DIR/history.jsonl
+    of a directory 4,088 bytes deep) is one line and 254, not an internal error (255)."""
+    deep = tmp_path
+    while len(str(deep)) + 251 < 4088:
+        deep /= "d" * 250
+    deep /= "e" * (4088 - len(str(deep)) - 1)
+    deep.mkdir(parents=True)
+    for command in ("timeline", "analyze", "export", "aggregate"):
+        p = subprocess.run([sys.executable, "-m", "jepsen_py", command, str(deep)], capture_output=True,
+                           text=True, cwd=tmp_path, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert p.returncode == 254, (command, p.stderr[-300:])
+        assert p.stderr.startswith("jepsen-py: file name too long: ") and p.stderr.count("\n") == 1
