@@ -45,6 +45,21 @@ def refused(capsys, tmp_path: Path, *argv: str, results: Path | None = None) -> 
     (["--no-such-flag"], "unrecognized arguments"),
     (["--time-limit", "-1"], "--time-limit"),
     (["--rate", "nan"], "--rate"),
+    # VALUE is JSON: NaN was a float NaN, int() of it a 255; -3 silently meant 1; 10^11 keys were
+    # made until the simulator's watchdog stopped the generator
+    (["--workload-option", "active_keys=NaN"], "active_keys: expected a whole number"),
+    (["--workload-option", "active_keys=inf"], "active_keys: expected a whole number"),
+    (["--workload-option", "active_keys=1e999"], "active_keys: expected a whole number"),
+    (["--workload-option", "active_keys=-3"], "active_keys: must be 1..100000"),
+    (["--workload-option", "active_keys=100000000000"], "active_keys: must be 1..100000"),
+    (["--workload-option", "active_keys=2.5"], "active_keys: expected a whole number"),
+    (["--workload-option", "ops_per_key=0"], "ops_per_key: must be 1..1000000000"),
+    (["--workload-option", "read_fraction=NaN"], "read_fraction: expected a number"),
+    (["--workload-option", "read_fraction=1.5"], "read_fraction: must be 0..1"),
+    (["--workload-option", "final_delay=-1"], "final_delay: must be 0..604800"),
+    (["--workload-option", "linearizable=yes"], "linearizable: expected true or false"),
+    (["--workload-option", "active_keys=2", "--workload-option", "active_keys=3"],
+     "active_keys given more than once"),
     (["--seed", str(2**63)], "--seed: must be <= 9223372036854775807, got 9223372036854775808"),
     # run i has seed + i: the second run's seed would not fit Parquet's int64 at the export
     (["--seed", str(2**63 - 1), "--test-count", "2"], "seeds up to 9223372036854775808, past"),
