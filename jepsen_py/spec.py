@@ -22,7 +22,7 @@ from jepsen_py.flags import allow_empty, path_text
 from jepsen_py.numbers import MAX_RUN_SECONDS, MAX_SECONDS, check_seeds, integer, number
 from jepsen_py.numbers import check as check_number
 from jepsen_py.numbers import seed as seed_type
-from jepsen_py.plugins import canonical_db
+from jepsen_py.plugins import canonical_db, check_reference
 from jepsen_py.protocols import TestSpec
 
 DEFAULT_NODE_COUNT = 5
@@ -261,7 +261,7 @@ def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -
         backend=args.backend or default_backend(),
         read_mode=args.read_mode,
         bugs=bugs,
-        db=canonical_db(args.db),
+        db=check_reference(canonical_db(args.db), "--db"),
         results_dir=Path(args.results_dir),
         leave_db_running=bool(args.leave_db_running),
         test_count=args.test_count,

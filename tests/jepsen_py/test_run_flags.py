@@ -60,6 +60,14 @@ def refused(capsys, tmp_path: Path, *argv: str, results: Path | None = None) -> 
     (["--workload-option", "linearizable=yes"], "linearizable: expected true or false"),
     (["--workload-option", "active_keys=2", "--workload-option", "active_keys=3"],
      "active_keys given more than once"),
+    # MODULE of MODULE:CLASS went to importlib as given: a path was its TypeError, a 255
+    (["--db", "../etc/passwd:x"], "--db: '../etc/passwd' is not a Python module name"),
+    (["--db", ".raftdb:RaftMetadataDB"], "--db: '.raftdb' is not a Python module name"),
+    (["--db", "os:a/b"], "--db: 'a/b' is not a Python name"),
+    (["--workload", "../x:y"], "--workload: '../x' is not a Python module name"),
+    (["--nemesis", "../x:y"], "--nemesis: '../x' is not a Python module name"),
+    (["--checker", "/tmp/x:y"], "--checker: '/tmp/x' is not a Python module name"),
+    (["--generator", ".x:y"], "--generator: '.x' is not a Python module name"),
     (["--seed", str(2**63)], "--seed: must be <= 9223372036854775807, got 9223372036854775808"),
     # run i has seed + i: the second run's seed would not fit Parquet's int64 at the export
     (["--seed", str(2**63 - 1), "--test-count", "2"], "seeds up to 9223372036854775808, past"),
