@@ -23,6 +23,12 @@ MAX_RUN_SECONDS = 86_400.0
 # Worker processes: far beyond any machine's cores, small enough not to exhaust the process table.
 MAX_WORKERS = 1024
 
+# Nodes and clients of one run, even with --ignore-machine-limits: every client is a thread (a task
+# in the simulator, where 2,000 clients already take 30 s for one simulated second here) and every
+# node a process or a container; past these a run measures only the machine.
+MAX_NODES = 1_000
+MAX_CLIENTS = 10_000
+
 # Seeds run from 0 to 2^63 - 1: a run's seed is exported to Parquet as int64 (Spark's long), and a
 # larger one failed the export at the end of the run. Every seed a user gives, by flag or by file,
 # and every seed derived from one (seed + run index), is checked against this.

@@ -19,7 +19,15 @@ from jepsen_py.backends import default_backend
 from jepsen_py.cluster.node import READ_MODES
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import allow_empty, path_text
-from jepsen_py.numbers import MAX_RUN_SECONDS, MAX_SECONDS, check_seeds, integer, number
+from jepsen_py.numbers import (
+    MAX_CLIENTS,
+    MAX_NODES,
+    MAX_RUN_SECONDS,
+    MAX_SECONDS,
+    check_seeds,
+    integer,
+    number,
+)
 from jepsen_py.numbers import check as check_number
 from jepsen_py.numbers import seed as seed_type
 from jepsen_py.plugins import canonical_db, check_reference
@@ -150,16 +158,22 @@ def machine_limits() -> tuple[int, int]:
 
 
 def check_size(nodes: int, concurrency: int, *, override: bool = False) -> None:
-    """Node count and client count within what the machine can hold (unless overridden)."""
-    if override:
-        return
-    max_nodes, max_clients = machine_limits()
-    if nodes > max_nodes:
-        raise BadInput(f"--nodes/--node-count: {nodes} nodes is more than this machine holds "
-                       f"(at most {max_nodes}; --ignore-machine-limits to insist)")
-    if concurrency > max_clients:
-        raise BadInput(f"--concurrency: {concurrency} clients is more than this machine drives "
-                       f"(at most {max_clients}; --ignore-machine-limits to insist)")
+    """Node count and client count within what the machine can hold (unless overridden), and
+    within jepsen-py's own bounds (numbers.MAX_NODES, MAX_CLIENTS) either way."""
+    if not override:
+        max_nodes, max_clients = machine_limits()
+        if nodes > max_nodes:
+            raise BadInput(f"--nodes/--node-count: {nodes} nodes is more than this machine holds "
+                           f"(at most {max_nodes}; --ignore-machine-limits to insist)")
+        if concurrency > max_clients:
+            raise BadInput(f"--concurrency: {concurrency} clients is more than this machine drives "
+                           f"(at most {max_clients}; --ignore-machine-limits to insist)")
+    if nodes > MAX_NODES:
+        raise BadInput(f"--nodes/--node-count: {nodes} nodes is more than one run holds "
+                       f"(at most {MAX_NODES}, even with --ignore-machine-limits)")
+    if concurrency > MAX_CLIENTS:
+        raise BadInput(f"--concurrency: {concurrency} clients is more than one run drives "
+                       f"(at most {MAX_CLIENTS}, even with --ignore-machine-limits)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

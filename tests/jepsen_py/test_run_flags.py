@@ -38,6 +38,10 @@ def refused(capsys, tmp_path: Path, *argv: str, results: Path | None = None) -> 
     (["--node-count", "100000"], "more than this machine holds"),
     (["--concurrency", "1000000"], "more than this machine drives"),
     (["--concurrency", "99999999999999n"], "--concurrency"),
+    # the machine's limit overridden, jepsen-py's own still holds: 10^6 clients were a 255
+    (["--concurrency", "1000000", "--ignore-machine-limits"], "at most 10000, even with --ignore"),
+    (["--concurrency", "10001", "--ignore-machine-limits"], "at most 10000, even with --ignore"),
+    (["--node-count", "1001", "--ignore-machine-limits"], "at most 1000, even with --ignore"),
     (["--ssh-port", "0"], "--ssh-port"),
     (["--ssh-port", "65536"], "--ssh-port"),
     (["--bug", "no-such-bug"], "--bug: unknown bug 'no-such-bug'"),
@@ -100,6 +104,17 @@ def test_the_machine_limits_can_be_overridden() -> None:
     with pytest.raises(BadInput, match="ignore-machine-limits"):
         specmod.check_size(nodes + 1, 1)
     specmod.check_size(nodes + 1, clients + 1, override=True)
+    specmod.check_size(1000, 10_000, override=True)
+    with pytest.raises(BadInput, match="at most 10000, even with"):
+        specmod.check_size(3, 10**6, override=True)
+
+
+def test_the_python_api_has_the_same_bounds() -> None:
+    from jepsen_py.api import JepsenTest
+
+    with pytest.raises(BadInput, match="at most 10000"):
+        JepsenTest(db=FAKE_DB, concurrency=10**6, backend="none").spec()
+    assert JepsenTest(db=FAKE_DB, nodes=5, concurrency="2n", backend="none").spec().concurrency == 10
 
 
 def test_fsync_history_reaches_the_spec(tmp_path) -> None:
