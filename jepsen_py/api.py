@@ -74,8 +74,9 @@ class JepsenTest:
         import secrets
 
         from jepsen_py.backends import default_backend
+        from jepsen_py.numbers import check_seeds
         from jepsen_py.plugins import check_db_flags
-        from jepsen_py.spec import default_test_name, parse_concurrency
+        from jepsen_py.spec import check_size, default_test_name, parse_concurrency
 
         if isinstance(self.nodes, int):
             if self.nodes < 1:
@@ -95,16 +96,18 @@ class JepsenTest:
             options["checkers"] = refs
         if isinstance(self.generator, str):
             options["generator"] = self.generator
+        concurrency = parse_concurrency(self.concurrency, len(nodes))
+        check_size(len(nodes), concurrency, override=True)  # jepsen-py's own bounds, not the machine's
         spec = TestSpec(
             name=self.name or default_test_name(workload, nemesis_names, [], self.db_options),
             workload=workload,
             nemesis=nemesis_names,
             nodes=nodes,
             time_limit=float(self.time_limit),
-            concurrency=parse_concurrency(self.concurrency, len(nodes)),
+            concurrency=concurrency,
             rate=float(self.rate),
             nemesis_interval=float(self.nemesis_interval),
-            seed=self.seed if self.seed is not None else secrets.randbelow(2**31),
+            seed=check_seeds("seed", self.seed) if self.seed is not None else secrets.randbelow(2**31),
             backend=self.backend or default_backend(),
             read_mode=self.read_mode,
             bugs=[],

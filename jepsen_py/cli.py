@@ -2,14 +2,16 @@
 
 A subcommand module exposes `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`.
 Every error a user can cause ends as one line on stderr and an exit code (errors.py), never a
-traceback; anything else is a framework failure (255) with the traceback in the log. Flags are never
-abbreviated (`--no-ssh` must not mean `--no-ssh-sudo`), and a closed stdout (`| head`) does not turn a
-verdict into a failure.
+traceback; anything else is a framework failure (255) with the traceback in the log. Every parser is
+jepsen_py.flags.Parser: flags are never abbreviated (`--no-ssh` must not mean `--no-ssh-sudo`), and
+empty, `--` and repeated single values are refused. A closed stdout (`| head`) does not turn a verdict
+into a failure.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import os
@@ -19,6 +21,7 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, JepsenError
+from jepsen_py.flags import Parser as _Parser
 
 # Subcommand modules in the order --help lists them. An issue that adds a subcommand adds it here.
 COMMANDS: tuple[str, ...] = (
@@ -27,20 +30,6 @@ COMMANDS: tuple[str, ...] = (
 )
 
 log = logging.getLogger("jepsen_py")
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but bad flags exit 254 (bad arguments) instead of argparse's 2 (our 'unknown'), and
-    a flag is taken only by its full name: a prefix of a longer flag is an unknown flag."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        kwargs["allow_abbrev"] = False
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        raise SystemExit(EXIT_BAD_INPUT)
 
 
 def _load(name: str) -> ModuleType:
@@ -150,11 +139,22 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("jepsen-py: interrupted", file=sys.stderr)
         return EXIT_FRAMEWORK
-    except Exception as e:  # the framework itself failed: say so in one line, keep the detail
-        log.debug("framework failure", exc_info=True)
-        print(f"jepsen-py: internal error: {type(e).__name__}: {e} (run with -v for the traceback)",
-              file=sys.stderr)
-        return EXIT_FRAMEWORK
+    except OSError as e:
+        if e.errno != errno.ENAMETOOLONG:
+            return _internal_error(e)
+        # a name built from the user's (a --name, a path under --results-dir): theirs to shorten
+        print(f"jepsen-py: file name too long: {str(e.filename)[:80]}...", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as e:
+        return _internal_error(e)
+
+
+def _internal_error(e: Exception) -> int:
+    """The framework itself failed: say so in one line, keep the detail."""
+    log.debug("framework failure", exc_info=e)
+    print(f"jepsen-py: internal error: {type(e).__name__}: {e} (run with -v for the traceback)",
+          file=sys.stderr)
+    return EXIT_FRAMEWORK
 
 
 if __name__ == "__main__":

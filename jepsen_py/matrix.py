@@ -168,6 +168,13 @@ def _broad_cells(data: dict[str, Any], defaults: dict[str, Any], quick: bool, pa
     return cells
 
 
+# The single-valued `run` flags run_argv sets for every cell, and where a cell says them instead.
+_CELL_FLAGS = {"--workload": "workload", "-w": "workload", "--time-limit": "time_limit",
+               "--nemesis-interval": "nemesis_interval", "--read-mode": "read_mode",
+               "--node-count": "test-all --node-count", "--results-dir": "test-all --results-dir",
+               "--name": "test-all --name", "--seed": "test-all --seed"}
+
+
 def _cell(bug: str, e: dict[str, Any], quick: bool, where: str) -> Cell:
     for key in ("workload", "nemesis"):
         if not isinstance(e.get(key), str):
@@ -179,6 +186,10 @@ def _cell(bug: str, e: dict[str, Any], quick: bool, where: str) -> Cell:
     args = e.get("args", [])
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise BadInput(f"{where}: args must be a list of strings (extra jepsen-py run flags)")
+    for a in args:  # `run` refuses a single-valued flag given twice: the cell's own would be repeated
+        flag = a.split("=", 1)[0]
+        if flag in _CELL_FLAGS:
+            raise BadInput(f"{where}: args: {flag} is set by the cell itself ({_CELL_FLAGS[flag]})")
     gate = e.get("gate", True)
     if not isinstance(gate, bool):
         raise BadInput(f"{where}: gate must be true or false")

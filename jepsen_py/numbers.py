@@ -24,6 +24,17 @@ MAX_RUN_SECONDS = 86_400.0
 # Worker processes: far beyond any machine's cores, small enough not to exhaust the process table.
 MAX_WORKERS = 1024
 
+# Nodes and clients of one run, even with --ignore-machine-limits: every client is a thread (a task
+# in the simulator, where 2,000 clients already take 30 s for one simulated second here) and every
+# node a process or a container; past these a run measures only the machine.
+MAX_NODES = 1_000
+MAX_CLIENTS = 10_000
+
+# Seeds run from 0 to 2^63 - 1: a run's seed is exported to Parquet as int64 (Spark's long), and a
+# larger one failed the export at the end of the run. Every seed a user gives, by flag or by file,
+# and every seed derived from one (seed + run index), is checked against this.
+MAX_SEED = 2**63 - 1
+
 # Integers beyond this many digits are not a count or a limit anyone means (and int() of a
 # 5,000-digit string raises ValueError in recent Pythons).
 _MAX_DIGITS = 30
@@ -37,15 +48,24 @@ def check(name: str, value: float, *, lo: float | None = None, hi: float | None 
     if isinstance(value, float) and not math.isfinite(value):
         raise BadInput(f"{name}: must be a finite number, got {value}")
     if lo is not None and (value < lo or (lo_open and value == lo)):
-        raise BadInput(f"{name}: must be {'>' if lo_open else '>='} {lo:g}, got {_shown(value)}")
+        raise BadInput(f"{name}: must be {'>' if lo_open else '>='} {_show(lo)}, got {_show(value)}")
     if hi is not None and value > hi:
-        raise BadInput(f"{name}: must be <= {hi:g}, got {_shown(value)}")
+        raise BadInput(f"{name}: must be <= {_show(hi)}, got {_show(value)}")
     return value
 
 
-def _shown(value: float) -> str:
-    # an int too large for a float cannot be formatted with :g
-    return quote(value) if isinstance(value, int) else f"{value:g}"
+def _show(v: float) -> str:
+    """An int exactly (2^63 - 1, not 9.22337e+18), a float as %g."""
+    return str(v) if isinstance(v, int) else f"{v:g}"
+
+
+def check_seeds(name: str, first: int, runs: int = 1) -> int:
+    """`first` if it and every seed derived from it (first + i for i < runs) lie in 0..MAX_SEED."""
+    check(name, first, lo=0, hi=MAX_SEED)
+    if first + runs - 1 > MAX_SEED:
+        raise BadInput(f"{name}: {runs} runs from seed {first} would use seeds up to {first + runs - 1}, "
+                       f"past {MAX_SEED} (2^63-1, the largest a run records)")
+    return first
 
 
 def _parse_float(text: str) -> float:
@@ -121,6 +141,10 @@ class Bound:
             return check(name, value, lo=self.lo, hi=self.hi, lo_open=self.lo_open)  # type: ignore[arg-type]
         except BadInput as e:
             raise BadInput(f"{e} (the bound of {self.flag})") from None
+
+
+# The argparse `type=` of every --seed flag.
+seed = integer(0, MAX_SEED)
 
 
 def finite_json(obj: Any) -> Any:

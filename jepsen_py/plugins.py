@@ -55,6 +55,21 @@ def canonical_db(ref: str) -> str:
     return DB_ALIASES.get(ref.strip(), ref)
 
 
+def check_reference(ref: str, option: str) -> str:
+    """`ref` if its MODULE (of MODULE:NAME) is a dotted Python module name and NAME a dotted
+    attribute: a path (`../etc/passwd:x`) or a relative import (`.x:y`) is refused with one line
+    here, not as importlib's TypeError. A name without a colon (an entry point) passes as given."""
+    if ":" not in ref:
+        return ref
+    module_name, _, attr = ref.partition(":")
+    if module_name and not all(p.isidentifier() for p in module_name.split(".")):
+        raise BadInput(f"{option}: {module_name!r} is not a Python module name "
+                       "(MODULE is dotted, like mypkg.db, never a path)")
+    if attr and not all(p.isidentifier() for p in attr.split(".")):
+        raise BadInput(f"{option}: {attr!r} is not a Python name (in {ref!r})")
+    return ref
+
+
 def current_dir_importable() -> None:
     """Puts the working directory first on sys.path, as `python -m` does (console scripts don't)."""
     cwd = os.getcwd()
@@ -134,6 +149,7 @@ def load_object(ref: str, *, option: str = "--db") -> Any:
     module_name, _, attr = ref.partition(":")
     if not module_name or not attr:
         raise BadInput(f"{option}: expected {form}, got {ref!r}")
+    check_reference(ref, option)
     obj: Any = _import(module_name, option, ref)
     for part in attr.split("."):
         try:

@@ -32,8 +32,10 @@ MARKER = "jepsen"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from jepsen_py.numbers import seed
+
     g = parser.getgroup("jepsen-py", "jepsen-py tests (the jepsen fixture and marker)")
-    g.addoption("--jepsen-seed", type=int, default=None, metavar="N",
+    g.addoption("--jepsen-seed", type=seed, default=None, metavar="N",
                 help="seed for every jepsen-py test (default: each test's own, else random and reported)")
     g.addoption("--jepsen-time-limit", type=float, default=None, metavar="S",
                 help="main-phase seconds for every jepsen-py test (overrides the tests' own)")

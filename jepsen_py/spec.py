@@ -18,10 +18,21 @@ from typing import Any
 from jepsen_py.backends import default_backend
 from jepsen_py.cluster.node import READ_MODES
 from jepsen_py.errors import BadInput
+from jepsen_py.flags import allow_empty, path_text
 from jepsen_py.nodenames import check_node_name
-from jepsen_py.numbers import MAX_RUN_SECONDS, MAX_SECONDS, Bound, integer, number
+from jepsen_py.numbers import (
+    MAX_CLIENTS,
+    MAX_NODES,
+    MAX_RUN_SECONDS,
+    MAX_SECONDS,
+    MAX_SEED,
+    Bound,
+    check_seeds,
+    integer,
+    number,
+)
 from jepsen_py.numbers import check as check_number
-from jepsen_py.plugins import canonical_db
+from jepsen_py.plugins import canonical_db, check_reference
 from jepsen_py.protocols import TestSpec
 
 DEFAULT_NODE_COUNT = 5
@@ -37,9 +48,9 @@ DEFAULT_READ_MODE = "read-index"
 TIME_LIMIT = Bound("--time-limit", 0, MAX_RUN_SECONDS, lo_open=True)
 NEMESIS_INTERVAL = Bound("--nemesis-interval", 0, MAX_SECONDS, lo_open=True)
 RATE = Bound("--rate", 0, 1e9)
-SEED = Bound("--seed", 0, 2**63 - 1, integral=True)
-NODE_COUNT = Bound("--node-count", 1, 100_000, integral=True)
-CONCURRENCY = Bound("--concurrency", 1, 999_999_999, integral=True)  # parse_concurrency: nine digits
+SEED = Bound("--seed", 0, MAX_SEED, integral=True)
+NODE_COUNT = Bound("--node-count", 1, MAX_NODES, integral=True)
+CONCURRENCY = Bound("--concurrency", 1, MAX_CLIENTS, integral=True)
 
 
 def parse_concurrency(text: str | int, node_count: int) -> int:
@@ -157,18 +168,25 @@ def machine_limits() -> tuple[int, int]:
 
 
 def check_size(nodes: int, concurrency: int, *, override: bool = False, where: str | None = None) -> None:
-    """Node count and client count within what the machine can hold (unless overridden); `where`
-    names a file the counts came from instead of the flags."""
-    if override:
-        return
-    max_nodes, max_clients = machine_limits()
-    if nodes > max_nodes:
-        raise BadInput(f"{f'{where}: nodes' if where else '--nodes/--node-count'}: {nodes} nodes is more "
-                       f"than this machine holds (at most {max_nodes}; --ignore-machine-limits to insist)")
-    if concurrency > max_clients:
-        raise BadInput(f"{f'{where}: concurrency' if where else '--concurrency'}: {concurrency} clients is "
-                       f"more than this machine drives (at most {max_clients}; --ignore-machine-limits to "
-                       f"insist)")
+    """Node count and client count within what the machine can hold (unless overridden), and
+    within jepsen-py's own bounds (numbers.MAX_NODES, MAX_CLIENTS) either way; `where` names a file
+    the counts came from instead of the flags."""
+    nodes_label = f"{where}: nodes" if where else "--nodes/--node-count"
+    clients_label = f"{where}: concurrency" if where else "--concurrency"
+    if not override:
+        max_nodes, max_clients = machine_limits()
+        if nodes > max_nodes:
+            raise BadInput(f"{nodes_label}: {nodes} nodes is more than this machine holds "
+                           f"(at most {max_nodes}; --ignore-machine-limits to insist)")
+        if concurrency > max_clients:
+            raise BadInput(f"{clients_label}: {concurrency} clients is more than this machine drives "
+                           f"(at most {max_clients}; --ignore-machine-limits to insist)")
+    if nodes > MAX_NODES:
+        raise BadInput(f"{nodes_label}: {nodes} nodes is more than one run holds "
+                       f"(at most {MAX_NODES}, even with --ignore-machine-limits)")
+    if concurrency > MAX_CLIENTS:
+        raise BadInput(f"{clients_label}: {concurrency} clients is more than one run drives "
+                       f"(at most {MAX_CLIENTS}, even with --ignore-machine-limits)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -207,11 +225,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="after heal, wait at most S seconds for a stable leader (default: 30)")
 
     c = parser.add_argument_group("cluster")
-    c.add_argument("--nodes", default=None, metavar="N1,N2,...",
-                   help="node names (default: n1..n5)")
-    c.add_argument("-n", "--node", action="append", default=None, metavar="NAME",
-                   help="a node name; repeat for more (Jepsen's -n); adds to --nodes")
-    c.add_argument("--nodes-file", default=None, metavar="FILE",
+    # node names say themselves what is wrong with an empty one (parse_nodes)
+    allow_empty(c.add_argument("--nodes", default=None, metavar="N1,N2,...",
+                               help="node names (default: n1..n5)"))
+    allow_empty(c.add_argument("-n", "--node", action="append", default=None, metavar="NAME",
+                               help="a node name; repeat for more (Jepsen's -n); adds to --nodes"))
+    c.add_argument("--nodes-file", type=path_text, default=None, metavar="FILE",
                    help="node names, one per line (# comments and blank lines skipped); adds to --nodes")
     c.add_argument("--node-count", type=NODE_COUNT.arg(), default=None, metavar="N",
                    help=f"number of nodes named n1..nN (default: {DEFAULT_NODE_COUNT})")
@@ -235,9 +254,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="do not tear the nodes down after the test (for inspection)")
 
     o = parser.add_argument_group("output")
-    o.add_argument("--results-dir", default="results", metavar="DIR",
+    o.add_argument("--results-dir", type=path_text, default="results", metavar="DIR",
                    help="where run directories go (default: ./results)")
-    o.add_argument("--junit-xml", default=None, metavar="FILE",
+    o.add_argument("--junit-xml", type=path_text, default=None, metavar="FILE",
                    help="also write the verdict as JUnit XML (for CI)")
     o.add_argument("--no-progress", action="store_true", help="no live progress display")
     o.add_argument("--fsync-history", action=argparse.BooleanOptionalAction, default=False,
@@ -255,6 +274,7 @@ def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -
     if args.test_count < 1 or args.test_count > 100_000:
         raise BadInput(f"--test-count: must be >= 1, got {args.test_count}")
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    check_seeds("--seed", seed, args.test_count)  # run i of --test-count has seed + i
     db_options = parse_db_options(getattr(args, "db_option", None))
     name = args.name or default_test_name(args.workload, nemesis, bugs, db_options)
     if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name) or name in {".", ".."}:
@@ -274,7 +294,7 @@ def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -
         backend=args.backend or default_backend(),
         read_mode=default_read_mode(args.read_mode, canonical_db(args.db)),
         bugs=bugs,
-        db=canonical_db(args.db),
+        db=check_reference(canonical_db(args.db), "--db"),
         results_dir=Path(args.results_dir),
         leave_db_running=bool(args.leave_db_running),
         test_count=args.test_count,
@@ -388,6 +408,7 @@ def from_json(d: dict[str, Any], *, where: str = "test.json") -> TestSpec:
             raise BadInput(f"{where}: db_options must map names to text")
         if isinstance(v, float) and not math.isfinite(v):
             raise BadInput(f"{where}: {k} must be a finite number, got {v}")
+    check_seeds(f"{where}: seed", kwargs["seed"])
     kwargs["results_dir"] = Path(kwargs["results_dir"])
     try:
         return TestSpec(**kwargs)

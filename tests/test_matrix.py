@@ -116,6 +116,12 @@ def test_a_malformed_expectations_file_is_one_clear_error(tmp_path):
     bad.write_text("[bugs.zombie-leader]\nworkload = 'offsets'\nnemesis = 'partition-leader'\n")
     with pytest.raises(BadInput, match=r"bugs.zombie-leader.*anomalies"):
         mx.load_expectations(bad, quick=False)
+    # run refuses a single-valued flag given twice: args repeating the cell's own are refused here,
+    # not as a 254 from every run of the cell
+    bad.write_text("[bugs.zombie-leader]\nworkload = 'offsets'\nnemesis = 'partition-leader'\n"
+                   "anomalies = ['stale-read']\nargs = ['--time-limit=30']\n")
+    with pytest.raises(BadInput, match=r"args: --time-limit is set by the cell itself \(time_limit\)"):
+        mx.load_expectations(bad, quick=False)
     bad.write_text("not toml [")
     with pytest.raises(BadInput, match="not valid TOML"):
         mx.load_expectations(bad, quick=False)

@@ -22,7 +22,6 @@ and the availability thresholds from `availability_*` options (see `add_workload
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -152,18 +151,21 @@ WORKLOAD_OPTIONS = ("availability_max_recovery_s", "availability_min_ok_fraction
 
 def workload_options(args: argparse.Namespace) -> dict[str, Any]:
     """The parsed values of the flags `add_workload_arguments` added (for TestSpec.options)."""
+    from jepsen_py.workloads import knobs
+
     out = {d: getattr(args, d) for d in WORKLOAD_OPTIONS if hasattr(args, d)}
     if getattr(args, "checkers", None):
         out["checkers"] = list(args.checkers)
     if getattr(args, "generator", None):
         out["generator"] = args.generator
+    given: set[str] = set()
     for item in getattr(args, "workload_option", None) or []:
         key, eq, text = item.partition("=")
         if not eq or not key.strip():
             raise BadInput(f"--workload-option: expected KEY=VALUE, got {item!r}")
-        try:
-            value: Any = json.loads(text)
-        except ValueError:
-            value = text
-        out[key.strip()] = value
+        key = key.strip()
+        if key in given:
+            raise BadInput(f"--workload-option: {key} given more than once")
+        given.add(key)
+        out[key] = knobs.check(key, knobs.parse_value(text))
     return out

@@ -29,6 +29,7 @@ from typing import Any
 
 from jepsen_py.backends.common import RemoteCommandFailed, check_signal, daemon_argv, tar_of, untar_to
 from jepsen_py.errors import BadInput, EnvironmentProblem, FrameworkFailure
+from jepsen_py.flags import path_text
 from jepsen_py.numbers import integer
 from jepsen_py.protocols import ExecResult, Remote, Test, TestSpec
 
@@ -40,7 +41,7 @@ CONNECT_RETRIES = 5
 def add_arguments(group: argparse._ArgumentGroup) -> None:
     """The SSH backend's options on `jepsen-py run` (values land in TestSpec.options)."""
     group.add_argument("--ssh-user", default="root", help="SSH user (default root)")
-    group.add_argument("--ssh-key", metavar="FILE", default=None, help="private key file")
+    group.add_argument("--ssh-key", type=path_text, metavar="FILE", default=None, help="private key file")
     group.add_argument("--ssh-password", default=os.environ.get("JEPSEN_PY_SSH_PASSWORD"),
                        help="password (for the login, and for sudo if it asks); default from "
                             "JEPSEN_PY_SSH_PASSWORD, which keeps it out of the process list; prefer keys")
@@ -52,7 +53,7 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--strict-host-key-checking", action=argparse.BooleanOptionalAction, default=True,
                        help="check host keys against known_hosts (default on; --no-strict-host-key-checking "
                             "accepts any key)")
-    group.add_argument("--ssh-known-hosts", metavar="FILE", default=None,
+    group.add_argument("--ssh-known-hosts", type=path_text, metavar="FILE", default=None,
                        help="known_hosts file (default ~/.ssh/known_hosts)")
 
 

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from jepsen_py.errors import EXIT_VALID, BadInput
+from jepsen_py.flags import path
 
 NAME = "aggregate"
 HELP = ("aggregate many runs with PySpark: verdicts, detection rate, anomalies, latency, availability "
@@ -20,11 +21,11 @@ HELP = ("aggregate many runs with PySpark: verdicts, detection rate, anomalies, 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results_dir", nargs="?", type=Path, default=Path("results"), metavar="RESULTS_DIR",
+    parser.add_argument("results_dir", nargs="?", type=path, default=Path("results"), metavar="RESULTS_DIR",
                         help="directory holding runs (default: results)")
     parser.add_argument("--master", default=None,
                         help="Spark master URL (default local[*]: embedded Spark on every core)")
-    parser.add_argument("--out", type=Path, default=None,
+    parser.add_argument("--out", type=path, default=None,
                         help="output directory (default RESULTS_DIR/aggregate)")
     parser.add_argument("--no-dashboard", action="store_true", help="skip the HTML dashboard")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")

@@ -17,6 +17,7 @@ from typing import Any
 
 from jepsen_py import store
 from jepsen_py.errors import BadInput
+from jepsen_py.flags import check_output_file, path_text
 from jepsen_py.history import Op, load_jsonl, validate
 from jepsen_py.protocols import Test
 from jepsen_py.verdict import exit_code
@@ -28,9 +29,10 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", metavar="RUN_DIR", nargs="?", default="results/latest",
+    parser.add_argument("run_dir", metavar="RUN_DIR", nargs="?", type=path_text, default="results/latest",
                         help="a run directory, a test directory or a latest link (default: results/latest)")
-    parser.add_argument("--junit-xml", default=None, metavar="FILE", help="also write JUnit XML")
+    parser.add_argument("--junit-xml", type=path_text, default=None, metavar="FILE",
+                        help="also write JUnit XML (into an existing directory)")
     parser.add_argument("--no-render", action="store_true",
                         help="do not re-run the post-run renderers (timeline, plots)")
     parser.add_argument("--allow-truncated", action="store_true",
@@ -100,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
     from jepsen_py.analysis import CLI_POST_RUN, count_anomalies, run_post_steps
     from jepsen_py.progress import print_summary
 
+    if args.junit_xml:
+        check_output_file("--junit-xml", args.junit_xml)
     run_dir = store.resolve_run_dir(Path(args.run_dir))
     results = analyze(run_dir, allow_truncated=args.allow_truncated)
     if not args.no_render:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.errors import BadInput, EnvironmentProblem
+from jepsen_py.flags import path
 from jepsen_py.history import INVOKE, NEMESIS, SAMPLE_PROCESSES, depth_ok
 from jepsen_py.lifetime import signals_raise
 from jepsen_py.numbers import MAX_SECONDS, MAX_WORKERS, integer, number
@@ -36,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from jepsen_py.checkers.linearizable.models import MODELS
     from jepsen_py.importers import FORMATS
 
-    parser.add_argument("file", type=Path, help="the history file")
+    parser.add_argument("file", type=path, help="the history file")
     parser.add_argument("--model", required=True, choices=MODELS, help="the data type's model")
     parser.add_argument("--init", default=None, metavar="JSON",
                         help="the model's initial state as JSON, e.g. 0 or '{\"x\": 0}'")

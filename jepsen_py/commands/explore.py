@@ -26,8 +26,10 @@ from jepsen_py.explore.harden import Rate, harden, in_kind_key, kind_rates, stea
 from jepsen_py.explore.search import Search, Trial, primary_kind
 from jepsen_py.explore.shrink import Shrinker
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, Space
+from jepsen_py.flags import check_room, path_text
 from jepsen_py.lifetime import signal_name, signals_raise
 from jepsen_py.numbers import MAX_SECONDS, integer, number
+from jepsen_py.numbers import seed as seed_type
 from jepsen_py.store import DIR_MODE, make_dirs, write_text_atomic
 
 NAME = "explore"
@@ -56,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "replays, until the budget ends")
     g.add_argument("--keep-going", action="store_true",
                    help="do not stop at the first finding: search the whole budget")
-    g.add_argument("--seed", type=integer(0, 2**63 - 1), default=None,
+    g.add_argument("--seed", type=seed_type, default=None,
                    help="seed of the search itself (default: random, printed)")
     g.add_argument("--backend", default="sim",
                    help="where trials run: sim, the only backend fast enough to search (default: sim)")
@@ -74,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--time-limit", action="append", type=number(1, 3600), metavar="S",
                    help="main-phase lengths to try, repeatable (default: 10, 20, 30)")
     o = parser.add_argument_group("output")
-    o.add_argument("--results-dir", default="results", metavar="DIR",
+    o.add_argument("--results-dir", type=path_text, default="results", metavar="DIR",
                    help="where the search's directory goes (default: ./results)")
     o.add_argument("--no-progress", action="store_true", help="no live progress display")
 
@@ -219,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     from jepsen_py.store import timestamp
 
+    check_room("--results-dir", args.results_dir)
     out_dir = Path(args.results_dir) / "explore" / timestamp()
     try:
         make_dirs(out_dir.parent)

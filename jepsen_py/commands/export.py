@@ -12,13 +12,14 @@ import time
 from pathlib import Path
 
 from jepsen_py.errors import EXIT_VALID, BadInput
+from jepsen_py.flags import path
 
 NAME = "export"
 HELP = "export stored runs (history, test.json, results.json) to Parquet under <run>/parquet/"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
+    parser.add_argument("run_dirs", nargs="+", type=path, metavar="RUN_DIR",
                         help="a run directory, or a directory holding runs (e.g. results/)")
     parser.add_argument("--quiet", action="store_true", help="print nothing on success")
 

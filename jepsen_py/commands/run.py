@@ -11,7 +11,6 @@ import contextlib
 import importlib
 import importlib.util
 import logging
-import os
 import signal
 import sys
 import threading
@@ -23,6 +22,7 @@ from jepsen_py import spec as specmod
 from jepsen_py.backends import BACKENDS, add_backend_arguments, backend_options, get_backend
 from jepsen_py.dbversion import db_version
 from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, BadInput, RunInterrupted
+from jepsen_py.flags import check_output_file, check_room, path_text
 from jepsen_py.protocols import TestSpec
 from jepsen_py.verdict import exit_code, merge
 
@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments or input, 255 framework failure."
     )
     specmod.add_arguments(parser)
-    parser.add_argument("--schedule", default=None, metavar="FILE",
+    parser.add_argument("--schedule", type=path_text, default=None, metavar="FILE",
                         help="replay a schedule file (from jepsen-py explore): in simulation exactly, "
                              "elsewhere its faults at the same offsets; says whether its anomaly reproduced")
     parser.add_argument("--db-version", default=None, metavar="VERSION",
@@ -124,21 +124,16 @@ def check_bugs(spec: TestSpec) -> None:
                        f"(known: {', '.join(known) or 'none'})")
 
 
-def check_outputs(args: argparse.Namespace, spec: TestSpec) -> None:
+def check_outputs(args: argparse.Namespace) -> None:
     """Where the run writes must be usable before anything is provisioned: --results-dir a
-    directory (or absent), --junit-xml a file in an existing directory."""
-    results = Path(spec.results_dir)
+    directory (or absent) with room for run directories under it, --junit-xml a file in an existing
+    directory."""
+    results = Path(args.results_dir)
     if results.exists() and not results.is_dir():
         raise BadInput(f"--results-dir: {results} is not a directory")
+    check_room("--results-dir", results)
     if args.junit_xml:
-        junit = Path(args.junit_xml)
-        if junit.is_dir():
-            raise BadInput(f"--junit-xml: {junit} is a directory; give a file name")
-        parent = junit.parent if str(junit.parent) else Path(".")
-        if not parent.is_dir():
-            raise BadInput(f"--junit-xml: directory {parent} does not exist")
-        if not os.access(parent, os.W_OK):
-            raise BadInput(f"--junit-xml: directory {parent} is not writable")
+        check_output_file("--junit-xml", args.junit_xml)
 
 
 def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
@@ -205,6 +200,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.schedule is not None:
         from jepsen_py.explore.rerun import run_schedule
 
+        check_outputs(args)
+
         return run_schedule(args)
 
     spec = specmod.from_args(args, collect_options(args))
@@ -214,7 +211,7 @@ def _run(args: argparse.Namespace) -> int:
         from jepsen_py.sim.backend import check_args
 
         check_args(args)
-    check_outputs(args, spec)
+    check_outputs(args)
     from jepsen_py import store
 
     store.remove_stale_temps(spec.results_dir)

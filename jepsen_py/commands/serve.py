@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from jepsen_py.flags import path_text
 from jepsen_py.numbers import MAX_SECONDS, integer, number
 
 NAME = "serve"
@@ -16,7 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="TCP port (default 8080; 0 picks a free one)")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to bind (default 127.0.0.1: only this machine can connect)")
-    parser.add_argument("--results-dir", default="results", help="the results directory (default results/)")
+    parser.add_argument("--results-dir", type=path_text, default="results",
+                        help="the results directory (default results/)")
     parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                         help="also answer requests for this host name (repeatable); by default only "
                              "127.0.0.1, localhost and --host are answered, which stops other web "

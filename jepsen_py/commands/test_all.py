@@ -16,7 +16,9 @@ from pathlib import Path
 
 from jepsen_py import matrix as mx
 from jepsen_py.errors import BadInput
-from jepsen_py.numbers import MAX_SECONDS, integer, number
+from jepsen_py.flags import check_room, path
+from jepsen_py.numbers import MAX_SECONDS, check_seeds, integer, number
+from jepsen_py.numbers import seed as seed_type
 
 NAME = "test-all"
 HELP = "run the bug x workload x nemesis detection matrix and check it against the expectations"
@@ -30,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "correct-build runs marked quick")
     parser.add_argument("--test-count", type=integer(1, 100_000), default=None, metavar="N",
                         help="runs per cell (default: 1 with --quick, 10 otherwise)")
-    parser.add_argument("--expectations", type=Path, default=mx.DEFAULT_EXPECTATIONS, metavar="FILE",
+    parser.add_argument("--expectations", type=path, default=mx.DEFAULT_EXPECTATIONS, metavar="FILE",
                         help="the expectations TOML (default: jepsen_py/expectations.toml)")
     parser.add_argument("--bugs", default=None, metavar="NAMES",
                         help="only these bugs, comma separated ('correct' names the correct build; "
@@ -39,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override every cell's main-phase seconds")
     parser.add_argument("--node-count", type=integer(1, 250), default=5, metavar="N",
                         help="nodes per cluster (default 5)")
-    parser.add_argument("--results-dir", type=Path, default=Path("results"), metavar="DIR",
+    parser.add_argument("--results-dir", type=path, default=Path("results"), metavar="DIR",
                         help="the store (default: results)")
     parser.add_argument("--name", default=None, metavar="NAME",
                         help="matrix name: runs are <name>-<cell>, the summary results/<name>/summary.json "
@@ -47,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parallel", type=integer(1, 64), default=1, metavar="N",
                         help="runs at once, each its own cluster (default 1; timing-sensitive bugs "
                              "may need a quiet machine)")
-    parser.add_argument("--seed", type=integer(0, 2**63 - 1), default=None,
+    parser.add_argument("--seed", type=seed_type, default=None,
                         help="seed of the first run of each cell (+1 per run)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     sim = parser.add_argument_group("in the simulator (--backend sim)")
@@ -81,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--node-count must be at least 3, got {args.node_count}")
     if args.time_limit is not None and args.time_limit <= 0:
         raise BadInput(f"--time-limit must be positive, got {args.time_limit}")
+    check_room("--results-dir", args.results_dir)
     cells = mx.load_expectations(args.expectations, args.quick)
     bugs = [b.strip() for b in args.bugs.split(",") if b.strip()] if args.bugs else None
     cells = mx.select(cells, bugs)
@@ -91,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(f"--{flag.replace('_', '-')}: an option of the simulator's matrix (--backend sim)")
     if args.time_limit is not None:
         cells = [replace(c, time_limit=args.time_limit) for c in cells]
+    if args.seed is not None:
+        check_seeds("--seed", args.seed, test_count)  # run i of a cell has seed + i
     matrix = args.name or ("matrix-quick" if args.quick else "matrix")
     total = len(cells) * test_count
     t0 = time.monotonic()
@@ -165,6 +170,7 @@ def _run_sim(cells: list[mx.Cell], bugs: list[str] | None, args: argparse.Namesp
     planned = smx.plan(cells, test_count, correct_runs)
     matrix = args.name or ("matrix-sim-quick" if args.quick else "matrix-sim")
     seed = args.seed if args.seed is not None else smx.DEFAULT_SEED
+    check_seeds("--seed", seed, max((p.runs for p in planned), default=1))  # run i has seed + i
     summary_path = args.results_dir / matrix / "summary.json"
     t0 = time.monotonic()
 

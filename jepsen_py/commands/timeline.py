@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from jepsen_py.flags import path_text
+
 NAME = "timeline"
 HELP = "regenerate a run's timeline.html, perf.html and linearizability.html from its directory"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", metavar="RUN_DIR", nargs="?", default="results/latest",
+    parser.add_argument("run_dir", metavar="RUN_DIR", nargs="?", type=path_text, default="results/latest",
                         help="a run directory, a test directory or a latest link (default: results/latest)")
 
 

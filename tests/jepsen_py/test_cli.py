@@ -87,9 +87,13 @@ def use_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def fake_run(tmp_path: Path, *extra: str) -> list[str]:
-    return ["run", "--workload", "register", "--db", FAKE_DB, "--backend", "none", "--node-count", "3",
-            "--time-limit", "0.5", "--rate", "200", "--recovery-timeout", "0", "--seed", "5",
-            "--results-dir", str(tmp_path / "results"), "--no-progress", *extra]
+    """`run` against the in-process DB; a flag in `extra` replaces the default one here (a flag
+    given twice is refused)."""
+    base = {"--workload": "register", "--db": FAKE_DB, "--backend": "none", "--node-count": "3",
+            "--time-limit": "0.5", "--rate": "200", "--recovery-timeout": "0", "--seed": "5",
+            "--results-dir": str(tmp_path / "results")}
+    kept = [t for flag, value in base.items() if flag not in extra for t in (flag, value)]
+    return ["run", *kept, "--no-progress", *extra]
 
 
 def test_run_end_to_end_with_an_in_process_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -146,6 +150,25 @@ def test_analyze_rechecks_a_stored_run(tmp_path: Path, monkeypatch: pytest.Monke
     history.write_text("\n".join(lines) + "\n")
     assert cli.main(["analyze", str(tmp_path / "results")]) == 1
     assert json.loads((run_dir / "results.json").read_text())["valid"] is False
+
+
+def test_analyze_writes_junit_only_into_an_existing_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`analyze --junit-xml /nonexistent/dir/x.xml` made the whole directory tree: a typo in a CI
+    path went unnoticed. Now refused (254) before the run is re-checked; the file itself is made."""
+    use_fakes(monkeypatch)
+    assert cli.main(fake_run(tmp_path)) == 0
+    run_dir = (tmp_path / "results" / "latest").resolve()
+    results = (run_dir / "results.json").read_text()
+    capsys.readouterr()
+    nowhere = tmp_path / "nowhere" / "dir" / "x.xml"
+    assert cli.main(["analyze", str(run_dir), "--junit-xml", str(nowhere)]) == 254
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == f"jepsen-py: --junit-xml: directory {tmp_path / 'nowhere' / 'dir'} does not exist"
+    assert not (tmp_path / "nowhere").exists()
+    assert (run_dir / "results.json").read_text() == results  # not re-checked
+    assert cli.main(["analyze", str(run_dir), "--junit-xml", str(tmp_path / "x.xml")]) == 0
+    assert ET.parse(tmp_path / "x.xml").getroot().tag == "testsuite"
 
 
 def test_analyze_refuses_a_torn_tail_unless_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

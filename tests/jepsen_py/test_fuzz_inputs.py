@@ -261,9 +261,34 @@ NUMERIC_FLAGS = ["--time-limit", "--nemesis-interval", "--op-timeout", "--test-c
 BAD_NUMBERS = ["0", "-1", "-0.5", "nan", "inf", "-inf", "1e999", "", "abc", "9" * 5000, "0x10"]
 
 
+# Single-valued flags with a value each takes: given twice, `=--` or empty, each is refused.
+SINGLE_FLAGS = {"--backend": "none", "--seed": "3", "--workload": "register", "--time-limit": "0.2",
+                "--rate": "10", "--name": "x", "--db": FAKE_DB, "--concurrency": "2", "--read-mode": "lease",
+                "--junit-xml": "j.xml", "--fault-targets": "one", "--db-version": "1"}
+BAD_COUNTS = ["0", "-1", "2.5", "NaN", "nan", "Infinity", "inf", "1e999", "", "abc", "9" * 5000, "true",
+              "100000000000", "[1]"]
+
+
 @st.composite
 def bad_run_flags(draw: st.DrawFn) -> list[str]:
-    kind = draw(st.sampled_from(["unknown", "number", "node", "results-file"]))
+    kind = draw(st.sampled_from(["unknown", "number", "node", "results-file", "twice", "dash", "empty",
+                                 "knob", "db", "long-path", "seed"]))
+    if kind in ("twice", "dash", "empty"):
+        flag = draw(st.sampled_from(sorted(SINGLE_FLAGS)))
+        return {"twice": [flag, SINGLE_FLAGS[flag], f"{flag}={SINGLE_FLAGS[flag]}"], "dash": [f"{flag}=--"],
+                "empty": [flag, draw(st.sampled_from(["", " ", "\t"]))]}[kind]
+    if kind == "knob":
+        key = draw(st.sampled_from(["active_keys", "ops_per_key", "active_names", "describe_topics"]))
+        return ["--workload-option", f"{key}={draw(st.sampled_from(BAD_COUNTS))}"]
+    if kind == "db":
+        module = draw(st.text(alphabet="./-~ab", min_size=1, max_size=12).filter(
+            lambda m: not all(p.isidentifier() for p in m.split("."))))
+        return ["--db", f"{module}:X"]
+    if kind == "long-path":
+        return [draw(st.sampled_from(["--junit-xml", "--nodes-file", "--schedule", "--ssh-key"])),
+                "/tmp/" + "a" * draw(st.integers(256, 6000))]
+    if kind == "seed":
+        return ["--seed", str(draw(st.integers(2**63, 2**80)))]
     if kind == "unknown":
         return [f"--zz{draw(st.from_regex(r'[a-z][a-z-]{0,12}', fullmatch=True))}"]
     if kind == "number":
@@ -285,8 +310,10 @@ def test_bad_run_flags_are_refused_before_provisioning(workdir: Path, capsys, mo
         results = workdir / "a-file"
         results.write_text("x")
         bad = []
-    argv = ["run", "--workload", "register", "--db", FAKE_DB, "--backend", "none", "--time-limit", "0.2",
-            "--no-progress", "--results-dir", str(results), *bad]
+    base = {"--workload": "register", "--db": FAKE_DB, "--backend": "none", "--time-limit": "0.2"}
+    given = {b.split("=", 1)[0] for b in bad}  # a flag under test replaces the default one here
+    argv = ["run", *[t for f, v in base.items() if f not in given for t in (f, v)], "--no-progress",
+            "--results-dir", str(results), *bad]
     capsys.readouterr()
     try:
         code = cli.main(argv)

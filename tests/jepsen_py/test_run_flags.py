@@ -38,6 +38,10 @@ def refused(capsys, tmp_path: Path, *argv: str, results: Path | None = None) -> 
     (["--node-count", "100000"], "more than this machine holds"),
     (["--concurrency", "1000000"], "more than this machine drives"),
     (["--concurrency", "99999999999999n"], "--concurrency"),
+    # the machine's limit overridden, jepsen-py's own still holds: 10^6 clients were a 255
+    (["--concurrency", "1000000", "--ignore-machine-limits"], "at most 10000, even with --ignore"),
+    (["--concurrency", "10001", "--ignore-machine-limits"], "at most 10000, even with --ignore"),
+    (["--node-count", "1001", "--ignore-machine-limits"], "at most 1000, even with --ignore"),
     (["--ssh-port", "0"], "--ssh-port"),
     (["--ssh-port", "65536"], "--ssh-port"),
     (["--bug", "no-such-bug"], "--bug: unknown bug 'no-such-bug'"),
@@ -45,6 +49,32 @@ def refused(capsys, tmp_path: Path, *argv: str, results: Path | None = None) -> 
     (["--no-such-flag"], "unrecognized arguments"),
     (["--time-limit", "-1"], "--time-limit"),
     (["--rate", "nan"], "--rate"),
+    # VALUE is JSON: NaN was a float NaN, int() of it a 255; -3 silently meant 1; 10^11 keys were
+    # made until the simulator's watchdog stopped the generator
+    (["--workload-option", "active_keys=NaN"], "active_keys: expected a whole number"),
+    (["--workload-option", "active_keys=inf"], "active_keys: expected a whole number"),
+    (["--workload-option", "active_keys=1e999"], "active_keys: expected a whole number"),
+    (["--workload-option", "active_keys=-3"], "active_keys: must be 1..100000"),
+    (["--workload-option", "active_keys=100000000000"], "active_keys: must be 1..100000"),
+    (["--workload-option", "active_keys=2.5"], "active_keys: expected a whole number"),
+    (["--workload-option", "ops_per_key=0"], "ops_per_key: must be 1..1000000000"),
+    (["--workload-option", "read_fraction=NaN"], "read_fraction: expected a number"),
+    (["--workload-option", "read_fraction=1.5"], "read_fraction: must be 0..1"),
+    (["--workload-option", "final_delay=-1"], "final_delay: must be 0..604800"),
+    (["--workload-option", "linearizable=yes"], "linearizable: expected true or false"),
+    (["--workload-option", "active_keys=2", "--workload-option", "active_keys=3"],
+     "active_keys given more than once"),
+    # MODULE of MODULE:CLASS went to importlib as given: a path was its TypeError, a 255
+    (["--db", "../etc/passwd:x"], "--db: '../etc/passwd' is not a Python module name"),
+    (["--db", ".raftdb:RaftMetadataDB"], "--db: '.raftdb' is not a Python module name"),
+    (["--db", "os:a/b"], "--db: 'a/b' is not a Python name"),
+    (["--workload", "../x:y"], "--workload: '../x' is not a Python module name"),
+    (["--nemesis", "../x:y"], "--nemesis: '../x' is not a Python module name"),
+    (["--checker", "/tmp/x:y"], "--checker: '/tmp/x' is not a Python module name"),
+    (["--generator", ".x:y"], "--generator: '.x' is not a Python module name"),
+    (["--seed", str(2**63)], "--seed: must be <= 9223372036854775807, got 9223372036854775808"),
+    # run i has seed + i: the second run's seed would not fit Parquet's int64 at the export
+    (["--seed", str(2**63 - 1), "--test-count", "2"], "seeds up to 9223372036854775808, past"),
 ])
 def test_bad_run_flags_are_refused_before_provisioning(capsys, tmp_path, argv, words) -> None:
     assert words in refused(capsys, tmp_path, *argv)
@@ -74,6 +104,17 @@ def test_the_machine_limits_can_be_overridden() -> None:
     with pytest.raises(BadInput, match="ignore-machine-limits"):
         specmod.check_size(nodes + 1, 1)
     specmod.check_size(nodes + 1, clients + 1, override=True)
+    specmod.check_size(1000, 10_000, override=True)
+    with pytest.raises(BadInput, match="at most 10000, even with"):
+        specmod.check_size(3, 10**6, override=True)
+
+
+def test_the_python_api_has_the_same_bounds() -> None:
+    from jepsen_py.api import JepsenTest
+
+    with pytest.raises(BadInput, match="at most 10000"):
+        JepsenTest(db=FAKE_DB, concurrency=10**6, backend="none").spec()
+    assert JepsenTest(db=FAKE_DB, nodes=5, concurrency="2n", backend="none").spec().concurrency == 10
 
 
 def test_fsync_history_reaches_the_spec(tmp_path) -> None:

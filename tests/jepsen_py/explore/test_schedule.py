@@ -59,6 +59,7 @@ def _write(tmp_path: Path, data: object) -> Path:
     (lambda d: d.update(nodes=[]), "nodes must be distinct"),
     (lambda d: d.update(nodes=["n1", "n1"]), "nodes must be distinct"),
     (lambda d: d.update(seed=-1), "seed must be >= 0"),
+    (lambda d: d.update(seed=2**63), "seed: must be <= 9223372036854775807"),
     (lambda d: d.update(seed="7"), "'seed' must be an integer"),
     (lambda d: d.update(time_limit=float("nan")), "'time_limit' must be a positive number"),
     (lambda d: d.update(time_limit=0), "'time_limit' must be a positive number"),
