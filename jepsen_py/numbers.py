@@ -55,8 +55,11 @@ def check(name: str, value: float, *, lo: float | None = None, hi: float | None 
 
 
 def _show(v: float) -> str:
-    """An int exactly (2^63 - 1, not 9.22337e+18), a float as %g."""
-    return str(v) if isinstance(v, int) else f"{v:g}"
+    """An int exactly (2^63 - 1, not 9.22337e+18) unless it is too long to show (then cut, as
+    errors.quote cuts), a float as %g."""
+    if isinstance(v, int):
+        return str(v) if v.bit_length() <= 128 else quote(v)
+    return f"{v:g}"
 
 
 def check_seeds(name: str, first: int, runs: int = 1) -> int:

@@ -49,8 +49,8 @@ TIME_LIMIT = Bound("--time-limit", 0, MAX_RUN_SECONDS, lo_open=True)
 NEMESIS_INTERVAL = Bound("--nemesis-interval", 0, MAX_SECONDS, lo_open=True)
 RATE = Bound("--rate", 0, 1e9)
 SEED = Bound("--seed", 0, MAX_SEED, integral=True)
-NODE_COUNT = Bound("--node-count", 1, MAX_NODES, integral=True)
-CONCURRENCY = Bound("--concurrency", 1, MAX_CLIENTS, integral=True)
+NODE_COUNT = Bound("--node-count", 1, 100_000, integral=True)
+CONCURRENCY = Bound("--concurrency", 1, 999_999_999, integral=True)  # parse_concurrency: nine digits
 
 
 def parse_concurrency(text: str | int, node_count: int) -> int:
