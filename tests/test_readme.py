@@ -129,5 +129,5 @@ def test_the_readme_commands_on_docker_run_as_written(tmp_path, node_image):
         assert proc.returncode == c.exit_code, (
             f"README.md:{c.line}: {' '.join(c.argv)} exited {proc.returncode}\n"
             f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    reports = list((tmp_path / "reports").glob("*.xml"))
+    reports = list(tmp_path.glob("*.xml"))
     assert reports and "verdict" in reports[0].read_text(encoding="utf-8")
