@@ -55,3 +55,16 @@ def test_linearizable_reads_under_a_leader_partition_pass(tmp_path: Path, node_i
     assert code == 0, out
     assert results["checkers"]["linearizable"]["valid"] is True
     assert results["stats"]["ok"] > 300
+
+
+def test_db_check_passes(node_image: str) -> None:
+    """Every hook the plugin declares works on a small Docker cluster, and teardown leaves nothing."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    res = subprocess.run([sys.executable, "-m", "jepsen_py.cli", "db-check", "--db", "jepsen_etcd.db:EtcdDB",
+                          "--backend", "docker"], cwd=EXAMPLE, env=env, capture_output=True, text=True,
+                         timeout=600)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    for step in ("setup", "primaries", "workload register", "kill/start", "pause/resume", "teardown"):
+        assert step in out, out
+    assert "0 fail" in out, out
