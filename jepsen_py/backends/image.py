@@ -238,3 +238,43 @@ def _build_from_debian(client: object, recipe: ImageRecipe) -> None:
             f"building the node image from debian:{recipe.suite}-slim failed ({e}); "
             "on a machine without registry access use --image-base debootstrap"
         ) from e
+
+
+def derived_dockerfile(base: str, packages: tuple[str, ...] | list[str], label: str) -> str:
+    """The Dockerfile of an image FROM `base` with Debian `packages` added by apt-get."""
+    return (
+        f"FROM {base}\n"
+        "RUN apt-get update \\\n"
+        " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
+        f"{' '.join(packages)} \\\n"
+        " && rm -rf /var/lib/apt/lists/*\n"
+        f'LABEL "{LABEL}"="{label}"\n'
+    )
+
+
+def derived_image(repository: str, packages: tuple[str, ...] | list[str], route: str | None = None, *,
+                  client: object | None = None) -> str:
+    """The tag of the node image plus Debian `packages` (a system under test, as a plugin's DB
+    needs it), built with `docker build` only when missing. It needs no registry: the base is the
+    local node image and apt-get reaches only Debian's mirror. The tag is a hash of the recipe, so a
+    changed package list builds anew and an unchanged one is looked up."""
+    import docker.errors
+
+    client = client or _docker()
+    base = ensure_image(route, client=client)
+    name = repository.rsplit("/", 1)[-1]
+    text = derived_dockerfile(base, packages, f"{name}-image")
+    tag = f"{repository}:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    if image_exists(client, tag):
+        return tag
+    with _build_lock(cache_dir() / f"derived-{tag.replace('/', '_').replace(':', '_')}.lock"):
+        if image_exists(client, tag):
+            return tag
+        log.info("building %s from %s (apt-get install %s)", tag, base, " ".join(packages))
+        try:
+            client.images.build(fileobj=io.BytesIO(text.encode()), tag=tag, rm=True,  # type: ignore[attr-defined]
+                                forcerm=True)
+        except (docker.errors.BuildError, docker.errors.APIError) as e:
+            raise EnvironmentProblem(
+                f"building {tag} (apt-get install {' '.join(packages)}) failed: {e}") from e
+    return tag
