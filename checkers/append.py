@@ -101,14 +101,8 @@ class AppendChecker:
             tally.judge(key, k.timeline, "append")
         anomalies += tally.anomalies
         report = anomaly_report(anomalies, self.failing())
-        valid: bool | str = not report["failing_kinds"]
-        out: dict[str, Any] = {"valid": valid}
-        if valid and tally.stable == 0:
-            out["valid"] = "unknown"
-            out["unknown_reason"] = ("no element was confirmed by a read: nothing could be verified "
-                                     f"({tally.attempts} appends tried)")
         return {
-            **out,
+            **tally.verdict(report, f"{tally.attempts} appends tried"),
             "keys": len(keys),
             "reads": sum(len(k.reads) for k in keys.values()),
             **tally.counts(),

@@ -208,6 +208,16 @@ class Tally:
                            f"{e.add_done.index}, certainly not done, yet read op "
                            f"{e.last_present.index} saw it (G1a, an aborted read)"})
 
+    def verdict(self, report: dict[str, Any], tried: str) -> dict[str, Any]:
+        """The verdict from an anomaly report: invalid on a failing kind; unknown, as set-full
+        says, when no element was ever confirmed by a read (nothing could be verified); `tried`
+        says what the attempts were, for the reason."""
+        valid = not report["failing_kinds"]
+        if valid and self.stable == 0:
+            return {"valid": "unknown", "unknown_reason": "no element was confirmed by a read: nothing "
+                                                          f"could be verified ({tried})"}
+        return {"valid": valid}
+
     def counts(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "attempts": self.attempts, "acknowledged": self.acknowledged, "stable": self.stable,

@@ -96,14 +96,8 @@ class SetChecker:
         anomalies += tally.anomalies
         report = anomaly_report(anomalies, self.failing())
         counts = report["anomaly_counts"]
-        valid: bool | str = not report["failing_kinds"]
-        out: dict[str, Any] = {"valid": valid}
-        if valid and tally.stable == 0:
-            out["valid"] = "unknown"
-            out["unknown_reason"] = ("no element was confirmed by a read: nothing could be verified "
-                                     f"({tally.attempts} adds tried, {reads} ok reads)")
         return {
-            **out,
+            **tally.verdict(report, f"{tally.attempts} adds tried, {reads} ok reads"),
             "keys": len(timelines),
             "reads": reads,
             **tally.counts(),
