@@ -1,0 +1,161 @@
+"""Cycle anomalies: the shortest cycle of each kind inside each strongly connected component.
+
+A kind is a rule on the edge kinds around the cycle (Adya's, as Elle uses them):
+
+  G0             only ww edges
+  G1c            ww and wr edges, at least one wr
+  G-single       exactly one rw edge, the rest ww/wr
+  G-nonadjacent  two or more rw edges, no two of them consecutive (around the cycle)
+  G2-item        two or more rw edges, some two consecutive
+
+and its -process variant also uses process edges (at least one), its -realtime variant real-time
+edges (at least one) and process edges. The kinds are disjoint, so one cycle is named once.
+
+The search starts from each edge of the kind the rule needs (rw for the G2 family, a process edge
+for a -process variant, ...) and runs a breadth-first search back to the edge's source over states
+(node, last edge rw?, rw count up to 2, consecutive rw seen?, wr seen?, required edge seen?). Those
+states are everything the rule reads, so the first cycle the search closes is the shortest from
+that start edge. At most `max_starts` start edges are tried per component and kind.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from jepsen_py.checkers.elle.budget import Deadline
+from jepsen_py.checkers.elle.graph import DATA, PROCESS, REALTIME, RW, WR, WW, Component
+
+BASES = ("G0", "G1c", "G-single", "G-nonadjacent", "G2-item")
+VARIANTS = ("", "-process", "-realtime")
+MAX_STARTS = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    name: str
+    base: str
+    allowed: int
+    required: int  # an extra edge kind the cycle must hold (0: none)
+    start: int  # the kind of the edge a search starts from
+
+    def accepts(self, kinds: list[int]) -> bool:
+        n = len(kinds)
+        rws = [k == RW for k in kinds]
+        nrw = sum(rws)
+        adjacent = any(rws[i] and rws[i - 1] for i in range(n))
+        if self.required and self.required not in kinds:
+            return False
+        return _base_ok(self.base, nrw, adjacent, WR in kinds)
+
+
+def _base_ok(base: str, nrw: int, adjacent: bool, has_wr: bool) -> bool:
+    if base == "G0":
+        return nrw == 0 and not has_wr
+    if base == "G1c":
+        return nrw == 0 and has_wr
+    if base == "G-single":
+        return nrw == 1
+    if base == "G-nonadjacent":
+        return nrw >= 2 and not adjacent
+    return nrw >= 2 and adjacent
+
+
+def specs(process: bool, realtime: bool) -> list[Spec]:
+    out: list[Spec] = []
+    for variant in VARIANTS:
+        if (variant == "-process" and not process) or (variant == "-realtime" and not realtime):
+            continue
+        for base in BASES:
+            data = WW if base == "G0" else WW | WR if base == "G1c" else DATA
+            extra = {"": 0, "-process": PROCESS, "-realtime": PROCESS | REALTIME}[variant]
+            required = {"": 0, "-process": PROCESS, "-realtime": REALTIME}[variant]
+            start = required or {"G0": WW, "G1c": WR}.get(base, RW)
+            out.append(Spec(base + variant, base, data | extra, required, start))
+    return out
+
+
+def _bits(mask: int) -> Iterator[int]:
+    while mask:
+        low = mask & -mask
+        yield low
+        mask ^= low
+
+
+State = tuple[int, bool, int, bool, bool, bool]
+
+
+def _search(comp: Component, spec: Spec, u: int, v: int, deadline: Deadline) -> list[tuple[int, int]] | None:
+    """The shortest path v -> ... -> u that closes start edge u -> v into a `spec` cycle, as
+    [(node, kind of the edge into it)], or None."""
+    s = spec.start
+    first: State = (v, s == RW, int(s == RW), False, s == WR, s == spec.required)
+    parent: dict[State, tuple[State, int] | None] = {first: None}
+    queue = deque([first])
+    steps = 0
+    while queue:
+        st = queue.popleft()
+        node, last_rw, nrw, adj, wr, req = st
+        if node == u:
+            closes_adj = adj or (last_rw and s == RW)
+            if (req or not spec.required) and _base_ok(spec.base, nrw, closes_adj, wr):
+                path: list[tuple[int, int]] = []
+                cur: State | None = st
+                while cur is not None:
+                    p = parent[cur]
+                    path.append((cur[0], p[1] if p is not None else s))
+                    cur = p[0] if p is not None else None
+                return path[::-1]
+            continue
+        steps += 1
+        if steps % 4096 == 0:
+            deadline.check("cycle search")
+        for w, mask in comp.out.get(node, ()):
+            for k in _bits(mask & spec.allowed):
+                is_rw = k == RW
+                if is_rw and ((spec.base == "G-single" and nrw >= 1)
+                              or (spec.base == "G-nonadjacent" and last_rw)
+                              or spec.base in ("G0", "G1c")):
+                    continue
+                nxt: State = (w, is_rw, min(2, nrw + is_rw), adj or (is_rw and last_rw),
+                              wr or k == WR, req or k == spec.required)
+                if nxt not in parent:
+                    parent[nxt] = (st, k)
+                    queue.append(nxt)
+    return None
+
+
+def find(comp: Component, spec: Spec, deadline: Deadline, is_txn: int,
+         max_starts: int = MAX_STARTS) -> list[tuple[int, int, int]] | None:
+    """The shortest `spec` cycle found in `comp` as edges [(from, to, kind)], starting at a
+    transaction (nodes below `is_txn`), or None."""
+    best: list[tuple[int, int, int]] | None = None
+    tried = 0
+    for u in comp.nodes:
+        if u >= is_txn:
+            continue
+        for v, mask in comp.out[u]:
+            if not mask & spec.start:
+                continue
+            tried += 1
+            path = _search(comp, spec, u, v, deadline)
+            if path is not None:
+                cycle = _edges(u, v, path, spec.start)
+                if spec.accepts([k for _, _, k in cycle]) and (best is None or len(cycle) < len(best)):
+                    best = cycle
+                    if len(best) <= 2:
+                        return best
+            if tried >= max_starts:
+                return best
+    return best
+
+
+def _edges(u: int, v: int, path: list[tuple[int, int]], start: int) -> list[tuple[int, int, int]]:
+    """Edges of the cycle u -start-> v -> ... -> u from the search's path [(v, start), ..., (u, k)]."""
+    edges = [(u, v, start)]
+    prev = v
+    for node, k in path[1:]:
+        edges.append((prev, node, k))
+        prev = node
+    return edges
