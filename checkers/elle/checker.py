@@ -99,7 +99,7 @@ def _cycle_report(cycle: list[tuple[int, int, int]], txns: Sequence[Txn], edges:
         if b >= n:
             continue
         kind = k if a < n else REALTIME
-        why = edges.why.get((src, b, kind))
+        why = edges.why_of(src, b, kind)
         ta, tb = txns[src], txns[b]
         step: dict[str, Any] = {"from": ta.index, "to": tb.index, "type": KIND_NAMES[kind],
                                 "explanation": edge(kind, ta, tb, why, appends)}

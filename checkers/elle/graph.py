@@ -24,14 +24,17 @@ KIND_NAMES = {WW: "ww", WR: "wr", RW: "rw", PROCESS: "process", REALTIME: "realt
 
 @dataclass(slots=True)
 class EdgeList:
-    """Edges as they are inferred. `why[(a, b, kind)]` keeps the first reason for a data edge:
-    (key, value seen or written by a, value seen or written by b)."""
+    """Edges as they are inferred. Data edges carry why they exist in `why` (parallel to src):
+    (key, value seen or written by the source, value seen or written by the target). Hot loops
+    append to the four lists directly; `chunks` holds edges made in bulk as numpy arrays."""
 
     nodes: int
     src: list[int] = field(default_factory=list)
     dst: list[int] = field(default_factory=list)
     kind: list[int] = field(default_factory=list)
-    why: dict[tuple[int, int, int], tuple[Any, Any, Any]] = field(default_factory=dict)
+    why: list[tuple[Any, Any, Any] | None] = field(default_factory=list)
+    chunks: list[tuple[np.ndarray, np.ndarray, int]] = field(default_factory=list)
+    _index: dict[tuple[int, int, int], int] | None = None
 
     def add(self, a: int, b: int, kind: int, key: Any = None, va: Any = None, vb: Any = None) -> None:
         if a == b:
@@ -39,12 +42,33 @@ class EdgeList:
         self.src.append(a)
         self.dst.append(b)
         self.kind.append(kind)
-        if kind & DATA:
-            self.why.setdefault((a, b, kind), (key, va, vb))
+        self.why.append((key, va, vb) if kind & DATA else None)
 
-    def new_node(self) -> int:
-        self.nodes += 1
-        return self.nodes - 1
+    def add_many(self, src: np.ndarray, dst: np.ndarray, kind: int) -> None:
+        keep = src != dst
+        self.chunks.append((src[keep].astype(np.int64), dst[keep].astype(np.int64), kind))
+
+    def new_nodes(self, count: int) -> int:
+        """Numbers `count` auxiliary nodes; returns the first."""
+        first = self.nodes
+        self.nodes += count
+        return first
+
+    def why_of(self, a: int, b: int, kind: int) -> tuple[Any, Any, Any] | None:
+        """The first reason recorded for a data edge a -kind-> b (an index built on first use)."""
+        if self._index is None:
+            self._index = {}
+            for i in range(len(self.src) - 1, -1, -1):
+                self._index[(self.src[i], self.dst[i], self.kind[i])] = i
+        i = self._index.get((a, b, kind))
+        return self.why[i] if i is not None else None
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        src = [np.asarray(self.src, dtype=np.int64)] + [c[0] for c in self.chunks]
+        dst = [np.asarray(self.dst, dtype=np.int64)] + [c[1] for c in self.chunks]
+        kind = [np.asarray(self.kind, dtype=np.int64)] + [np.full(len(c[0]), c[2], dtype=np.int64)
+                                                          for c in self.chunks]
+        return np.concatenate(src), np.concatenate(dst), np.concatenate(kind)
 
 
 @dataclass(slots=True)
@@ -56,20 +80,16 @@ class Component:
 
 
 def edge_counts(edges: EdgeList) -> dict[str, int]:
-    if not edges.kind:
-        return {}
-    k = np.asarray(edges.kind, dtype=np.int8)
+    k = edges.arrays()[2]
     return {name: int((k == bit).sum()) for bit, name in KIND_NAMES.items() if (k == bit).any()}
 
 
 def components(edges: EdgeList) -> list[Component]:
     """Strongly connected components with more than one node, largest first."""
     n = edges.nodes
-    if not edges.src or n == 0:
+    src, dst, kind = edges.arrays()
+    if len(src) == 0 or n == 0:
         return []
-    src = np.asarray(edges.src, dtype=np.int64)
-    dst = np.asarray(edges.dst, dtype=np.int64)
-    kind = np.asarray(edges.kind, dtype=np.int64)
     m = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
     ncomp, labels = connected_components(m, directed=True, connection="strong")
     sizes = np.bincount(labels, minlength=ncomp)

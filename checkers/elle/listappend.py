@@ -28,6 +28,7 @@ from jepsen_py.errors import BadInput
 from jepsen_py.history import FAIL, OK
 
 Read = tuple[int, int, tuple[Any, ...]]  # (txn id, mop position, value)
+Ext = tuple[int, tuple[Any, ...], bool]  # (txn id, value, appends to the key later)
 
 
 def infer(txns: Sequence[Txn], edges: EdgeList, found: Found, deadline: Deadline) -> None:
@@ -47,7 +48,7 @@ def infer(txns: Sequence[Txn], edges: EdgeList, found: Found, deadline: Deadline
             last[k] = v
             writer[(k, v)] = t.id
     reads: dict[Hashable, list[Read]] = {}
-    ext: dict[Hashable, list[Read]] = {}
+    ext: dict[Hashable, list[Ext]] = {}
     for n, t in enumerate(txns):
         if n % 8192 == 0:
             deadline.check("list-append reads")
@@ -59,12 +60,14 @@ def infer(txns: Sequence[Txn], edges: EdgeList, found: Found, deadline: Deadline
         _key(k, rs, ext.get(k, []), txns, writer, failed, intermediate, edges, found)
 
 
-def _txn_reads(t: Txn, reads: dict[Hashable, list[Read]], ext: dict[Hashable, list[Read]],
+def _txn_reads(t: Txn, reads: dict[Hashable, list[Read]], ext: dict[Hashable, list[Ext]],
                found: Found) -> None:
     """Collects t's reads; checks it against itself (internal consistency, future reads)."""
     known: dict[Hashable, tuple[Any, ...]] = {}
     pending: dict[Hashable, list[Any]] = {}
     appended: set[Hashable] = set()
+    has_append = any(m[0] == APPEND for m in t.mops)
+    mine: list[tuple[Hashable, tuple[Any, ...]]] = []
     for i, (f, k, v) in enumerate(t.mops):
         if f == APPEND:
             if k in known:
@@ -79,7 +82,10 @@ def _txn_reads(t: Txn, reads: dict[Hashable, list[Read]], ext: dict[Hashable, li
             raise BadInput(f"op {t.complete_index}: read of {show(k)} returned {v!r}, not a list")
         reads.setdefault(k, []).append((t.id, i, v))
         if k not in appended and k not in known:
-            ext.setdefault(k, []).append((t.id, i, v))
+            mine.append((k, v))
+        if not has_append:
+            known[k] = v
+            continue
         later = [x for f2, k2, x in t.mops[i + 1:] if f2 == APPEND and k2 == k]
         if later and set(later) & set(v):
             found.add("future-read", {"key": k, "txn": t.describe(),
@@ -100,9 +106,11 @@ def _txn_reads(t: Txn, reads: dict[Hashable, list[Read]], ext: dict[Hashable, li
                                                       f"end with its own appends {show(own)}"})
         known[k] = v
         pending.pop(k, None)
+    for k, v in mine:
+        ext.setdefault(k, []).append((t.id, v, k in appended))
 
 
-def _key(k: Hashable, rs: list[Read], ext: list[Read], txns: Sequence[Txn],
+def _key(k: Hashable, rs: list[Read], ext: list[Ext], txns: Sequence[Txn],
          writer: dict[tuple[Hashable, Any], int], failed: dict[tuple[Hashable, Any], int],
          intermediate: dict[tuple[Hashable, Any], int], edges: EdgeList, found: Found) -> None:
     longest = max((r[2] for r in rs), key=len)
@@ -121,6 +129,7 @@ def _key(k: Hashable, rs: list[Read], ext: list[Read], txns: Sequence[Txn],
     # element checks, once over the version order (and over any read that is not a prefix of it)
     for v in [longest] + [r[2] for r in bad_reads]:
         _elements(k, v, rs, txns, writer, failed, found)
+    src, dst, kinds, why = edges.src, edges.dst, edges.kind, edges.why
     # ww along the version order
     prev_w = None
     prev_x = None
@@ -137,38 +146,49 @@ def _key(k: Hashable, rs: list[Read], ext: list[Read], txns: Sequence[Txn],
                                f"the committed {txns[w].name()}"})
             aborted_seen = None
         if w is not None and prev_w is not None and w != prev_w:
-            edges.add(prev_w, w, WW, k, prev_x, x)
+            src.append(prev_w)
+            dst.append(w)
+            kinds.append(WW)
+            why.append((k, prev_x, x))
         if w is not None:
             prev_w, prev_x = w, x
     # wr, rw, G1b and lost updates from external reads
     seen_version: dict[Any, int] = {}
-    for tid, i, v in ext:
+    n = len(longest)
+    for tid, v, appends_later in ext:
         last = v[-1] if v else None
         if v:
             w = writer.get((k, last))
-            if w is not None:
-                edges.add(w, tid, WR, k, last, last)
-                if (k, last) in intermediate and w != tid:
+            if w is not None and w != tid:
+                src.append(w)
+                dst.append(tid)
+                kinds.append(WR)
+                why.append((k, last, last))
+                if (k, last) in intermediate:
                     found.add("G1b", {
                         "key": k, "reader": txns[tid].describe(), "writer": txns[w].describe(),
                         "explanation": f"{txns[tid].name()} read {list_read(k, last)}, an intermediate "
                                        f"state: {txns[w].name()} appended more to {show(k)} afterwards"})
-        if longest[:len(v)] == v and len(v) < len(longest):
+        if len(v) < n and (not bad_reads or longest[:len(v)] == v):
             nxt = longest[len(v)]
             w2 = writer.get((k, nxt))
-            if w2 is not None:
-                edges.add(tid, w2, RW, k, last, nxt)
-        t = txns[tid]
-        if any(f == APPEND and k2 == k for f, k2, _ in t.mops[i + 1:]):
-            other = seen_version.get(last if v else _EMPTY)
-            if other is not None and other != tid:
+            if w2 is not None and w2 != tid:
+                src.append(tid)
+                dst.append(w2)
+                kinds.append(RW)
+                why.append((k, last, nxt))
+        if appends_later:
+            version = last if v else _EMPTY
+            other = seen_version.get(version)
+            if other is not None:
+                t = txns[tid]
                 found.add("lost-update", {
                     "key": k, "txns": [txns[other].describe(), t.describe()],
                     "explanation": f"{txns[other].name()} and {t.name()} both read {list_read(k, last)} "
                                    f"and both appended to {show(k)}: one append was made without "
                                    f"seeing the other"})
             else:
-                seen_version[last if v else _EMPTY] = tid
+                seen_version[version] = tid
 
 
 _EMPTY = object()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from jepsen_py.checkers.elle.graph import PROCESS, REALTIME, EdgeList
 from jepsen_py.checkers.elle.txn import INF_POS, Txn
 
@@ -31,22 +32,20 @@ def process_edges(txns: Sequence[Txn], edges: EdgeList) -> None:
 
 
 def realtime_edges(txns: Sequence[Txn], edges: EdgeList) -> None:
-    events: list[tuple[int, int, int]] = []  # (position, 0 complete / 1 invoke, txn id)
-    for t in txns:
-        if t.type == FAIL:
-            continue
-        events.append((t.invoke_pos, 1, t.id))
-        if t.type == OK and t.complete_pos != INF_POS:
-            events.append((t.complete_pos, 0, t.id))
-    events.sort()
-    point = -1
-    for _, what, tid in events:
-        if what == 1:
-            if point >= 0:
-                edges.add(point, tid, REALTIME)
-        else:
-            p = edges.new_node()
-            edges.add(tid, p, REALTIME)
-            if point >= 0:
-                edges.add(point, p, REALTIME)
-            point = p
+    """Point j follows the j-th ok completion; a transaction hangs off the last point before its
+    invocation (found by binary search over completion positions)."""
+    done = sorted((t.complete_pos, t.id) for t in txns if t.type == OK and t.complete_pos != INF_POS)
+    if not done:
+        return
+    pos = np.fromiter((p for p, _ in done), dtype=np.int64, count=len(done))
+    ids = np.fromiter((i for _, i in done), dtype=np.int64, count=len(done))
+    first = edges.new_nodes(len(done))
+    points = np.arange(first, first + len(done), dtype=np.int64)
+    edges.add_many(ids, points, REALTIME)
+    edges.add_many(points[:-1], points[1:], REALTIME)
+    live = [t for t in txns if t.type != FAIL]
+    inv = np.fromiter((t.invoke_pos for t in live), dtype=np.int64, count=len(live))
+    tid = np.fromiter((t.id for t in live), dtype=np.int64, count=len(live))
+    before = np.searchsorted(pos, inv) - 1
+    has = before >= 0
+    edges.add_many(points[before[has]], tid[has], REALTIME)

@@ -14,7 +14,7 @@ from typing import Any
 from jepsen_py.checkers.sets import hashable
 
 from jepsen_py.errors import BadInput
-from jepsen_py.history import FAIL, INFO, OK, Op, Process, pairs
+from jepsen_py.history import FAIL, INFO, INVOKE, OK, Op, Process
 
 APPEND = "append"
 WRITE = "w"
@@ -66,37 +66,60 @@ def _value(v: Any) -> Any:
     return hashable(v) if isinstance(v, dict) else v
 
 
-def _mops(value: Any, f_ok: frozenset[str], where: str) -> list[Mop]:
+_SCALAR = (int, str)
+_PLAIN = (int, str, type(None))
+
+
+def _mops(value: Any, f_ok: frozenset[str], where: str, keep_reads: bool) -> list[Mop]:
+    """[[f, k, v], ...] as tuples; flat reads and scalar keys take the fast path (no call per mop)."""
     if not isinstance(value, list):
         raise BadInput(f"{where}: a transaction's value must be a list of [f, key, value], got {value!r}")
     out: list[Mop] = []
     for m in value:
         if not isinstance(m, list | tuple) or len(m) != 3 or m[0] not in f_ok:
             raise BadInput(f"{where}: micro-op {m!r} is not [f, key, value] with f in {sorted(f_ok)}")
-        out.append((m[0], _key(m[1]), _value(m[2])))
+        f, k, v = m
+        if type(k) not in _SCALAR:
+            k = _key(k)
+        if f == READ and not keep_reads:
+            v = None
+        elif type(v) not in _PLAIN:
+            v = _value(v)
+        out.append((f, k, v))
     return out
 
 
 def transactions(history: Sequence[Op], write_f: str, f: str = "txn") -> list[Txn]:
-    """Client transactions (op f == `f`) in invocation order; raises BadInput on a malformed one."""
+    """Client transactions (op f == `f`) in invocation order; raises BadInput on a malformed one.
+    Pairs invocations with completions as jepsen_py.history.pairs does, keeping positions."""
     f_ok = frozenset({write_f, READ})
-    pos = {id(op): i for i, op in enumerate(history)}
     out: list[Txn] = []
-    for p in pairs(op for op in history if isinstance(op.process, int)):
-        inv, comp = p.invoke, p.complete
-        if inv.f != f:
+    invoked: list[Any] = []
+    open_: dict[Process, Txn] = {}
+    for i, op in enumerate(history):
+        if op.f != f or type(op.process) is not int:
             continue
-        kind = p.type
-        where = f"op {inv.index}"
-        if kind == OK:
-            assert comp is not None
-            mops = _mops(comp.value, f_ok, f"op {comp.index}")
-        else:
-            mops = _mops(inv.value, f_ok, where)
-            mops = [(mf, k, None) if mf == READ else (mf, k, v) for mf, k, v in mops]
-        out.append(Txn(len(out), inv.index, comp.index if comp is not None else None, inv.process,
-                       kind if kind in (OK, FAIL) else INFO, mops, pos[id(inv)],
-                       pos[id(comp)] if comp is not None and kind != INFO else INF_POS))
+        if op.type == INVOKE:
+            t = Txn(len(out), op.index, None, op.process, INFO, [], i, INF_POS)
+            out.append(t)
+            invoked.append(op)
+            open_[op.process] = t
+            continue
+        t2 = open_.pop(op.process, None)
+        if t2 is None:
+            continue
+        t2.complete_index = op.index
+        if op.type == OK:
+            t2.type = OK
+            t2.mops = _mops(op.value, f_ok, f"op {op.index}", True)
+            t2.complete_pos = i
+        elif op.type == FAIL:
+            t2.type = FAIL
+            t2.complete_pos = i
+    for t in out:
+        if t.type != OK:
+            inv = invoked[t.id]
+            t.mops = _mops(inv.value, f_ok, f"op {inv.index}", False)
     return out
 
 
