@@ -22,13 +22,17 @@ from jepsen_py.history import FAIL, OK
 
 def process_edges(txns: Sequence[Txn], edges: EdgeList) -> None:
     last: dict[object, int] = {}
+    a: list[int] = []
+    b: list[int] = []
     for t in txns:
         if t.type == FAIL:
             continue
         prev = last.get(t.process)
         if prev is not None:
-            edges.add(prev, t.id, PROCESS)
+            a.append(prev)
+            b.append(t.id)
         last[t.process] = t.id
+    edges.add_many(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64), PROCESS)
 
 
 def realtime_edges(txns: Sequence[Txn], edges: EdgeList) -> None:

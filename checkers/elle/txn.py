@@ -75,17 +75,26 @@ def _mops(value: Any, f_ok: frozenset[str], where: str, keep_reads: bool) -> lis
     if not isinstance(value, list):
         raise BadInput(f"{where}: a transaction's value must be a list of [f, key, value], got {value!r}")
     out: list[Mop] = []
+    append = out.append
     for m in value:
-        if not isinstance(m, list | tuple) or len(m) != 3 or m[0] not in f_ok:
+        tm = type(m)
+        if (tm is not list and tm is not tuple) or len(m) != 3 or m[0] not in f_ok:
             raise BadInput(f"{where}: micro-op {m!r} is not [f, key, value] with f in {sorted(f_ok)}")
         f, k, v = m
         if type(k) not in _SCALAR:
             k = _key(k)
         if f == READ and not keep_reads:
             v = None
+        elif type(v) is list:
+            t = tuple(v)
+            try:
+                hash(t)
+                v = t
+            except TypeError:
+                v = hashable(v)
         elif type(v) not in _PLAIN:
             v = _value(v)
-        out.append((f, k, v))
+        append((f, k, v))
     return out
 
 
