@@ -90,6 +90,35 @@ def components(edges: EdgeList) -> list[Component]:
     src, dst, kind = edges.arrays()
     if len(src) == 0 or n == 0:
         return []
+    return _components(src, dst, kind, n, None)
+
+
+def restrict(comp: Component, allowed: int) -> list[Component]:
+    """The components of `comp` when only edges of the `allowed` kinds count (kinds masked to
+    them): a cycle of those kinds lies inside one of these, so a search need not look elsewhere."""
+    names = np.asarray(comp.nodes, dtype=np.int64)
+    idx = {u: i for i, u in enumerate(comp.nodes)}
+    src: list[int] = []
+    dst: list[int] = []
+    kind: list[int] = []
+    for u, lst in comp.out.items():
+        iu = idx[u]
+        for v, k in lst:
+            m = k & allowed
+            if m:
+                src.append(iu)
+                dst.append(idx[v])
+                kind.append(m)
+    if not src:
+        return []
+    return _components(np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
+                       np.asarray(kind, dtype=np.int64), len(names), names)
+
+
+def _components(src: np.ndarray, dst: np.ndarray, kind: np.ndarray, n: int,
+                names: np.ndarray | None) -> list[Component]:
+    """Nontrivial components of the graph over nodes 0..n-1 (renamed through `names` if given),
+    duplicate edges merged into one whose kind is the OR of theirs."""
     m = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
     ncomp, labels = connected_components(m, directed=True, connection="strong")
     sizes = np.bincount(labels, minlength=ncomp)
@@ -103,13 +132,15 @@ def components(edges: EdgeList) -> list[Component]:
     starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
     merged = np.bitwise_or.reduceat(kind, starts)
     upair = pair[starts]
-    us, vs = (upair // n).tolist(), (upair % n).tolist()
+    us, vs = upair // n, upair % n
+    lab = labels[us].tolist()
+    if names is not None:
+        us, vs = names[us], names[vs]
     by_label: dict[int, Component] = {}
-    for u, v, k in zip(us, vs, merged.tolist(), strict=True):
-        lab = int(labels[u])
-        c = by_label.get(lab)
+    for label, u, v, k in zip(lab, us.tolist(), vs.tolist(), merged.tolist(), strict=True):
+        c = by_label.get(label)
         if c is None:
-            c = by_label[lab] = Component([], {})
+            c = by_label[label] = Component([], {})
         lst = c.out.get(u)
         if lst is None:
             lst = c.out[u] = []

@@ -130,6 +130,9 @@ def _key(k: Hashable, rs: list[Read], ext: list[Ext], txns: Sequence[Txn],
     for v in [longest] + [r[2] for r in bad_reads]:
         _elements(k, v, rs, txns, writer, failed, found)
     src, dst, kinds, why = edges.src, edges.dst, edges.kind, edges.why
+    # ww (and below, rw) only from an order every read agrees with: with incompatible reads the
+    # order is not known, and edges from a guess could fake cycles under weaker models
+    certain = not bad_reads
     # ww along the version order
     prev_w = None
     prev_x = None
@@ -145,7 +148,7 @@ def _key(k: Hashable, rs: list[Read], ext: list[Ext], txns: Sequence[Txn],
                                f"{txns[failed[(k, aborted_seen)]].name()}, before {show(x)}, appended by "
                                f"the committed {txns[w].name()}"})
             aborted_seen = None
-        if w is not None and prev_w is not None and w != prev_w:
+        if certain and w is not None and prev_w is not None and w != prev_w:
             src.append(prev_w)
             dst.append(w)
             kinds.append(WW)
@@ -169,7 +172,7 @@ def _key(k: Hashable, rs: list[Read], ext: list[Ext], txns: Sequence[Txn],
                         "key": k, "reader": txns[tid].describe(), "writer": txns[w].describe(),
                         "explanation": f"{txns[tid].name()} read {list_read(k, last)}, an intermediate "
                                        f"state: {txns[w].name()} appended more to {show(k)} afterwards"})
-        if len(v) < n and (not bad_reads or longest[:len(v)] == v):
+        if certain and len(v) < n:
             nxt = longest[len(v)]
             w2 = writer.get((k, nxt))
             if w2 is not None and w2 != tid:

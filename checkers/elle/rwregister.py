@@ -57,8 +57,6 @@ def infer(txns: Sequence[Txn], edges: EdgeList, found: Found, deadline: Deadline
         first: dict[Hashable, Any] = {}
         for i, (f, k, v) in enumerate(t.mops):
             if f == WRITE:
-                if k in ext_read and k not in final:
-                    after.setdefault(k, {}).setdefault(ext_read[k], set()).add(v)
                 known[k] = final[k] = v
                 first.setdefault(k, v)
                 continue
@@ -80,6 +78,9 @@ def infer(txns: Sequence[Txn], edges: EdgeList, found: Found, deadline: Deadline
                 continue
             if v is not None:
                 readers.setdefault((k, v), []).append(t.id)
+        for k, v in ext_read.items():
+            if k in final:  # writes follow reads: what it read precedes what it left
+                after.setdefault(k, {}).setdefault(v, set()).add(final[k])
         if process_keys and t.type == OK:
             seen = last_seen.setdefault(t.process, {})
             for k, v in first.items():

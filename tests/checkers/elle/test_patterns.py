@@ -120,3 +120,13 @@ def test_prohibited_sets_follow_elle() -> None:
     assert "G-single-realtime" in prohibited(["strict-serializable"])
     assert "G-single-realtime" not in prohibited(["serializable"])
     assert "G1c-process" in prohibited(["strong-session-read-committed"])
+
+
+def test_incompatible_reads_give_no_ordering_edges_to_fake_cycles_with() -> None:
+    # the two reads disagree about x's order; a guessed order would make a ww cycle with y's
+    h = Hist()
+    h.concurrent((0, [["append", "x", 1], ["append", "y", 1]]), (1, [["append", "x", 2], ["append", "y", 2]]),
+                 (2, [["r", "x", [1, 2]], ["r", "y", [2, 1]]]), (3, [["r", "x", [2, 1]]]))
+    r = check(h.ops, "list-append", ["read-uncommitted"])
+    assert r["anomaly_types"] == ["incompatible-order"] and r["valid"] is True
+    assert r["not"] == ["read-committed"]
