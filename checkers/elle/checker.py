@@ -46,6 +46,7 @@ def check(history: Sequence[Op], workload: str = "list-append",
     edges = EdgeList(len(txns))
     unknown_reason: str | None = None
     n_components = 0
+    gave_up: set[str] = set()
     try:
         if workload == "list-append":
             listappend.infer(txns, edges, found, deadline)
@@ -57,6 +58,7 @@ def check(history: Sequence[Op], workload: str = "list-append",
         if rt:
             realtime_edges(txns, edges)
         deadline.check("graph")
+        comps: list[Component] = []
         comps = components(edges)
         n_components = len(comps)
         for comp in comps:
@@ -66,14 +68,20 @@ def check(history: Sequence[Op], workload: str = "list-append",
                 if spec.allowed not in subs:
                     subs[spec.allowed] = restrict(comp, spec.allowed)
                 for sub in subs[spec.allowed]:
-                    cycle = find(sub, spec, deadline, len(txns))
+                    cycle, complete = find(sub, spec, deadline, len(txns))
                     if cycle is not None:
                         found.add(spec.name, _cycle_report(cycle, txns, edges, workload == "list-append"))
+                    elif not complete:
+                        gave_up.add(spec.name)
     except OutOfTime as e:
         unknown_reason = f"time limit of {time_s:g} s reached during the {e.stage}"
     kinds = sorted(found.counts)
     bad = sorted(set(kinds) & models.prohibited(wanted))
     c = counts(txns)
+    missed = sorted((gave_up - set(found.counts)) & models.prohibited(wanted))
+    if missed and unknown_reason is None:
+        unknown_reason = (f"the cycle search gave up on {', '.join(missed)} in a component of "
+                          f"{max(len(c.nodes) for c in comps)} nodes; such a cycle may exist")
     if bad:
         valid: bool | str = False
     elif unknown_reason is not None:

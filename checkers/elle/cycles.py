@@ -15,13 +15,14 @@ The search starts from each edge of the kind the rule needs (rw for the G2 famil
 for a -process variant, ...) and runs a breadth-first search back to the edge's source over states
 (node, last edge rw?, rw count up to 2, consecutive rw seen?, wr seen?, required edge seen?). Those
 states are everything the rule reads, so the first cycle the search closes is the shortest from
-that start edge. At most `max_starts` start edges are tried per component and kind.
+that start edge. Per component and kind the search stops after the first cycle and a few more
+starts (for a shorter one), or after MAX_STARTS start edges or MAX_STATES states; stopped without
+a cycle, it says so, and the checker answers unknown if that kind was prohibited.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from jepsen_py.checkers.elle.budget import Deadline
@@ -29,7 +30,7 @@ from jepsen_py.checkers.elle.graph import DATA, PROCESS, REALTIME, RW, WR, WW, C
 
 BASES = ("G0", "G1c", "G-single", "G-nonadjacent", "G2-item")
 VARIANTS = ("", "-process", "-realtime")
-MAX_STARTS = 30
+MAX_STARTS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +60,7 @@ def _base_ok(base: str, nrw: int, adjacent: bool, has_wr: bool) -> bool:
         return nrw == 1
     if base == "G-nonadjacent":
         return nrw >= 2 and not adjacent
-    return nrw >= 2 and adjacent
+    return adjacent  # two consecutive rw edges: at least two
 
 
 def specs(process: bool, realtime: bool) -> list[Spec]:
@@ -76,21 +77,33 @@ def specs(process: bool, realtime: bool) -> list[Spec]:
     return out
 
 
-def _bits(mask: int) -> Iterator[int]:
-    while mask:
-        low = mask & -mask
-        yield low
-        mask ^= low
-
+BITS = tuple(tuple(1 << i for i in range(5) if m >> i & 1) for m in range(32))
+MAX_STATES = 300_000  # per component and kind, summed over start edges
+MORE_STARTS = 3  # start edges tried after the first cycle found, for a shorter one
 
 State = tuple[int, bool, int, bool, bool, bool]
 
 
-def _search(comp: Component, spec: Spec, u: int, v: int, deadline: Deadline) -> list[tuple[int, int]] | None:
+class _GaveUp(Exception):
+    pass
+
+
+def _search(comp: Component, spec: Spec, u: int, v: int, deadline: Deadline,
+            left: list[int]) -> list[tuple[int, int]] | None:
     """The shortest path v -> ... -> u that closes start edge u -> v into a `spec` cycle, as
-    [(node, kind of the edge into it)], or None."""
-    s = spec.start
-    first: State = (v, s == RW, int(s == RW), False, s == WR, s == spec.required)
+    [(node, kind of the edge into it)], or None. A state keeps only what the kind's rule reads
+    (G-single: rw count; G-nonadjacent: last edge rw?, rw count; G2-item: last edge rw?,
+    consecutive rw seen?; G1c: wr seen?), so the search stays near one state per node.
+    `left[0]` counts down states this kind may still explore in this component."""
+    s, base, allowed, required = spec.start, spec.base, spec.allowed, spec.required
+    t_last = base in ("G-nonadjacent", "G2-item")
+    t_nrw = base in ("G-single", "G-nonadjacent")
+    t_adj = base == "G2-item"
+    t_wr = base == "G1c"
+    no_rw = base in ("G0", "G1c")
+    s_rw = s == RW
+    first: State = (v, s_rw and t_last, int(s_rw) if t_nrw else 0, False, s == WR and t_wr,
+                    bool(required) and s == required)
     parent: dict[State, tuple[State, int] | None] = {first: None}
     queue = deque([first])
     steps = 0
@@ -98,8 +111,8 @@ def _search(comp: Component, spec: Spec, u: int, v: int, deadline: Deadline) -> 
         st = queue.popleft()
         node, last_rw, nrw, adj, wr, req = st
         if node == u:
-            closes_adj = adj or (last_rw and s == RW)
-            if (req or not spec.required) and _base_ok(spec.base, nrw, closes_adj, wr):
+            closes_adj = adj or (last_rw and s_rw)
+            if (req or not required) and _base_ok(base, nrw, closes_adj, wr):
                 path: list[tuple[int, int]] = []
                 cur: State | None = st
                 while cur is not None:
@@ -111,27 +124,34 @@ def _search(comp: Component, spec: Spec, u: int, v: int, deadline: Deadline) -> 
         steps += 1
         if steps % 4096 == 0:
             deadline.check("cycle search")
+            left[0] -= 4096
+            if left[0] <= 0:
+                raise _GaveUp
         for w, mask in comp.out.get(node, ()):
-            for k in _bits(mask & spec.allowed):
-                is_rw = k == RW
-                if is_rw and ((spec.base == "G-single" and nrw >= 1)
-                              or (spec.base == "G-nonadjacent" and last_rw)
-                              or spec.base in ("G0", "G1c")):
-                    continue
-                nxt: State = (w, is_rw, min(2, nrw + is_rw), adj or (is_rw and last_rw),
-                              wr or k == WR, req or k == spec.required)
+            for k in BITS[mask & allowed]:
+                if k == RW:
+                    if no_rw or (base == "G-single" and nrw) or (base == "G-nonadjacent" and last_rw):
+                        continue
+                    nxt: State = (w, t_last, (2 if nrw else 1) if t_nrw else 0, adj or (t_adj and last_rw),
+                                  wr, req)
+                else:
+                    nxt = (w, False, nrw, adj, wr or (t_wr and k == WR), req or k == required)
                 if nxt not in parent:
                     parent[nxt] = (st, k)
                     queue.append(nxt)
     return None
 
 
-def find(comp: Component, spec: Spec, deadline: Deadline, is_txn: int,
-         max_starts: int = MAX_STARTS) -> list[tuple[int, int, int]] | None:
+def find(comp: Component, spec: Spec, deadline: Deadline,
+         is_txn: int) -> tuple[list[tuple[int, int, int]] | None, bool]:
     """The shortest `spec` cycle found in `comp` as edges [(from, to, kind)], starting at a
-    transaction (nodes below `is_txn`), or None."""
+    transaction (nodes below `is_txn`), or None; and whether the search finished (False: it gave
+    up after MAX_STATES states without finding one, so one may still exist)."""
     best: list[tuple[int, int, int]] | None = None
     tried = 0
+    after_found = 0
+    max_starts = MAX_STARTS
+    left = [MAX_STATES]
     for u in comp.nodes:
         if u >= is_txn:
             continue
@@ -139,16 +159,23 @@ def find(comp: Component, spec: Spec, deadline: Deadline, is_txn: int,
             if not mask & spec.start:
                 continue
             tried += 1
-            path = _search(comp, spec, u, v, deadline)
+            try:
+                path = _search(comp, spec, u, v, deadline, left)
+            except _GaveUp:
+                return best, best is not None
+            if best is not None:
+                after_found += 1
             if path is not None:
                 cycle = _edges(u, v, path, spec.start)
                 if spec.accepts([k for _, _, k in cycle]) and (best is None or len(cycle) < len(best)):
                     best = cycle
                     if len(best) <= 2:
-                        return best
+                        return best, True
+            if after_found >= MORE_STARTS:
+                return best, True
             if tried >= max_starts:
-                return best
-    return best
+                return best, best is not None
+    return best, True
 
 
 def _edges(u: int, v: int, path: list[tuple[int, int]], start: int) -> list[tuple[int, int, int]]:
