@@ -40,6 +40,10 @@ def infer(txns: Sequence[Txn], edges: EdgeList, found: Found, deadline: Deadline
         for f, k, v in t.mops:
             if f != APPEND:
                 continue
+            if (k, v) in writer or (k, v) in failed:
+                raise BadInput(f"op {t.index}: {show(v)} is appended to {show(k)} by two transactions "
+                               f"(here and op {txns[writer.get((k, v), failed.get((k, v), 0))].index}); "
+                               f"list-append needs unique values per key")
             if t.type == FAIL:
                 failed[(k, v)] = t.id
                 continue
@@ -83,14 +87,12 @@ def _txn_reads(t: Txn, reads: dict[Hashable, list[Read]], ext: dict[Hashable, li
         reads.setdefault(k, []).append((t.id, i, v))
         if k not in appended and k not in known:
             mine.append((k, v))
-        if not has_append:
-            known[k] = v
-            continue
-        later = [x for f2, k2, x in t.mops[i + 1:] if f2 == APPEND and k2 == k]
-        if later and set(later) & set(v):
-            found.add("future-read", {"key": k, "txn": t.describe(),
-                                      "explanation": f"{t.name()} read {show(k)}={show(v)}, which holds "
-                                                     f"an element it appends only later"})
+        if has_append:
+            later = [x for f2, k2, x in t.mops[i + 1:] if f2 == APPEND and k2 == k]
+            if later and set(later) & set(v):
+                found.add("future-read", {"key": k, "txn": t.describe(),
+                                          "explanation": f"{t.name()} read {show(k)}={show(v)}, which "
+                                                         f"holds an element it appends only later"})
         if k in known:
             expected = known[k]
             if v != expected:

@@ -22,6 +22,7 @@ from jepsen_py.checkers.elle.found import Found
 from jepsen_py.checkers.elle.graph import RW, WR, WW, EdgeList
 from jepsen_py.checkers.elle.txn import READ, WRITE, Txn
 
+from jepsen_py.errors import BadInput
 from jepsen_py.history import FAIL, OK
 
 
@@ -35,6 +36,11 @@ def infer(txns: Sequence[Txn], edges: EdgeList, found: Found, deadline: Deadline
         for f, k, v in t.mops:
             if f != WRITE:
                 continue
+            if (k, v) in writer or (k, v) in failed or v is None:
+                other = writer.get((k, v), failed.get((k, v)))
+                raise BadInput(f"op {t.index}: write of {show(k)}={show(v)} "
+                               + (f"also in op {txns[other].index}" if other is not None else "(nil)")
+                               + "; rw-register needs unique, non-nil values per key")
             if t.type == FAIL:
                 failed[(k, v)] = t.id
                 continue

@@ -89,3 +89,12 @@ def test_a_cycle_search_that_gives_up_on_a_prohibited_kind_is_unknown(monkeypatc
     assert r["valid"] == "unknown" and "G-single" in r["unknown_reason"]
     # a kind the models allow does not make the verdict unknown
     assert check(ops, "list-append", ["read-committed"])["valid"] is True
+
+
+@pytest.mark.parametrize("workload, f", [("list-append", "append"), ("rw-register", "w")])
+def test_a_value_written_twice_to_one_key_is_bad_input(workload: str, f: str) -> None:
+    h = Hist()
+    h.txn(0, [[f, "x", 1]])
+    h.txn(1, [[f, "x", 1]], "fail")
+    with pytest.raises(BadInput, match="op 2: .*also in op 0|op 2: .*by two transactions"):
+        check(h.ops, workload)

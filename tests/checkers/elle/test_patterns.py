@@ -130,3 +130,13 @@ def test_incompatible_reads_give_no_ordering_edges_to_fake_cycles_with() -> None
     r = check(h.ops, "list-append", ["read-uncommitted"])
     assert r["anomaly_types"] == ["incompatible-order"] and r["valid"] is True
     assert r["not"] == ["read-committed"]
+
+
+def test_a_read_only_transaction_that_reads_two_states_is_internally_inconsistent() -> None:
+    h = Hist()
+    h.concurrent((0, [["append", "x", 1]]), (1, [["r", "x", []], ["r", "x", [1]]]))
+    r = check(h.ops, "list-append", ["serializable"])
+    assert r["anomaly_types"] == ["internal"] and r["valid"] is False
+    h = Hist()
+    h.concurrent((0, [["w", "x", 1]]), (1, [["r", "x", None], ["r", "x", 1]]))
+    assert check(h.ops, "rw-register", ["serializable"])["anomaly_types"] == ["internal"]
