@@ -26,12 +26,15 @@ Result (plain JSON data)::
       "anomaly_types": ["G-single", "G1a"],          # every kind found, prohibited or not
       "prohibited_anomaly_types": ["G-single", "G1a"],
       "anomaly_counts": {"G-single": 1, "G1a": 3},   # cycles: one per component and kind
-      "anomalies": {"G-single": [{"type": "G-single", "cycle": [txn, ...],
-                                  "steps": [{"from": 12, "to": 40, "type": "rw", "key": "x",
-                                             "explanation": "T12 read x=[..3], and T40 ..."}],
-                                  "explanation": "..."}],
-                    "G1a": [{"type": "G1a", "key": ..., "reader": txn, "writer": txn,
-                             "explanation": "..."}]},    # at most 20 examples per kind
+      "anomalies": [                                 # examples of the prohibited kinds, at most
+        {"kind": "G-single", "ops": [12, 15, 40, 44],  # 20 per kind; "ops": history indices
+         "cycle": [txn, ...],
+         "steps": [{"from": 12, "to": 40, "type": "rw", "key": "x",
+                    "explanation": "T12 read x=[..3], and T40 appended 4, ..."}, ...],
+         "explanation": "...: a cycle, so T12 would have to precede itself"},
+        {"kind": "G1a", "ops": [...], "key": ..., "reader": txn, "writer": txn,
+         "explanation": "..."}],
+      "other_anomalies": [...],                      # examples of kinds the models allow
       "not": ["read-committed"],                     # Elle's :not, the weakest models ruled out
       "also_not": ["serializable", ...],             # the stronger models ruled out with them
       "txns": {"ok": 980, "fail": 12, "info": 8},

@@ -156,7 +156,7 @@ def _run_txn(args: argparse.Namespace) -> int:
         if result.get("unknown_reason"):
             print(f"  unknown: {result['unknown_reason']}")
         for kind in result["anomaly_types"]:
-            first = result["anomalies"][kind][0]
+            first = next(a for a in result["anomalies"] + result["other_anomalies"] if a["kind"] == kind)
             allowed = "" if kind in result["prohibited_anomaly_types"] else " (allowed by these models)"
             print(f"  {kind} x{result['anomaly_counts'][kind]}{allowed}: {first['explanation']}")
         if result["not"]:

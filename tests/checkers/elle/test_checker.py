@@ -96,5 +96,18 @@ def test_a_value_written_twice_to_one_key_is_bad_input(workload: str, f: str) ->
     h = Hist()
     h.txn(0, [[f, "x", 1]])
     h.txn(1, [[f, "x", 1]], "fail")
-    with pytest.raises(BadInput, match="op 2: .*also in op 0|op 2: .*by two transactions"):
+    with pytest.raises(BadInput, match=r"op 2: .*(also in op 0|by two transactions)"):
         check(h.ops, workload)
+
+
+def test_through_the_runners_analysis_anomalies_read_as_every_checkers_do() -> None:
+    from jepsen_py.analysis import count_anomalies, run_checkers
+
+    ops = pattern("G1a", "list-append").ops
+    results = run_checkers([ElleChecker("list-append", ["read-committed"])], None, ops)
+    assert results["valid"] is False and count_anomalies(results) == 1
+    (a,) = results["checkers"]["elle"]["anomalies"]
+    assert a["kind"] == "G1a" and a["ops"] == [0, 1, 2, 3] and "failed" in a["explanation"]
+    results = run_checkers([ElleChecker("list-append", ["read-uncommitted"])], None, ops)
+    assert results["valid"] is True and count_anomalies(results) == 0
+    assert [a["kind"] for a in results["checkers"]["elle"]["other_anomalies"]] == ["G1a"]

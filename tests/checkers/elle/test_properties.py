@@ -40,7 +40,10 @@ def test_injected_anomaly_is_found_and_named(seed: int, n: int, data: st.DataObj
     assert kind in r["anomaly_types"], (kind, r["anomaly_types"])
     assert r["valid"] is False
     # nothing but the injected pattern's keys is blamed
-    for examples in r["anomalies"].values():
-        for a in examples:
-            key = a.get("key") or next((s.get("key") for s in a.get("steps", []) if s.get("key")), None)
-            assert key is None or str(key).startswith("a:"), a
+    for a in r["anomalies"] + r["other_anomalies"]:
+        key = a.get("key") or next((s.get("key") for s in a.get("steps", []) if s.get("key")), None)
+        assert key is None or str(key).startswith("a:"), a
+    # and the transactions blamed are the pattern's (fresh processes from 1000)
+    pattern_ops = {o.index for o in ops if isinstance(o.process, int) and o.process >= 1000}
+    named = [a for a in r["anomalies"] if a["kind"] == kind]
+    assert named and set(named[0]["ops"]) <= pattern_ops
