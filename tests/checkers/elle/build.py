@@ -146,6 +146,34 @@ def pattern(kind: str, workload: str, tag: str = "a", p0: int = 1000) -> Hist:
         h.txn(p[0], [[ap, x, 1]])
         h.txn(p[0], [rd(x)])
         h.txn(p[1], [rd(x, 1)])
+    elif kind == "G0-process":
+        h.txn(p[0], [[ap, x, 1]])
+        h.txn(p[0], [[ap, x, 2]])
+        h.txn(p[1], [rd(x, 2, 1)])
+    elif kind == "G1c-process":
+        h.txn(p[0], [[ap, x, 1], rd(y, 1)])
+        h.txn(p[0], [[ap, y, 1]])
+        h.txn(p[1], [rd(x, 1)])
+    elif kind in ("G-nonadjacent-process", "G-nonadjacent-realtime"):
+        # T1 -rw-> T2 -(process|realtime)-> T3 -rw-> T4 -wr-> T1; T1 and T4 overlap everything
+        p3 = p[2] if kind == "G-nonadjacent-process" else p[3]
+        t1, t4 = [rd(x), rd(z, 1)], [[ap, y, 1], [ap, z, 1]]
+        h.invoke(p[0], t1)
+        h.invoke(p[1], t4)
+        h.txn(p[2], [[ap, x, 1]])
+        h.txn(p3, [rd(y)])
+        h.complete(p[0], t1)
+        h.complete(p[1], t4)
+        h.txn(p[4], [rd(x, 1), rd(y, 1)])
+    elif kind in ("G2-item-process", "G2-item-realtime"):
+        # T1 -rw-> T2 -rw-> T3 -(process|realtime)-> T1; T2 overlaps everything
+        p1 = p[1] if kind == "G2-item-process" else p[2]
+        t2 = [[ap, x, 1], rd(y)]
+        h.invoke(p[0], t2)
+        h.txn(p[1], [[ap, y, 1]])
+        h.txn(p1, [rd(x)])
+        h.complete(p[0], t2)
+        h.txn(p[4], [rd(x, 1), rd(y, 1)])
     elif kind == "G1a":
         h.concurrent((p[0], [[ap, x, 1]], "fail"), (p[1], [rd(x, 1)]))
     elif kind == "G1b":
@@ -170,8 +198,9 @@ def pattern(kind: str, workload: str, tag: str = "a", p0: int = 1000) -> Hist:
     return h
 
 
-LIST_KINDS = ("G0", "G1c", "G-single", "G-nonadjacent", "G2-item", "G0-realtime", "G1c-realtime",
-              "G-single-realtime", "G-single-process", "G1a", "G1b", "dirty-update", "lost-update",
+CYCLE_BASES = ("G0", "G1c", "G-single", "G-nonadjacent", "G2-item")
+LIST_KINDS = (*CYCLE_BASES, *(b + "-process" for b in CYCLE_BASES), *(b + "-realtime" for b in CYCLE_BASES),
+              "G1a", "G1b", "dirty-update", "lost-update",
               "duplicate-elements", "incompatible-order", "internal", "garbage-read", "future-read")
 
 

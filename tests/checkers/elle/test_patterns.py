@@ -10,7 +10,7 @@ from tests.checkers.elle.build import LIST_KINDS, Hist, pattern
 
 # a register's ww edges come only from writes-follow-reads, so no G0 without process_keys; the rest
 # of these are about lists
-LIST_ONLY = ("G0", "G0-realtime", "dirty-update", "duplicate-elements", "incompatible-order")
+LIST_ONLY = ("G0", "G0-process", "G0-realtime", "dirty-update", "duplicate-elements", "incompatible-order")
 RW_KINDS = tuple(k for k in LIST_KINDS if k not in LIST_ONLY)
 
 
