@@ -11,11 +11,12 @@ A kind is a rule on the edge kinds around the cycle (Adya's, as Elle uses them):
 and its -process variant also uses process edges (at least one), its -realtime variant real-time
 edges (at least one) and process edges. The kinds are disjoint, so one cycle is named once.
 
-The search starts from each edge of the kind the rule needs (rw for the G2 family, a process edge
-for a -process variant, ...) and runs a breadth-first search back to the edge's source over states
-(node, last edge rw?, rw count up to 2, consecutive rw seen?, wr seen?, required edge seen?). Those
-states are everything the rule reads, so the first cycle the search closes is the shortest from
-that start edge. Per component and kind the search stops after the first cycle and a few more
+Every cycle of a kind holds an edge of its base's data kind (ww for G0, wr for G1c, rw for the
+G2 family; process and real-time order alone are acyclic). The search takes those edges grouped
+by their target v and runs one breadth-first search from v back to any of their sources, over
+states (node, last edge rw?, rw count up to 2, consecutive rw seen?, wr seen?, required edge
+seen?). Those states are everything the rule reads, so the first cycle the search closes is the
+shortest through an edge into v. Per component and kind the search stops after the first cycle and a few more
 starts (for a shorter one), or after MAX_STARTS start edges or MAX_STATES states; stopped without
 a cycle, it says so, and the checker answers unknown if that kind was prohibited.
 """
@@ -39,7 +40,7 @@ class Spec:
     base: str
     allowed: int
     required: int  # an extra edge kind the cycle must hold (0: none)
-    start: int  # the kind of the edge a search starts from
+    start: int  # the kind of the edge a search starts from (every cycle of the kind has one)
 
     def accepts(self, kinds: list[int]) -> bool:
         n = len(kinds)
@@ -72,7 +73,7 @@ def specs(process: bool, realtime: bool) -> list[Spec]:
             data = WW if base == "G0" else WW | WR if base == "G1c" else DATA
             extra = {"": 0, "-process": PROCESS, "-realtime": PROCESS | REALTIME}[variant]
             required = {"": 0, "-process": PROCESS, "-realtime": REALTIME}[variant]
-            start = required or {"G0": WW, "G1c": WR}.get(base, RW)
+            start = {"G0": WW, "G1c": WR}.get(base, RW)
             out.append(Spec(base + variant, base, data | extra, required, start))
     return out
 
@@ -88,13 +89,14 @@ class _GaveUp(Exception):
     pass
 
 
-def _search(comp: Component, spec: Spec, u: int, v: int, deadline: Deadline,
-            left: list[int]) -> list[tuple[int, int]] | None:
-    """The shortest path v -> ... -> u that closes start edge u -> v into a `spec` cycle, as
-    [(node, kind of the edge into it)], or None. A state keeps only what the kind's rule reads
-    (G-single: rw count; G-nonadjacent: last edge rw?, rw count; G2-item: last edge rw?,
-    consecutive rw seen?; G1c: wr seen?), so the search stays near one state per node.
-    `left[0]` counts down states this kind may still explore in this component."""
+def _search(comp: Component, spec: Spec, sources: set[int], v: int, deadline: Deadline,
+            left: list[int], walks: list[bool]) -> tuple[int, list[tuple[int, int]]] | None:
+    """The shortest path v -> ... -> u, for u in `sources`, that closes start edge u -> v into a
+    `spec` cycle: (u, [(node, kind of the edge into it)]), or None. A state keeps only what the
+    kind's rule reads (G-single: rw count; G-nonadjacent: last edge rw?, rw count; G2-item: last
+    edge rw?, consecutive rw seen?; G1c: wr seen?), so the search stays near one state per node.
+    `left[0]` counts down states this kind may still explore in this component; `walks[0]` is set
+    when a closed walk that is not a simple cycle was passed over."""
     s, base, allowed, required = spec.start, spec.base, spec.allowed, spec.required
     t_last = base in ("G-nonadjacent", "G2-item")
     t_nrw = base in ("G-single", "G-nonadjacent")
@@ -102,15 +104,14 @@ def _search(comp: Component, spec: Spec, u: int, v: int, deadline: Deadline,
     t_wr = base == "G1c"
     no_rw = base in ("G0", "G1c")
     s_rw = s == RW
-    first: State = (v, s_rw and t_last, int(s_rw) if t_nrw else 0, False, s == WR and t_wr,
-                    bool(required) and s == required)
+    first: State = (v, s_rw and t_last, int(s_rw) if t_nrw else 0, False, s == WR and t_wr, False)
     parent: dict[State, tuple[State, int] | None] = {first: None}
     queue = deque([first])
     steps = 0
     while queue:
         st = queue.popleft()
         node, last_rw, nrw, adj, wr, req = st
-        if node == u:
+        if node in sources:
             closes_adj = adj or (last_rw and s_rw)
             if (req or not required) and _base_ok(base, nrw, closes_adj, wr):
                 path: list[tuple[int, int]] = []
@@ -119,8 +120,11 @@ def _search(comp: Component, spec: Spec, u: int, v: int, deadline: Deadline,
                     p = parent[cur]
                     path.append((cur[0], p[1] if p is not None else s))
                     cur = p[0] if p is not None else None
-                return path[::-1]
-            continue
+                if len({n for n, _ in path}) == len(path):
+                    return node, path[::-1]
+                # a closed walk through some node twice (states differ, nodes do not): two
+                # cycles, perhaps of other kinds, not one of this kind; not reported
+                walks[0] = True
         steps += 1
         if steps % 4096 == 0:
             deadline.check("cycle search")
@@ -146,36 +150,35 @@ def find(comp: Component, spec: Spec, deadline: Deadline,
          is_txn: int) -> tuple[list[tuple[int, int, int]] | None, bool]:
     """The shortest `spec` cycle found in `comp` as edges [(from, to, kind)], starting at a
     transaction (nodes below `is_txn`), or None; and whether the search finished (False: it gave
-    up after MAX_STATES states without finding one, so one may still exist)."""
-    best: list[tuple[int, int, int]] | None = None
-    tried = 0
-    after_found = 0
-    max_starts = MAX_STARTS
-    left = [MAX_STATES]
+    up, after MAX_STARTS targets or MAX_STATES states without a cycle, so one may still exist)."""
+    by_target: dict[int, set[int]] = {}
     for u in comp.nodes:
-        if u >= is_txn:
-            continue
-        for v, mask in comp.out[u]:
-            if not mask & spec.start:
-                continue
-            tried += 1
-            try:
-                path = _search(comp, spec, u, v, deadline, left)
-            except _GaveUp:
-                return best, best is not None
-            if best is not None:
-                after_found += 1
-            if path is not None:
-                cycle = _edges(u, v, path, spec.start)
-                if spec.accepts([k for _, _, k in cycle]) and (best is None or len(cycle) < len(best)):
-                    best = cycle
-                    if len(best) <= 2:
-                        return best, True
-            if after_found >= MORE_STARTS:
-                return best, True
-            if tried >= max_starts:
-                return best, best is not None
-    return best, True
+        if u < is_txn:
+            for v, mask in comp.out[u]:
+                if mask & spec.start:
+                    by_target.setdefault(v, set()).add(u)
+    best: list[tuple[int, int, int]] | None = None
+    after_found = 0
+    left = [MAX_STATES]
+    walks = [False]
+    for tried, (v, sources) in enumerate(by_target.items(), 1):
+        try:
+            hit = _search(comp, spec, sources, v, deadline, left, walks)
+        except _GaveUp:
+            return best, best is not None
+        if best is not None:
+            after_found += 1
+        if hit is not None:
+            cycle = _edges(hit[0], v, hit[1], spec.start)
+            if spec.accepts([k for _, _, k in cycle]) and (best is None or len(cycle) < len(best)):
+                best = cycle
+                if len(best) <= 2:
+                    return best, True
+        if after_found >= MORE_STARTS:
+            return best, True
+        if tried >= MAX_STARTS:
+            return best, best is not None
+    return best, best is not None or not walks[0]
 
 
 def _edges(u: int, v: int, path: list[tuple[int, int]], start: int) -> list[tuple[int, int, int]]:

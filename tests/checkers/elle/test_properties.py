@@ -43,6 +43,11 @@ def test_injected_anomaly_is_found_and_named(seed: int, n: int, data: st.DataObj
     for a in r["anomalies"] + r["other_anomalies"]:
         key = a.get("key") or next((s.get("key") for s in a.get("steps", []) if s.get("key")), None)
         assert key is None or str(key).startswith("a:"), a
+    # every cycle reported is simple: no transaction twice
+    for a in r["anomalies"] + r["other_anomalies"]:
+        if "cycle" in a:
+            idx = [t["index"] for t in a["cycle"]]
+            assert len(set(idx)) == len(idx), a
     # and the transactions blamed are the pattern's (fresh processes from 1000)
     pattern_ops = {o.index for o in ops if isinstance(o.process, int) and o.process >= 1000}
     named = [a for a in r["anomalies"] if a["kind"] == kind]
