@@ -15,7 +15,7 @@ from jepsen_py.checkers.elle.graph import (
     REALTIME,
     Component,
     EdgeList,
-    components,
+    cyclic,
     edge_counts,
     restrict,
 )
@@ -59,10 +59,11 @@ def check(history: Sequence[Op], workload: str = "list-append",
             realtime_edges(txns, edges)
         deadline.check("graph")
         comps: list[Component] = []
-        comps = components(edges)
+        cyc = cyclic(edges)
+        comps = cyc.comps
         n_components = len(comps)
+        subs: dict[int, dict[int, list[Component]]] = {}  # allowed kinds -> parent label -> comps
         for comp in comps:
-            subs: dict[int, list[Component]] = {}
             here: set[str] = set()  # bases found in this component, with or without process order
             for spec in specs(proc, rt):
                 # a G-single cycle is also a G-single-process and -realtime one (Elle's implication):
@@ -71,8 +72,8 @@ def check(history: Sequence[Op], workload: str = "list-append",
                     continue
                 deadline.check("cycle search")
                 if spec.allowed not in subs:
-                    subs[spec.allowed] = restrict(comp, spec.allowed)
-                for sub in subs[spec.allowed]:
+                    subs[spec.allowed] = restrict(cyc, spec.allowed)
+                for sub in subs[spec.allowed].get(comp.parent, ()):
                     cycle, complete = find(sub, spec, deadline, len(txns))
                     if cycle is not None:
                         found.add(spec.name, _cycle_report(cycle, txns, edges, workload == "list-append"))

@@ -73,10 +73,24 @@ class EdgeList:
 
 @dataclass(slots=True)
 class Component:
-    """One strongly connected component: its nodes and, per node, (to, kind bits) edges inside it."""
+    """One strongly connected component: its nodes and, per node, (to, kind bits) edges inside it.
+    `parent` is the label of the whole graph's component that holds it."""
 
     nodes: list[int]
     out: dict[int, list[tuple[int, int]]]
+    parent: int = -1
+
+
+@dataclass(slots=True)
+class Cyclic:
+    """The part of the graph that can hold cycles: the edges inside nontrivial strongly connected
+    components (duplicates merged, kinds OR-ed), every node's component label, the components."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    kind: np.ndarray
+    labels: np.ndarray
+    comps: list[Component]
 
 
 def edge_counts(edges: EdgeList) -> dict[str, int]:
@@ -84,63 +98,64 @@ def edge_counts(edges: EdgeList) -> dict[str, int]:
     return {name: int((k == bit).sum()) for bit, name in KIND_NAMES.items() if (k == bit).any()}
 
 
-def components(edges: EdgeList) -> list[Component]:
-    """Strongly connected components with more than one node, largest first."""
+def cyclic(edges: EdgeList) -> Cyclic:
+    """Strongly connected components with more than one node (largest first), and their edges."""
     n = edges.nodes
     src, dst, kind = edges.arrays()
+    empty = np.zeros(0, dtype=np.int64)
     if len(src) == 0 or n == 0:
-        return []
-    return _components(src, dst, kind, n, None)
+        return Cyclic(empty, empty, empty, empty, [])
+    labels, src, dst, kind = _inside(src, dst, kind, n)
+    comps = _group(src, dst, kind, labels[src] if len(src) else empty)
+    return Cyclic(src, dst, kind, labels, comps)
 
 
-def restrict(comp: Component, allowed: int) -> list[Component]:
-    """The components of `comp` when only edges of the `allowed` kinds count (kinds masked to
-    them): a cycle of those kinds lies inside one of these, so a search need not look elsewhere."""
-    names = np.asarray(comp.nodes, dtype=np.int64)
-    idx = {u: i for i, u in enumerate(comp.nodes)}
-    src: list[int] = []
-    dst: list[int] = []
-    kind: list[int] = []
-    for u, lst in comp.out.items():
-        iu = idx[u]
-        for v, k in lst:
-            m = k & allowed
-            if m:
-                src.append(iu)
-                dst.append(idx[v])
-                kind.append(m)
-    if not src:
-        return []
-    return _components(np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
-                       np.asarray(kind, dtype=np.int64), len(names), names)
+def restrict(cyc: Cyclic, allowed: int) -> dict[int, list[Component]]:
+    """The components when only edges of the `allowed` kinds count (kinds masked to them), by the
+    label of the whole graph's component they lie in: a cycle of those kinds lies inside one of
+    these, so a search need not look elsewhere."""
+    kind = cyc.kind & allowed
+    keep = kind != 0
+    if not keep.any():
+        return {}
+    src, dst, kind = cyc.src[keep], cyc.dst[keep], kind[keep]
+    names, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    s2, d2 = inverse[:len(src)], inverse[len(src):]
+    labels, s2, d2, kind = _inside(s2, d2, kind, len(names))
+    out: dict[int, list[Component]] = {}
+    for c in _group(names[s2], names[d2], kind, labels[s2]):
+        c.parent = int(cyc.labels[c.nodes[0]])
+        out.setdefault(c.parent, []).append(c)
+    return out
 
 
-def _components(src: np.ndarray, dst: np.ndarray, kind: np.ndarray, n: int,
-                names: np.ndarray | None) -> list[Component]:
-    """Nontrivial components of the graph over nodes 0..n-1 (renamed through `names` if given),
-    duplicate edges merged into one whose kind is the OR of theirs."""
+def _inside(src: np.ndarray, dst: np.ndarray, kind: np.ndarray,
+            n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Component labels of nodes 0..n-1, and the edges inside components of two or more nodes,
+    duplicates merged into one edge whose kind is the OR of theirs."""
     m = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
     ncomp, labels = connected_components(m, directed=True, connection="strong")
     sizes = np.bincount(labels, minlength=ncomp)
     inside = (labels[src] == labels[dst]) & (sizes[labels[src]] > 1)
-    if not inside.any():
-        return []
     src, dst, kind = src[inside], dst[inside], kind[inside]
+    if len(src) == 0:
+        return labels, src, dst, kind
     pair = src * n + dst
     order = np.argsort(pair, kind="stable")
     pair, kind = pair[order], kind[order]
     starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
     merged = np.bitwise_or.reduceat(kind, starts)
     upair = pair[starts]
-    us, vs = upair // n, upair % n
-    lab = labels[us].tolist()
-    if names is not None:
-        us, vs = names[us], names[vs]
+    return labels, upair // n, upair % n, merged
+
+
+def _group(src: np.ndarray, dst: np.ndarray, kind: np.ndarray, label: np.ndarray) -> list[Component]:
+    """Edges (each labelled with its component) into Components, largest first."""
     by_label: dict[int, Component] = {}
-    for label, u, v, k in zip(lab, us.tolist(), vs.tolist(), merged.tolist(), strict=True):
-        c = by_label.get(label)
+    for lab, u, v, k in zip(label.tolist(), src.tolist(), dst.tolist(), kind.tolist(), strict=True):
+        c = by_label.get(lab)
         if c is None:
-            c = by_label[label] = Component([], {})
+            c = by_label[lab] = Component([], {}, lab)
         lst = c.out.get(u)
         if lst is None:
             lst = c.out[u] = []
