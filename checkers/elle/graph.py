@@ -5,7 +5,9 @@ Edges are collected in flat lists while inference runs, then turned into numpy a
 duplicate (from, to) pairs merge into one edge whose kind is a bit set. Components come from
 scipy's iterative strong-connectivity labelling, so a history of millions of transactions never
 recurses. Only components with more than one node can hold a cycle (there are no self-edges);
-`components` returns those, each with its adjacency restricted to the component.
+`cyclic` returns those, each with its adjacency restricted to the component, and `restrict` the
+components again when only some edge kinds count (a G0 cycle lies inside a component of ww
+edges), computed once per set of kinds over the cyclic part of the graph.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ Edges, between committed (ok) or observed indeterminate (info) transactions:
   wr  the writer of a read's last element -> the reader
   rw  a reader -> the writer of the element right after what it read
 Reads used for edges are external: a transaction's first read of a key, before it appends to it.
+A key whose reads are incompatible has no known order, so it gives wr edges only (a guessed order
+could make cycles that weaker models would wrongly be charged with).
 """
 
 from __future__ import annotations
