@@ -7,6 +7,8 @@ nothing about earlier versions, so the version order of a key is assembled from 
   - with `process_keys`, a process's successive transactions see versions in order (the last
     version a transaction read or wrote comes before the first one a later transaction of the same
     process reads or writes), which holds only under models with session guarantees.
+Facts that order a key's versions in a cycle are reported as cyclic-versions (read uncommitted
+prohibits it: a version order is total).
 Edges: ww writer(v1) -> writer(v2), wr writer(v) -> reader of v, rw reader of v1 -> writer(v2),
 for each known v1 < v2 (the order's direct facts, not their transitive closure).
 """
@@ -99,6 +101,8 @@ def infer(txns: Sequence[Txn], edges: EdgeList, found: Found, deadline: Deadline
                 readers.setdefault((k, None), []).append(t.id)
     _nonversion_anomalies(txns, readers, writer, failed, intermediate, found)
     _lost_updates(txns, found)
+    for k, order in after.items():
+        _cyclic_versions(k, order, found)
     # the initial state precedes every written version
     for (k, v) in writer:
         after.setdefault(k, {}).setdefault(None, set()).add(v)
@@ -147,6 +151,37 @@ def _nonversion_anomalies(txns: Sequence[Txn], readers: dict[tuple[Hashable, Any
                 found.add("G1b", {"key": k, "value": v, "reader": r.describe(), "writer": w.describe(),
                                   "explanation": f"{r.name()} read {show(k)}={show(v)}, an intermediate "
                                                  f"write: {w.name()} wrote {show(k)} again afterwards"})
+
+
+def _cyclic_versions(k: Hashable, order: dict[Any, set[Any]], found: Found) -> None:
+    """A version order with a cycle is no order: the facts that built it contradict each other.
+    Iterative depth-first search; the first cycle found is reported."""
+    state: dict[Any, int] = {}  # 1 on the stack, 2 done
+    for root in order:
+        if root in state:
+            continue
+        stack: list[tuple[Any, list[Any]]] = [(root, list(order.get(root, ())))]
+        path = [root]
+        state[root] = 1
+        while stack:
+            v, todo = stack[-1]
+            if not todo:
+                state[v] = 2
+                stack.pop()
+                path.pop()
+                continue
+            w = todo.pop()
+            if state.get(w) == 1:
+                cycle = [*path[path.index(w):], w]
+                found.add("cyclic-versions", {
+                    "key": k, "versions": cycle,
+                    "explanation": f"the facts order {show(k)}'s versions in a cycle: "
+                                   + " < ".join(show(x) for x in cycle)})
+                return
+            if w not in state:
+                state[w] = 1
+                path.append(w)
+                stack.append((w, list(order.get(w, ()))))
 
 
 def _lost_updates(txns: Sequence[Txn], found: Found) -> None:

@@ -143,3 +143,17 @@ def test_a_read_only_transaction_that_reads_two_states_is_internally_inconsisten
     h = Hist()
     h.concurrent((0, [["w", "x", 1]]), (1, [["r", "x", None], ["r", "x", 1]]))
     assert check(h.ops, "rw-register", ["serializable"])["anomaly_types"] == ["internal"]
+
+
+def test_rw_register_versions_ordered_in_a_cycle() -> None:
+    # writes follow reads put 1 before 2; process 3's reads put 2 before 1
+    h = Hist()
+    h.txn(0, [["w", "x", 1]])
+    h.txn(1, [["r", "x", 1], ["w", "x", 2]])
+    h.txn(3, [["r", "x", 2]])
+    h.txn(3, [["r", "x", 1]])
+    assert "cyclic-versions" not in check(h.ops, "rw-register", ["read-uncommitted"])["anomaly_types"]
+    r = check(h.ops, "rw-register", ["read-uncommitted"], process_keys=True)
+    assert "cyclic-versions" in r["anomaly_types"] and r["valid"] is False
+    (a,) = [a for a in r["anomalies"] if a["kind"] == "cyclic-versions"]
+    assert a["key"] == "x" and sorted(a["versions"][:-1]) == [1, 2]
