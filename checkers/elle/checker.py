@@ -76,7 +76,8 @@ def check(history: Sequence[Op], workload: str = "list-append",
                 for sub in subs[spec.allowed].get(comp.parent, ()):
                     cycle, complete = find(sub, spec, deadline, len(txns))
                     if cycle is not None:
-                        found.add(spec.name, _cycle_report(cycle, txns, edges, workload == "list-append"))
+                        found.add(spec.name, _cycle_report(cycle, txns, edges, cyc.src,
+                                                           workload == "list-append"))
                         here.add(spec.base)
                     elif not complete:
                         gave_up.add(spec.name)
@@ -117,7 +118,7 @@ def check(history: Sequence[Op], workload: str = "list-append",
 
 
 def _cycle_report(cycle: list[tuple[int, int, int]], txns: Sequence[Txn], edges: EdgeList,
-                  appends: bool) -> dict[str, Any]:
+                  among: Any, appends: bool) -> dict[str, Any]:
     """The cycle transaction by transaction; runs of real-time points fold into one edge."""
     n = len(txns)
     steps: list[dict[str, Any]] = []
@@ -127,7 +128,7 @@ def _cycle_report(cycle: list[tuple[int, int, int]], txns: Sequence[Txn], edges:
         if b >= n:
             continue
         kind = k if a < n else REALTIME
-        why = edges.why_of(src, b, kind)
+        why = edges.why_of(src, b, kind, among)
         ta, tb = txns[src], txns[b]
         step: dict[str, Any] = {"from": ta.index, "to": tb.index, "type": KIND_NAMES[kind],
                                 "explanation": edge(kind, ta, tb, why, appends)}

@@ -56,11 +56,15 @@ class EdgeList:
         self.nodes += count
         return first
 
-    def why_of(self, a: int, b: int, kind: int) -> tuple[Any, Any, Any] | None:
-        """The first reason recorded for a data edge a -kind-> b (an index built on first use)."""
+    def why_of(self, a: int, b: int, kind: int,
+               among: np.ndarray | None = None) -> tuple[Any, Any, Any] | None:
+        """The first reason recorded for a data edge a -kind-> b. An index is built on first use,
+        over the edges whose source is in `among` (the nodes that can be on a cycle) if given."""
         if self._index is None:
             self._index = {}
-            for i in range(len(self.src) - 1, -1, -1):
+            src = np.asarray(self.src, dtype=np.int64)
+            rows = np.flatnonzero(np.isin(src, among)) if among is not None else np.arange(len(src))
+            for i in rows[::-1].tolist():
                 self._index[(self.src[i], self.dst[i], self.kind[i])] = i
         i = self._index.get((a, b, kind))
         return self.why[i] if i is not None else None
