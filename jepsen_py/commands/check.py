@@ -1,4 +1,5 @@
-"""`jepsen-py check FILE --model NAME`: is a stored history linearizable?
+"""`jepsen-py check FILE --model NAME`: is a stored history linearizable? With --model list-append
+or rw-register: which transactional consistency models does it rule out (checkers/elle)?
 
 Reads our history.jsonl, Jepsen's history.edn or text logs, or Porcupine's kv logs; exits 0 valid,
 1 invalid, 2 unknown (budget ran out, or every op of the model failed), 254 bad input (one line
@@ -23,7 +24,12 @@ from jepsen_py.store import finite_json
 from jepsen_py.verdict import exit_code
 
 NAME = "check"
-HELP = "check a history file (jsonl, Jepsen edn or log, Porcupine kv) for linearizability"
+HELP = ("check a history file (jsonl, Jepsen edn or log, Porcupine kv) for linearizability, or a "
+        "transactional one for isolation anomalies")
+
+# Transactional workloads, checked by checkers/elle (kept here so --help needs no scipy import;
+# tests/checkers/elle/test_cli.py checks it matches the checker's list).
+TXN_MODELS = ("list-append", "rw-register")
 
 # Per-format readings that make our verdicts agree with the tool that wrote the format.
 _FORMAT_DEFAULTS: dict[str, dict[str, str]] = {
@@ -38,7 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from jepsen_py.importers import FORMATS
 
     parser.add_argument("file", type=path, help="the history file")
-    parser.add_argument("--model", required=True, choices=MODELS, help="the data type's model")
+    parser.add_argument("--model", required=True, choices=(*MODELS, *TXN_MODELS),
+                        help="the data type's model, or a transactional workload (list-append, rw-register)")
+    parser.add_argument("--consistency-models", default="strict-serializable", metavar="M[,M...]",
+                        help="list-append / rw-register: the consistency models to check, as Elle names "
+                             "them (default strict-serializable)")
+    parser.add_argument("--process-keys", action="store_true",
+                        help="rw-register: infer version order from each process's order (assumes "
+                             "session guarantees per key)")
     parser.add_argument("--init", default=None, metavar="JSON",
                         help="the model's initial state as JSON, e.g. 0 or '{\"x\": 0}'")
     parser.add_argument("--format", default="auto", choices=FORMATS, help="history format (default: sniffed)")
@@ -78,6 +91,8 @@ def _run(args: argparse.Namespace) -> int:
     from jepsen_py.importers import check_rules, is_independent, load_history, unwrap_independent
 
     check_number("--time-limit", args.time_limit, lo=0, hi=MAX_SECONDS, lo_open=True)
+    if args.model in TXN_MODELS:
+        return _run_txn(args)
     check_number("--memory-limit", args.memory_limit, lo=1)
     if args.workers is not None:
         check_number("--workers", args.workers, lo=1, hi=MAX_WORKERS)
@@ -128,17 +143,68 @@ def _judged_something(result: dict[str, Any], ops: list[Any], args: argparse.Nam
     if why is None:
         return
     if not result.get("keys_checked"):
-        client: dict[str, int] = {}  # counted here: the Spark engine's result has no "ignored"
-        for op in ops:
-            if op.type == INVOKE and op.process != NEMESIS and op.process not in SAMPLE_PROCESSES:
-                client[str(op.f)] = client.get(str(op.f), 0) + 1
-        if client:
-            has = ", ".join(f"{n} {f}" for f, n in sorted(client.items()))
-            raise BadInput(f"{args.file}: no {args.model} operation to check: its client ops are "
-                           f"{has}; choose the --model that fits them")
-        raise BadInput(f"{args.file}: no client operation to check: its {len(ops)} ops are all "
-                       "nemesis or observer ops")
+        raise _no_model_ops(ops, args)
     result.update(valid="unknown", reason=why)
+
+
+def _no_model_ops(ops: list[Any], args: argparse.Namespace) -> BadInput:
+    """The history holds no op of --model: the file and the model do not belong together (or it
+    has no client op at all). Names the client ops it does hold."""
+    client: dict[str, int] = {}  # counted here: the Spark engine's result has no "ignored"
+    for op in ops:
+        if op.type == INVOKE and op.process != NEMESIS and op.process not in SAMPLE_PROCESSES:
+            client[str(op.f)] = client.get(str(op.f), 0) + 1
+    if client:
+        has = ", ".join(f"{n} {f}" for f, n in sorted(client.items()))
+        return BadInput(f"{args.file}: no {args.model} operation to check: its client ops are "
+                        f"{has}; choose the --model that fits them")
+    return BadInput(f"{args.file}: no client operation to check: its {len(ops)} ops are all "
+                    "nemesis or observer ops")
+
+
+def _run_txn(args: argparse.Namespace) -> int:
+    """A transactional history: Elle-style inference, cycles, the models it rules out."""
+    from jepsen_py.checkers.elle import check
+    from jepsen_py.importers import check_rules, load_history
+
+    for flag, value in (("--init", args.init), ("--nil-read", args.nil_read),
+                        ("--failed-cas", args.failed_cas), ("--workers", args.workers)):
+        if value is not None:
+            raise BadInput(f"{flag} does not apply to model {args.model!r}")
+    if args.engine != "local":
+        raise BadInput(f"--engine {args.engine} does not apply to model {args.model!r}")
+    if args.process_keys and args.model != "rw-register":
+        raise BadInput("--process-keys applies to rw-register only")
+    dropped: list[int] = []
+    ops, fmt, lines = load_history(args.file, args.format, allow_truncated=args.allow_truncated,
+                                   dropped=dropped)
+    for line in dropped:
+        print(f"jepsen-py: warning: {args.file}:{line}: torn last line dropped", file=sys.stderr)
+    check_rules(ops, lines, args.file)
+    wanted = [m.strip() for m in args.consistency_models.split(",") if m.strip()]
+    result = check(ops, args.model, wanted, time_s=args.time_limit, process_keys=args.process_keys)
+    if not any(result["txns"].values()):  # zero transactions checked is never valid
+        raise _no_model_ops(ops, args)
+    result["file"] = str(args.file)
+    result["format"] = fmt
+    if args.json:
+        json.dump(finite_json(result), sys.stdout, indent=2, default=str, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        word = {True: "valid", False: "INVALID"}.get(result["valid"], "unknown")  # type: ignore[arg-type]
+        t = result["txns"]
+        print(f"{args.file}: {word} under {', '.join(wanted)} ({args.model}, {t['ok']} ok, {t['fail']} "
+              f"failed, {t['info']} indeterminate transactions)")
+        if result.get("unknown_reason"):
+            print(f"  unknown: {result['unknown_reason']}")
+        for kind in result["anomaly_types"]:
+            first = next(a for a in result["anomalies"] + result["other_anomalies"] if a["kind"] == kind)
+            allowed = "" if kind in result["prohibited_anomaly_types"] else " (allowed by these models)"
+            print(f"  {kind} x{result['anomaly_counts'][kind]}{allowed}: {first['explanation']}")
+        if result["not"]:
+            print(f"  rules out: {', '.join(result['not'])}"
+                  + (f" (and so {', '.join(result['also_not'])})" if result["also_not"] else ""))
+    return exit_code(result["valid"])
 
 
 def _misfit(ops: list[Any], lines: list[int], args: argparse.Namespace, init: Any,
