@@ -76,3 +76,18 @@ def test_a_malformed_micro_op_names_its_op(tmp_path: Path, capsys: pytest.Captur
     h.write_text(G_SINGLE_EDN.replace("[[:r :x []] [:r :y [1]]]", "[[:r :x []] [:r :y]]"))
     assert main(["check", str(h), "--model", "list-append"]) == 254
     assert "op 2: micro-op" in capsys.readouterr().err
+
+
+def test_a_history_without_transactions_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Zero transactions checked is never valid: a register history given as list-append names the
+    ops it does hold, 254."""
+    rows = [
+        {"index": 0, "time": 0, "type": "invoke", "process": 0, "f": "write", "value": 1},
+        {"index": 1, "time": 1, "type": "ok", "process": 0, "f": "write", "value": 1},
+    ]
+    h = tmp_path / "history.jsonl"
+    h.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["check", str(h), "--model", "list-append"]) == 254
+    err = capsys.readouterr().err
+    assert "no list-append operation to check: its client ops are 1 write" in err
+    assert len(err.strip().splitlines()) == 1
