@@ -78,7 +78,8 @@ def test_a_malformed_micro_op_names_its_op(tmp_path: Path, capsys: pytest.Captur
     assert "op 2: micro-op" in capsys.readouterr().err
 
 
-def test_a_history_without_transactions_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_history_without_transactions_is_bad_input(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """Zero transactions checked is never valid: a register history given as list-append names the
     ops it does hold, 254."""
     rows = [
