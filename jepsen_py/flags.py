@@ -52,8 +52,8 @@ class Parser(argparse.ArgumentParser):
         self._given: list[argparse.Action] | None = None
 
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        # one line, not argparse's usage block above it: a gate's log shows what was wrong
+        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
         raise SystemExit(EXIT_BAD_INPUT)
 
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
