@@ -234,7 +234,8 @@ def write_results(run_dir: Path, results: dict[str, Any]) -> None:
 
 
 def render_pictures(run_dir: Path) -> None:
-    """timeline.html, perf.html and (for a non-linearizable history) linearizability.html."""
+    """timeline.html, perf.html, and linearizability.html / isolation.html when a checker found
+    non-linearizable keys / isolation anomalies."""
     from jepsen_py.checkers.pictures.render import render_run
 
     render_run(run_dir)

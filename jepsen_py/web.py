@@ -29,7 +29,8 @@ from jepsen_py.errors import BadInput, EnvironmentProblem
 
 RUN_MARKERS = ("test.json", "history.jsonl")
 # Pages a person opens first, in this order, ahead of the other files of a run.
-PRIMARY = ("timeline.html", "perf.html", "linearizability.html", "results.json", "jepsen.log")
+PRIMARY = ("timeline.html", "perf.html", "linearizability.html", "isolation.html", "results.json",
+           "jepsen.log")
 TEXT_TYPES = {".jsonl": "text/plain", ".log": "text/plain", ".edn": "text/plain", ".txt": "text/plain",
               ".json": "application/json"}
 

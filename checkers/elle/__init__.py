@@ -15,7 +15,8 @@ Modules, one idea each: txn (history -> transactions), listappend and rwregister
 version orders, non-cycle anomalies, ww/wr/rw edges), order (process and real-time edges),
 graph (edges, strongly connected components), cycles (the shortest cycle of each kind),
 explain (sentences), models (consistency models and what they prohibit), budget, found,
-checker (the check and the Checker).
+checker (the check and the Checker), perkey (inference key by key, merged: for an engine that
+spreads keys over machines, spark/distributed_txn.py).
 
 Result (plain JSON data)::
 

@@ -33,6 +33,20 @@ def check(history: Sequence[Op], workload: str = "list-append",
           consistency_models: Iterable[str] = models.DEFAULT_MODELS, *, time_s: float = DEFAULT_TIME_S,
           process_keys: bool = False, f: str = "txn") -> dict[str, Any]:
     """Checks a transactional history; see the package docstring for the result's shape."""
+    wanted = validated(workload, consistency_models)
+    deadline = Deadline(time_s)
+    txns = transactions(history, WORKLOADS[workload], f)
+    found = Found()
+    edges = EdgeList(len(txns))
+    try:
+        infer(workload, txns, edges, found, deadline, process_keys)
+    except OutOfTime as e:
+        return conclude(txns, edges, found, workload, wanted, deadline, stopped=e.stage)
+    return conclude(txns, edges, found, workload, wanted, deadline)
+
+
+def validated(workload: str, consistency_models: Iterable[str]) -> list[str]:
+    """The models asked for, as a list; BadInput for an unknown workload or model."""
     wanted = list(consistency_models)
     if workload not in WORKLOADS:
         raise BadInput(f"unknown transactional workload {workload!r}; known: {', '.join(WORKLOADS)}")
@@ -40,25 +54,37 @@ def check(history: Sequence[Op], workload: str = "list-append",
     if unknown or not wanted:
         raise BadInput(f"unknown consistency model(s) {unknown or wanted}; "
                        f"known: {', '.join(sorted(models.MODELS))}")
-    deadline = Deadline(time_s)
-    txns = transactions(history, WORKLOADS[workload], f)
-    found = Found()
-    edges = EdgeList(len(txns))
+    return wanted
+
+
+def infer(workload: str, txns: Sequence[Txn], edges: EdgeList, found: Found, deadline: Deadline,
+          process_keys: bool = False) -> None:
+    """The data inference: version orders, non-cycle anomalies, ww/wr/rw edges. Everything it
+    does is per key, so it may also run key by key (checkers/elle/perkey.py) and be merged."""
+    if workload == "list-append":
+        listappend.infer(txns, edges, found, deadline)
+    else:
+        rwregister.infer(txns, edges, found, deadline, process_keys=process_keys)
+
+
+def conclude(txns: Sequence[Txn], edges: EdgeList, found: Found, workload: str, wanted: list[str],
+             deadline: Deadline, *, stopped: str | None = None) -> dict[str, Any]:
+    """After inference: process and real-time edges, the cycle search, the verdict and the result.
+    `stopped` names the stage where inference ran out of time (no graph is searched then)."""
+    time_s = deadline.time_s
     unknown_reason: str | None = None
     n_components = 0
     gave_up: set[str] = set()
+    comps: list[Component] = []
     try:
-        if workload == "list-append":
-            listappend.infer(txns, edges, found, deadline)
-        else:
-            rwregister.infer(txns, edges, found, deadline, process_keys=process_keys)
+        if stopped is not None:
+            raise OutOfTime(stopped)
         proc, rt = models.needs_process_edges(wanted), models.needs_realtime_edges(wanted)
         if proc:
             process_edges(txns, edges)
         if rt:
             realtime_edges(txns, edges)
         deadline.check("graph")
-        comps: list[Component] = []
         cyc = cyclic(edges)
         comps = cyc.comps
         n_components = len(comps)

@@ -18,15 +18,18 @@ log = logging.getLogger(__name__)
 
 def _renderers() -> list[tuple[str, Callable[[RunView], Path | None]]]:
     from jepsen_py.checkers.linearizable.visualization import render_failures
+    from jepsen_py.checkers.pictures.isolation import render_isolation
     from jepsen_py.checkers.pictures.perf import render_perf
     from jepsen_py.checkers.pictures.timeline import render_timeline
 
-    return [("timeline", render_timeline), ("perf", render_perf), ("linearizability", render_failures)]
+    return [("timeline", render_timeline), ("perf", render_perf), ("linearizability", render_failures),
+            ("isolation", render_isolation)]
 
 
 def render_run(run_dir: Path) -> list[Path]:
-    """Writes timeline.html, perf.html and (when the linearizable checker found failures)
-    linearizability.html into run_dir; returns the files written.
+    """Writes timeline.html, perf.html, (when the linearizable checker found failures)
+    linearizability.html and (when the Elle checker found anomalies) isolation.html into run_dir;
+    returns the files written.
 
     A missing or malformed history raises BadInput (one line naming the file); a renderer that
     breaks on an odd result is logged and skipped.

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.checkers.linearizable.visualization import failures_in
+from jepsen_py.checkers.pictures.isolation import found_in
 from jepsen_py.checkers.pictures.plotpage import page, verdict_badge
 from jepsen_py.checkers.pictures.runview import NS, RunView, load_run, pair_type
 
@@ -156,6 +157,9 @@ def render_timeline(view: RunView, out: Path | None = None) -> Path:
     n_client = len(view.client_pairs)
     lin_link = (' · <a href="linearizability.html" id="failure-view">linearizability failure view</a>'
                 if failures_in(view.results) else "")
+    if found_in(view.results):
+        lin_link += (' · <a href="isolation.html" id="isolation-view">isolation anomalies '
+                     "(dependency cycles)</a>")
     body = (
         f"<h1>{html.escape(view.name)} — timeline {verdict_badge(valid)}</h1>"
         f'<div class="meta">run {html.escape(view.run_dir.name)} · workload '

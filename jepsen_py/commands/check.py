@@ -71,7 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--independent", choices=("auto", "yes", "no"), default="auto",
                         help="values are jepsen.independent [key value] pairs (auto: detect)")
     parser.add_argument("--engine", choices=("local", "spark"), default="local",
-                        help="local processes, or a Spark job (spark.distributed_check)")
+                        help="local processes, or a Spark job (spark.distributed_check; for "
+                             "list-append / rw-register spark.distributed_txn)")
     parser.add_argument("--master", default=None, help="Spark master URL for --engine spark")
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
     parser.add_argument("--allow-truncated", action="store_true",
@@ -171,8 +172,6 @@ def _run_txn(args: argparse.Namespace) -> int:
                         ("--failed-cas", args.failed_cas), ("--workers", args.workers)):
         if value is not None:
             raise BadInput(f"{flag} does not apply to model {args.model!r}")
-    if args.engine != "local":
-        raise BadInput(f"--engine {args.engine} does not apply to model {args.model!r}")
     if args.process_keys and args.model != "rw-register":
         raise BadInput("--process-keys applies to rw-register only")
     dropped: list[int] = []
@@ -182,7 +181,15 @@ def _run_txn(args: argparse.Namespace) -> int:
         print(f"jepsen-py: warning: {args.file}:{line}: torn last line dropped", file=sys.stderr)
     check_rules(ops, lines, args.file)
     wanted = [m.strip() for m in args.consistency_models.split(",") if m.strip()]
-    result = check(ops, args.model, wanted, time_s=args.time_limit, process_keys=args.process_keys)
+    if args.engine == "spark":
+        try:
+            from jepsen_py.spark.distributed_txn import check_txn_distributed
+        except ImportError as e:
+            raise EnvironmentProblem(f"--engine spark needs spark.distributed_txn ({e})") from None
+        result = check_txn_distributed(ops, args.model, wanted, time_s=args.time_limit,
+                                       process_keys=args.process_keys, master=args.master)
+    else:
+        result = check(ops, args.model, wanted, time_s=args.time_limit, process_keys=args.process_keys)
     if not any(result["txns"].values()):  # zero transactions checked is never valid
         raise _no_model_ops(ops, args)
     result["file"] = str(args.file)

@@ -12,7 +12,8 @@ from pathlib import Path
 from jepsen_py.flags import path_text
 
 NAME = "timeline"
-HELP = "regenerate a run's timeline.html, perf.html and linearizability.html from its directory"
+HELP = ("regenerate a run's timeline.html, perf.html, linearizability.html and isolation.html from its "
+        "directory")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

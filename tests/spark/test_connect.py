@@ -82,6 +82,27 @@ def test_check_engine_spark_over_spark_connect(connect_url: str, tmp_path: Path)
     assert out["keys_checked"] == 3 and out["failures"]
 
 
+def test_check_txn_engine_spark_over_spark_connect(connect_url: str, tmp_path: Path) -> None:
+    """The Elle check's per-key inference with mapInArrow on the Connect server: the local verdict."""
+    from jepsen_py.history import HistoryWriter
+    from tests.spark.test_distributed_txn import SAME, cycles, history
+
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path) as w:
+        for o in history(12, 300, 5, "rw-register", ("G-single", "G1a")):
+            w.append(o)
+    argv = ("check", str(path), "--model", "rw-register", "--consistency-models", "serializable", "--json")
+    loc = _jepsen(*argv)
+    assert loc.returncode == 1, loc.stderr[-3000:]
+    p = _jepsen(*argv, "--engine", "spark", "--master", connect_url)
+    assert p.returncode == 1, p.stderr[-3000:]
+    out, want = json.loads(p.stdout), json.loads(loc.stdout)
+    assert out["engine"] == "spark" and out["master"] == connect_url and out["keys"] >= 5
+    for k in SAME:
+        assert out[k] == want[k], k
+    assert cycles(out) == cycles(want) and "G-single" in out["anomaly_types"]
+
+
 def test_aggregate_over_spark_connect(connect_url: str, tmp_path: Path) -> None:
     results = tmp_path / "results"
     write_run(results, SyntheticRun(test_name="weak", read_mode="local", stale_reads=1, seed=1, pairs=120))

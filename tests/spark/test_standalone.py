@@ -139,3 +139,25 @@ def test_aggregate_on_a_standalone_cluster(standalone: Standalone, tmp_path: Pat
     assert "1 runs" in p.stdout
     assert (results / "aggregate" / "summary.parquet").is_file()
     assert "jepsen-py aggregate" in _apps(standalone)
+
+
+def test_check_txn_engine_spark_on_a_standalone_cluster(standalone: Standalone, tmp_path: Path) -> None:
+    """The Elle check's per-key inference on the Worker's executors: the local engine's verdict."""
+    from jepsen_py.history import HistoryWriter
+    from tests.spark.test_distributed_txn import SAME, cycles, history
+
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path) as w:
+        for o in history(11, 300, 5, "list-append", ("G-single", "G1a")):
+            w.append(o)
+    argv = ("check", str(path), "--model", "list-append", "--consistency-models", "serializable", "--json")
+    loc = _jepsen(*argv)
+    assert loc.returncode == 1, loc.stderr[-3000:]
+    p = _jepsen(*argv, "--engine", "spark", "--master", standalone.url)
+    assert p.returncode == 1, p.stderr[-3000:] + standalone.log_tail()
+    out, want = json.loads(p.stdout), json.loads(loc.stdout)
+    assert out["engine"] == "spark" and out["master"] == standalone.url and out["keys"] >= 5
+    for k in SAME:
+        assert out[k] == want[k], k
+    assert cycles(out) == cycles(want) and "G-single" in out["anomaly_types"]
+    assert "jepsen-py check" in _apps(standalone)
