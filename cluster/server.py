@@ -7,6 +7,11 @@ Answer:   {"id": 7, "ok": true, "result": {...}, "node": "n2", "role": "follower
        or {"id": 7, "ok": false, "error": "not_leader" | "unavailable" | "timeout" | "already_exists"
            | "bad_request" | "unknown_op" | "invalid" | ..., "message": "...", "leader_hint": ..., ...}
 
+A transaction {"op": "txn", "mops": [["append", k, 3], ["r", k, null], ["w", j, 4], ...]} is one
+write: proposed as ONE entry and applied whole (state_machine.MetadataState._apply_txn), so its reads
+are linearizable and see exactly the state at its entry plus its own earlier writes; the answer's
+"mops" are the micro-ops with the reads filled in.
+
 Writes are proposed to the Raft core (a follower's proposal is forwarded to the leader by the core)
 and answered when this node applies them. Reads wait for a ReadIndex (or lease) barrier and are then
 served from this node's applied state, or served at once in local mode (or when the request says
@@ -29,7 +34,7 @@ from .state_machine import CommandError, round_robin_leader, validate
 if TYPE_CHECKING:
     from .node import Node
 
-WRITE_OPS = ("create_topic", "commit_offset")
+WRITE_OPS = ("create_topic", "commit_offset", "txn")
 READ_OPS = ("describe_topic", "list_topics", "fetch_offset")
 OPS = (*WRITE_OPS, *READ_OPS, "status")
 MAX_IN_FLIGHT_PER_CONN = 256
@@ -50,6 +55,8 @@ def write_command(op: str, req: dict[str, Any]) -> dict[str, Any]:
     """The state-machine command for a client write, validated: a bad one is the caller's error."""
     if op == "create_topic":
         fields: tuple[str, ...] = ("name", "partitions", "rf")
+    elif op == "txn":
+        fields = ("mops",)
     else:
         fields = ("group", "topic", "partition", "offset")
     cmd = {"op": op, **{k: req.get(k) for k in fields}}

@@ -107,6 +107,8 @@ WORKLOADS: dict[str, Callable[[TestSpec], Workload]] = {
 }
 # Workloads our own cluster serves (cluster_client); the generic ones need a DB that speaks them.
 CLUSTER_WORKLOADS = ("offsets", "topics", "describe", "metadata")
+# The transactional workloads our cluster also serves (its "txn" request: one Raft entry each).
+CLUSTER_TXN_WORKLOADS = ("list-append", "rw-register")
 # Workloads that create topics, each asking for replication_factor(nodes) copies.
 CREATES_TOPICS = ("topics", "describe", "metadata")
 
@@ -126,9 +128,9 @@ def cluster_client(workload_name: str, db: Any) -> Client:
     """The client template for our metadata cluster for `workload_name`."""
     from jepsen_py.workloads.client import MetadataClient
 
-    if workload_name not in CLUSTER_WORKLOADS:
+    if workload_name not in (*CLUSTER_WORKLOADS, *CLUSTER_TXN_WORKLOADS):
         raise BadInput(f"--workload: the cluster has no client for {workload_name!r} "
-                       f"(choose from {', '.join(CLUSTER_WORKLOADS)})")
+                       f"(choose from {', '.join((*CLUSTER_WORKLOADS, *CLUSTER_TXN_WORKLOADS))})")
     return MetadataClient(port=int(getattr(db, "CLIENT_PORT", 9092)))
 
 

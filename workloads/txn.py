@@ -6,7 +6,7 @@ micro-ops [f, key, value], keys small whole numbers:
 
   workload     micro-op in the invoke    in the ok completion
   list-append  ["append", k, v]          ["append", k, v]     (v added at the end of list k)
-               ["r", k, None]            ["r", k, [..]]       (list k, in order; [] when absent)
+               ["r", k, None]            ["r", k, [..]]       (list k, in order; [] or None when absent)
   rw-register  ["w", k, v]               ["w", k, v]          (register k now holds v)
                ["r", k, None]            ["r", k, v]          (k's value; None when never written)
 
