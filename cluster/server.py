@@ -182,6 +182,8 @@ class ClientServer:
                 where = f"{cmd['topic']}/{cmd['partition']}"
                 raise RequestError("unavailable", f"cannot propose: partition {where} is led by {owner}, "
                                    f"which is not the Raft leader ({raft_leader})", leader_hint=owner)
+        if op == "txn" and self.node.cfg.bugs.txn_split_apply:
+            return await self._txn_split(cmd, timeout)
         try:
             fut = self.node.propose(cmd)
         except ProposalDropped as e:
@@ -193,6 +195,32 @@ class ClientServer:
         if not result.get("ok"):
             raise RequestError(result.get("error", "invalid"), result.get("message", ""))
         return {k: v for k, v in result.items() if k != "ok"}
+
+    async def _txn_split(self, cmd: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """The txn-split-apply bug: each micro-op proposed as its own entry, one after another, so
+        other transactions' entries interleave with this one's. Once a piece applied, a later
+        failure is indeterminate (timeout), never a definite refusal."""
+        out: list[list[Any]] = []
+
+        async def pieces() -> None:
+            for mop in cmd["mops"]:
+                try:
+                    fut = self.node.propose({"op": "txn", "mops": [mop]})
+                except ProposalDropped as e:
+                    if not out:
+                        raise self._not_served(str(e)) from None
+                    raise RequestError("timeout", f"txn partly applied: {e}") from None
+                result = await fut
+                if not result.get("ok"):
+                    raise RequestError("timeout" if out else result.get("error", "invalid"),
+                                       result.get("message", ""))
+                out.extend(result["mops"])
+
+        try:
+            await asyncio.wait_for(pieces(), timeout)
+        except TimeoutError:
+            raise RequestError("timeout", f"txn not applied within {timeout}s (it may still be)") from None
+        return {"mops": out}
 
     def _not_served(self, why: str) -> RequestError:
         """The core dropped the request: no leader (unavailable) or a known leader elsewhere."""
