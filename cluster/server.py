@@ -7,6 +7,12 @@ Answer:   {"id": 7, "ok": true, "result": {...}, "node": "n2", "role": "follower
        or {"id": 7, "ok": false, "error": "not_leader" | "unavailable" | "timeout" | "already_exists"
            | "bad_request" | "unknown_op" | "invalid" | ..., "message": "...", "leader_hint": ..., ...}
 
+A transaction {"op": "txn", "mops": [["append", k, 3], ["r", k, null], ["w", j, 4], ...]} is one
+write: proposed as ONE entry and applied whole (state_machine.MetadataState._apply_txn), so its reads
+are linearizable and see exactly the state at its entry plus its own earlier writes; the answer's
+"mops" are the micro-ops with the reads filled in. A transaction of reads only is served like a
+read: after the read barrier, from one applied state, with no entry.
+
 Writes are proposed to the Raft core (a follower's proposal is forwarded to the leader by the core)
 and answered when this node applies them. Reads wait for a ReadIndex (or lease) barrier and are then
 served from this node's applied state, or served at once in local mode (or when the request says
@@ -29,11 +35,18 @@ from .state_machine import CommandError, round_robin_leader, validate
 if TYPE_CHECKING:
     from .node import Node
 
-WRITE_OPS = ("create_topic", "commit_offset")
+WRITE_OPS = ("create_topic", "commit_offset", "txn")
 READ_OPS = ("describe_topic", "list_topics", "fetch_offset")
 OPS = (*WRITE_OPS, *READ_OPS, "status")
 MAX_IN_FLIGHT_PER_CONN = 256
 MAX_TIMEOUT_MS = 60_000
+
+
+def _read_only(req: dict[str, Any]) -> bool:
+    """A transaction of reads only (it may take a read barrier instead of a log entry)."""
+    mops = req.get("mops")
+    return isinstance(mops, list) and bool(mops) and all(
+        isinstance(m, list) and len(m) == 3 and m[0] == "r" for m in mops)
 
 
 class RequestError(Exception):
@@ -50,6 +63,8 @@ def write_command(op: str, req: dict[str, Any]) -> dict[str, Any]:
     """The state-machine command for a client write, validated: a bad one is the caller's error."""
     if op == "create_topic":
         fields: tuple[str, ...] = ("name", "partitions", "rf")
+    elif op == "txn":
+        fields = ("mops",)
     else:
         fields = ("group", "topic", "partition", "offset")
     cmd = {"op": op, **{k: req.get(k) for k in fields}}
@@ -150,6 +165,8 @@ class ClientServer:
             # topics and offsets live in a node-local store written before (and here instead of)
             # consensus, and reads come from it: each node has its own metadata
             return self._serve_split_brain(op, req)
+        if op == "txn" and _read_only(req):
+            return await self._read_txn(req, timeout)
         if op in WRITE_OPS:
             return await self._write(op, req, timeout)
         return await self._read(op, req, timeout)
@@ -175,6 +192,8 @@ class ClientServer:
                 where = f"{cmd['topic']}/{cmd['partition']}"
                 raise RequestError("unavailable", f"cannot propose: partition {where} is led by {owner}, "
                                    f"which is not the Raft leader ({raft_leader})", leader_hint=owner)
+        if op == "txn" and self.node.cfg.bugs.txn_split_apply:
+            return await self._txn_split(cmd, timeout)
         try:
             fut = self.node.propose(cmd)
         except ProposalDropped as e:
@@ -187,6 +206,32 @@ class ClientServer:
             raise RequestError(result.get("error", "invalid"), result.get("message", ""))
         return {k: v for k, v in result.items() if k != "ok"}
 
+    async def _txn_split(self, cmd: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """The txn-split-apply bug: each micro-op proposed as its own entry, one after another, so
+        other transactions' entries interleave with this one's. Once a piece applied, a later
+        failure is indeterminate (timeout), never a definite refusal."""
+        out: list[list[Any]] = []
+
+        async def pieces() -> None:
+            for mop in cmd["mops"]:
+                try:
+                    fut = self.node.propose({"op": "txn", "mops": [mop]})
+                except ProposalDropped as e:
+                    if not out:
+                        raise self._not_served(str(e)) from None
+                    raise RequestError("timeout", f"txn partly applied: {e}") from None
+                result = await fut
+                if not result.get("ok"):
+                    raise RequestError("timeout" if out else result.get("error", "invalid"),
+                                       result.get("message", ""))
+                out.extend(result["mops"])
+
+        try:
+            await asyncio.wait_for(pieces(), timeout)
+        except TimeoutError:
+            raise RequestError("timeout", f"txn not applied within {timeout}s (it may still be)") from None
+        return {"mops": out}
+
     def _not_served(self, why: str) -> RequestError:
         """The core dropped the request: no leader (unavailable) or a known leader elsewhere."""
         leader = self.node.leader()
@@ -194,8 +239,8 @@ class ClientServer:
             return RequestError("not_leader", f"not accepted here: {why}", leader_hint=leader)
         return RequestError("unavailable", f"not accepted: {why}", leader_hint=leader)
 
-    async def _read(self, op: str, req: dict[str, Any], timeout: float) -> dict[str, Any]:
-        args = self._read_args(op, req)
+    async def _barrier(self, op: str, req: dict[str, Any], timeout: float) -> int:
+        """Waits for the read barrier (ReadIndex, lease, or none in local mode or for a local read)."""
         local = req.get("local", False)
         if not isinstance(local, bool):
             raise RequestError("bad_request", "local must be true or false")
@@ -204,9 +249,22 @@ class ClientServer:
         except ProposalDropped as e:
             raise self._not_served(str(e)) from None
         try:
-            read_index = await asyncio.wait_for(fut, timeout)
+            return int(await asyncio.wait_for(fut, timeout))
         except TimeoutError:
             raise RequestError("timeout", f"{op}: no read index within {timeout}s") from None
+
+    async def _read_txn(self, req: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """A read-only transaction: no entry, every read from one applied state after the barrier,
+        so as linearizable as any read here."""
+        cmd = write_command("txn", req)
+        read_index = await self._barrier("txn", req, timeout)
+        state = self.node.state
+        return {"mops": state.read_txn(cmd["mops"]), "read_index": read_index,
+                "applied": state.applied_index}
+
+    async def _read(self, op: str, req: dict[str, Any], timeout: float) -> dict[str, Any]:
+        args = self._read_args(op, req)
+        read_index = await self._barrier(op, req, timeout)
         state = self.node.state
         out: dict[str, Any] = {"read_index": read_index, "applied": state.applied_index}
         if op == "describe_topic":

@@ -1,9 +1,11 @@
 """The metadata state machine: the single source of truth that every node applies from the Raft log.
 
 Topics, partition assignments, partition leaders and ISR, brokers, consumer groups and committed
-offsets all live here and change only by applying committed log entries, in index order, the same way
-on every node. `apply` is total and deterministic: a malformed command yields an error result (the
-same on every node), never an exception, so one bad entry can never make replicas diverge or crash.
+offsets, and the transactional keyspace (lists and registers a "txn" command reads and writes as
+one entry, as Kafka's transactional offset commit lands whole or not at all) all live here and
+change only by applying committed log entries, in index order, the same way on every node. `apply`
+is total and deterministic: a malformed command yields an error result (the same on every node),
+never an exception, so one bad entry can never make replicas diverge or crash.
 """
 
 from __future__ import annotations
@@ -18,6 +20,12 @@ TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 GROUP_NAME = re.compile(r"^[^\x00-\x1f]{1,249}$")
 MAX_PARTITIONS = 10_000
 MAX_OFFSET = 2**63 - 1
+# Micro-ops in one transaction, and elements one list may hold: far beyond Elle's workloads, small
+# enough that one entry stays well under the frame limit.
+MAX_TXN_MOPS = 1_000
+MAX_LIST = 100_000
+TXN_KEY = re.compile(r"^[^\x00-\x1f]{1,249}$")
+TXN_FS = ("r", "append", "w")
 
 
 class CommandError(Exception):
@@ -64,10 +72,36 @@ def validate(cmd: dict[str, Any]) -> None:
             v = cmd.get(key)
             if not isinstance(v, list) or not all(isinstance(b, str) for b in v):
                 raise CommandError("invalid", f"leader_change needs {key} as a list of node ids")
+    elif op == "txn":
+        _validate_txn(cmd)
     elif op == "noop":
         pass
     else:
         raise CommandError("unknown_op", f"unknown command {op!r}")
+
+
+def _validate_txn(cmd: dict[str, Any]) -> None:
+    """A transaction's micro-ops: [f, key, value] with f r / append / w, a key a name or a whole
+    number, a written value a whole number (reads carry None)."""
+    mops = cmd.get("mops")
+    if not isinstance(mops, list) or not 1 <= len(mops) <= MAX_TXN_MOPS:
+        raise CommandError("invalid", f"mops must be a list of 1..{MAX_TXN_MOPS} micro-ops")
+    for m in mops:
+        if not isinstance(m, list) or len(m) != 3 or m[0] not in TXN_FS:
+            raise CommandError("invalid", f"a micro-op is [f, key, value] with f one of "
+                               f"{', '.join(TXN_FS)}, got {str(m)[:80]}")
+        f, k, v = m
+        named = isinstance(k, str) and TXN_KEY.match(k) is not None
+        numbered = isinstance(k, int) and not isinstance(k, bool) and 0 <= k <= MAX_OFFSET
+        if not (named or numbered):
+            raise CommandError("invalid", f"a micro-op's key is a name or a whole number, got {k!r}")
+        if f != "r" and (not isinstance(v, int) or isinstance(v, bool) or not -MAX_OFFSET <= v <= MAX_OFFSET):
+            raise CommandError("invalid", f"a written value is a whole number, got {str(v)[:40]}")
+
+
+def txn_key(k: str | int) -> str:
+    """Where key `k` lives in the keyspace: its text (so 1 and "1" name one key)."""
+    return str(k)
 
 
 def round_robin_leader(state: MetadataState, topic: str, partition: int, nodes: list[str]) -> str | None:
@@ -114,6 +148,8 @@ class MetadataState:
     topics: dict[str, Topic] = field(default_factory=dict)
     #: group -> "topic/partition" -> [offset, log index of the commit]
     offsets: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    #: the transactional keyspace: key -> a list (appended to) or a whole number (written)
+    kv: dict[str, list[int] | int] = field(default_factory=dict)
 
     # ---- applying -------------------------------------------------------------------------------
 
@@ -185,6 +221,41 @@ class MetadataState:
         self.offsets.setdefault(cmd["group"], {})[key] = [cmd["offset"], index]
         return {"ok": True, "offset": cmd["offset"]}
 
+    def _apply_txn(self, index: int, cmd: dict[str, Any]) -> dict[str, Any]:
+        """Every micro-op in order against one overlay, then the overlay at once: reads see the state
+        as of this entry plus the transaction's own earlier writes, and a micro-op that cannot apply
+        (an append to a register, a list at its limit) leaves nothing of the transaction behind."""
+        touched: dict[str, list[int] | int | None] = {}
+        out: list[list[Any]] = []
+        for f, k, v in cmd["mops"]:
+            key = txn_key(k)
+            cur = touched[key] if key in touched else self.kv.get(key)
+            if f == "r":
+                out.append([f, k, list(cur) if isinstance(cur, list) else cur])
+                continue
+            if f == "w":
+                touched[key] = v
+            elif cur is None or isinstance(cur, list):
+                if cur is not None and len(cur) >= MAX_LIST:
+                    return {"ok": False, "error": "invalid", "message": f"list {key!r} is full"}
+                touched[key] = [*(cur or []), v]
+            else:
+                return {"ok": False, "error": "invalid",
+                        "message": f"append to {key!r}, which holds a register value"}
+            out.append([f, k, v])
+        for key, val in touched.items():
+            if val is not None:
+                self.kv[key] = val
+        return {"ok": True, "mops": out}
+
+    def read_txn(self, mops: list[list[Any]]) -> list[list[Any]]:
+        """A read-only transaction's answers from this state (its micro-ops validated, all reads)."""
+        out: list[list[Any]] = []
+        for _, k, _ in mops:
+            cur = self.kv.get(txn_key(k))
+            out.append(["r", k, list(cur) if isinstance(cur, list) else cur])
+        return out
+
     def partition_leader(self, p: Partition) -> str | None:
         """Who leads a partition: the Raft leader, the only node whose writes need no forwarding.
 
@@ -239,7 +310,7 @@ class MetadataState:
 
     def snapshot(self) -> dict[str, Any]:
         """A JSON-able copy of the whole state (taken at applied_index)."""
-        return {
+        out: dict[str, Any] = {
             "applied_index": self.applied_index,
             "applied_term": self.applied_term,
             "brokers": list(self.brokers),
@@ -258,6 +329,9 @@ class MetadataState:
             },
             "offsets": copy.deepcopy(self.offsets),
         }
+        if self.kv:  # absent when unused, so a snapshot without transactions reads as before
+            out["kv"] = copy.deepcopy(self.kv)
+        return out
 
     @classmethod
     def restore(cls, data: dict[str, Any]) -> MetadataState:
@@ -283,4 +357,5 @@ class MetadataState:
             controller_term=data["controller_term"],
             topics=topics,
             offsets=copy.deepcopy(data["offsets"]),
+            kv=copy.deepcopy(data.get("kv", {})),
         )

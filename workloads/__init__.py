@@ -12,6 +12,8 @@ module's docstring):
   set       add / read of grow-only sets: lost, stale and unexpected elements
   append    append / read of lists (Jepsen's list-append): prefix order, lost, real-time order
   queue     enqueue / dequeue, drained after heal: lost, duplicated, unexpected elements
+  list-append   multi-key transactions of appends and reads (Elle): isolation anomalies by name
+  rw-register   multi-key transactions of writes and reads (Elle): isolation anomalies by name
 
 `WORKLOADS[name](spec)` builds a Workload; `cluster_client(name, db)` is the client template for OUR
 cluster (jepsen_py/raftdb/db.py's RaftMetadataDB.client delegates here). Workload knobs come from
@@ -79,6 +81,18 @@ def _queue(spec: TestSpec) -> Workload:
     return queue_workload(spec)
 
 
+def _list_append(spec: TestSpec) -> Workload:
+    from jepsen_py.workloads.txn import list_append_workload
+
+    return list_append_workload(spec)
+
+
+def _rw_register(spec: TestSpec) -> Workload:
+    from jepsen_py.workloads.txn import rw_register_workload
+
+    return rw_register_workload(spec)
+
+
 WORKLOADS: dict[str, Callable[[TestSpec], Workload]] = {
     "offsets": _offsets,
     "topics": _topics,
@@ -88,9 +102,13 @@ WORKLOADS: dict[str, Callable[[TestSpec], Workload]] = {
     "set": _set,
     "append": _append,
     "queue": _queue,
+    "list-append": _list_append,
+    "rw-register": _rw_register,
 }
 # Workloads our own cluster serves (cluster_client); the generic ones need a DB that speaks them.
 CLUSTER_WORKLOADS = ("offsets", "topics", "describe", "metadata")
+# The transactional workloads our cluster also serves (its "txn" request: one Raft entry each).
+CLUSTER_TXN_WORKLOADS = ("list-append", "rw-register")
 # Workloads that create topics, each asking for replication_factor(nodes) copies.
 CREATES_TOPICS = ("topics", "describe", "metadata")
 
@@ -110,9 +128,9 @@ def cluster_client(workload_name: str, db: Any) -> Client:
     """The client template for our metadata cluster for `workload_name`."""
     from jepsen_py.workloads.client import MetadataClient
 
-    if workload_name not in CLUSTER_WORKLOADS:
+    if workload_name not in (*CLUSTER_WORKLOADS, *CLUSTER_TXN_WORKLOADS):
         raise BadInput(f"--workload: the cluster has no client for {workload_name!r} "
-                       f"(choose from {', '.join(CLUSTER_WORKLOADS)})")
+                       f"(choose from {', '.join((*CLUSTER_WORKLOADS, *CLUSTER_TXN_WORKLOADS))})")
     return MetadataClient(port=int(getattr(db, "CLIENT_PORT", 9092)))
 
 

@@ -12,6 +12,8 @@ Op shapes (f, key, value of the invocation -> value of an ok completion):
   create    topic name, {"partitions": n, "rf": r} -> {"created": True}
   describe  topic name, None                       -> the topic's description, None if absent
   list      None, None                             -> sorted topic names
+  txn       None, [[f, k, v], ...] micro-ops       -> the micro-ops, reads filled in (one Raft entry;
+            the list-append and rw-register workloads: see workloads/txn.py)
 An op whose invocation names a node (final reads) goes to that node; otherwise to the worker's node.
 """
 
@@ -27,7 +29,7 @@ from jepsen_py.protocols import Client, Test
 if TYPE_CHECKING:
     from jepsen_py.raftdb.client import ClusterError
 
-FS = ("commit", "fetch", "create", "describe", "list")
+FS = ("commit", "fetch", "create", "describe", "list", "txn")
 DEFAULT_PORT = 9092
 
 
@@ -124,6 +126,9 @@ def request(op: Op) -> tuple[str, dict[str, Any]]:
         return "describe_topic", {"name": str(op.key), "local": False}
     if f == "list":
         return "list_topics", {"local": False}
+    if f == "txn":
+        mops = op.value if isinstance(op.value, list) else []
+        return "txn", {"mops": [list(m) if isinstance(m, list | tuple) else m for m in mops]}
     raise BadInput(f"workload client cannot perform {f!r} (knows {', '.join(FS)})")
 
 
@@ -137,6 +142,8 @@ def _value(op: Op, resp: dict[str, Any]) -> Any:
         return {"created": bool(resp.get("created", True))}
     if f == "describe":
         return resp.get("topic")
+    if f == "txn":
+        return resp.get("mops")
     return list(resp.get("topics") or [])
 
 

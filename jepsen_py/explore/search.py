@@ -24,9 +24,12 @@ from jepsen_py.explore.schedule import Schedule
 from jepsen_py.explore.space import Config, Space
 
 # Anomaly kinds in the order a finding is named by: what the data says first (lost or duplicated
-# writes, stale or non-linearizable reads, crashes), then liveness. Kinds not listed come after, by name.
+# writes, stale or non-linearizable reads, Elle's isolation anomalies of the transactional workloads,
+# crashes), then liveness. Kinds not listed come after, by name.
 SEVERITY: tuple[str, ...] = (
-    "lost-commit", "duplicate-create", "split-leader", "stale-read", "nonlinearizable", "node-crash",
+    "lost-commit", "duplicate-create", "split-leader", "stale-read", "nonlinearizable",
+    "G0", "G1a", "G1b", "G1c", "G-single", "G-nonadjacent", "G2-item", "dirty-update", "lost-update",
+    "internal", "incompatible-order", "duplicate-elements", "garbage-read", "future-read", "node-crash",
     "crash", "never-available", "unavailable", "election-churn",
 )
 

@@ -26,7 +26,8 @@ TARGETS: tuple[str, ...] = ("leader", "one", "minority", "majority", "all")
 MODES: tuple[str, ...] = ("random", "cycle", "bursts")
 SAFE_READ_MODES: tuple[str, ...] = ("read-index", "lease")
 # Workloads of our cluster; the command narrows this to what the DB under test serves.
-DEFAULT_WORKLOADS: tuple[str, ...] = ("offsets", "topics", "describe", "metadata")
+DEFAULT_WORKLOADS: tuple[str, ...] = ("offsets", "topics", "describe", "metadata", "list-append",
+                                       "rw-register")
 
 
 @dataclass(frozen=True)

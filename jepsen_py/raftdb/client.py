@@ -131,6 +131,11 @@ class ClusterClient:
         """answer["offset"]: the committed offset, or None if none was ever committed."""
         return self.call("fetch_offset", group=group, topic=topic, partition=partition, local=local)
 
+    def txn(self, mops: list[list[Any]]) -> dict[str, Any]:
+        """A multi-key transaction of [f, key, value] micro-ops (r / append / w), applied whole as
+        one Raft entry; answer["mops"]: the micro-ops with the reads filled in."""
+        return self.call("txn", mops=mops)
+
     def status(self) -> dict[str, Any]:
         """The node's own view: id, role, term, leader, commit, applied, last_index, read_mode, ..."""
         return self.call("status")

@@ -230,3 +230,26 @@ def test_paused_leader_never_serves_a_stale_read(tmp_path, mode):
                     continue
                 assert ans["offset"] == 2, f"stale read from the woken leader: {ans}"
         assert "role follower" in c.log_text(old)
+
+
+def test_a_transaction_is_one_entry_through_any_node(tmp_path):
+    with LocalCluster(3, str(tmp_path), tick_ms=TICK_MS, election_tick=ELECTION_TICK) as c:
+        c.start_all()
+        leader = c.wait_for_leader(20)
+        follower = next(nid for nid in c.nodes if nid != leader)
+        with c.client(follower) as cl:
+            first = retry(lambda: cl.txn([["append", 1, 1], ["w", 2, 5], ["r", 1, None]]))
+            assert first["mops"] == [["append", 1, 1], ["w", 2, 5], ["r", 1, [1]]]
+            applied = cl.status()["applied"]
+            ans = cl.txn([["r", 1, None], ["append", 1, 2], ["r", 1, None], ["r", 2, None],
+                          ["r", 3, None]])
+            assert ans["mops"] == [["r", 1, [1]], ["append", 1, 2], ["r", 1, [1, 2]], ["r", 2, 5],
+                                   ["r", 3, None]]
+            assert cl.status()["applied"] == applied + 1  # the whole transaction: one entry
+            with pytest.raises(InvalidRequest):
+                cl.txn([["append", 4, 1], ["append", 2, 6]])  # 2 holds a register value
+        with c.client(leader) as cl:
+            applied = cl.status()["applied"]
+            reads = cl.txn([["r", 4, None], ["r", 1, None]])  # reads only: a read barrier, no entry
+            assert reads["mops"] == [["r", 4, None], ["r", 1, [1, 2]]] and reads["read_index"] >= applied
+            assert cl.status()["applied"] == applied

@@ -145,3 +145,46 @@ def test_deterministic_and_snapshot_restore_is_exact():
     rest = [restored.apply(i + 1001, 1, c) for i, c in enumerate(cmds[1000:])]
     assert rest == ra[1000:]
     assert restored.snapshot() == a.snapshot()
+
+
+def txn(*mops: list) -> dict:
+    return {"op": "txn", "mops": [list(m) for m in mops]}
+
+
+def test_a_txn_applies_whole_and_its_reads_see_its_own_earlier_writes():
+    s, r = build([
+        txn(["append", 1, 10], ["w", "x", 5]),
+        txn(["r", 1, None], ["append", 1, 11], ["r", 1, None], ["r", "x", None], ["w", "x", 6],
+            ["r", "x", None], ["r", 2, None]),
+    ])
+    assert r[0] == {"ok": True, "mops": [["append", 1, 10], ["w", "x", 5]]}
+    assert r[1]["mops"] == [["r", 1, [10]], ["append", 1, 11], ["r", 1, [10, 11]], ["r", "x", 5],
+                            ["w", "x", 6], ["r", "x", 6], ["r", 2, None]]
+    assert s.kv == {"1": [10, 11], "x": 6}
+    assert s.read_txn([["r", 1, None], ["r", "y", None]]) == [["r", 1, [10, 11]], ["r", "y", None]]
+
+
+def test_a_txn_whose_later_micro_op_cannot_apply_leaves_nothing_behind():
+    s, r = build([txn(["w", "reg", 1]), txn(["append", "l", 1], ["w", "x", 2], ["append", "reg", 3])])
+    assert r[1]["ok"] is False and r[1]["error"] == "invalid" and "register" in r[1]["message"]
+    assert s.kv == {"reg": 1}  # neither the append to l nor the write of x happened
+
+
+@pytest.mark.parametrize("cmd", [
+    {"op": "txn"}, {"op": "txn", "mops": []}, {"op": "txn", "mops": [["x", 1, 1]]},
+    {"op": "txn", "mops": [["append", 1, "a"]]}, {"op": "txn", "mops": [["w", None, 1]]},
+    {"op": "txn", "mops": [["r", 1]]}, {"op": "txn", "mops": [["w", True, 1]]},
+    {"op": "txn", "mops": [["append", 1, 1]] * 1001},
+])
+def test_malformed_txns_are_invalid_before_they_reach_the_log(cmd):
+    with pytest.raises(CommandError):
+        validate(cmd)
+    s, r = build([cmd])
+    assert r[0]["ok"] is False and s.kv == {}
+
+
+def test_the_keyspace_survives_a_snapshot_and_is_absent_from_one_without_txns():
+    s, _ = build([txn(["append", 1, 1], ["w", 2, 7])])
+    snap = json.loads(json.dumps(s.snapshot()))
+    assert MetadataState.restore(snap).kv == {"1": [1], "2": 7}
+    assert "kv" not in build([None])[0].snapshot()

@@ -44,3 +44,18 @@ def test_explore_finds_shrinks_and_replays(tmp_path: Path, capsys: pytest.Captur
     assert f"schedule anomaly {shrunk.anomaly}: reproduced" in out
     replayed = next((tmp_path / "replay").glob("*/2*/history.jsonl")).read_bytes()
     assert replayed == (schedule_path.parent / "history.jsonl").read_bytes()
+
+
+def test_explore_finds_the_txn_split_apply_bug_blind(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    # the whole space (every workload, fault family, read mode): the transactional workloads are
+    # drawable, and one trial of them shows the bug
+    code = main(["explore", "--bug", "txn-split-apply", "--budget", "120", "--shrink-budget", "0",
+                 "--harden-budget", "0", "--seed", "1", "--results-dir", str(tmp_path), "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    [summary_path] = list(tmp_path.glob("explore/*/explore.json"))
+    [finding] = json.loads(summary_path.read_text())["findings"]
+    assert finding["kind"] in ("G0", "G1a", "G1b", "G1c", "G-single", "G-nonadjacent", "G2-item",
+                               "internal", "lost-update"), finding
+    assert "list-append" in out or "rw-register" in out

@@ -82,6 +82,12 @@ def test_primary_kind_prefers_data_anomalies_to_liveness() -> None:
     assert primary_kind({}) is None
 
 
+def test_elle_anomalies_are_data_anomalies_ranked_before_liveness() -> None:
+    assert primary_kind({"unavailable": 5, "G1c": 1, "internal": 3}) == "G1c"
+    assert primary_kind({"G2-item": 1, "G-single": 1, "G0": 1}) == "G0"
+    assert primary_kind({"stale-read": 1, "G0": 1}) == "stale-read"
+
+
 def test_replay_path_is_used_for_schedules(tmp_path: Path) -> None:
     system = PlantedSystem()
     t = system.trial(Space().sample(__import__("random").Random(1)))
