@@ -12,6 +12,8 @@ module's docstring):
   set       add / read of grow-only sets: lost, stale and unexpected elements
   append    append / read of lists (Jepsen's list-append): prefix order, lost, real-time order
   queue     enqueue / dequeue, drained after heal: lost, duplicated, unexpected elements
+  list-append   multi-key transactions of appends and reads (Elle): isolation anomalies by name
+  rw-register   multi-key transactions of writes and reads (Elle): isolation anomalies by name
 
 `WORKLOADS[name](spec)` builds a Workload; `cluster_client(name, db)` is the client template for OUR
 cluster (jepsen_py/raftdb/db.py's RaftMetadataDB.client delegates here). Workload knobs come from
@@ -79,6 +81,18 @@ def _queue(spec: TestSpec) -> Workload:
     return queue_workload(spec)
 
 
+def _list_append(spec: TestSpec) -> Workload:
+    from jepsen_py.workloads.txn import list_append_workload
+
+    return list_append_workload(spec)
+
+
+def _rw_register(spec: TestSpec) -> Workload:
+    from jepsen_py.workloads.txn import rw_register_workload
+
+    return rw_register_workload(spec)
+
+
 WORKLOADS: dict[str, Callable[[TestSpec], Workload]] = {
     "offsets": _offsets,
     "topics": _topics,
@@ -88,6 +102,8 @@ WORKLOADS: dict[str, Callable[[TestSpec], Workload]] = {
     "set": _set,
     "append": _append,
     "queue": _queue,
+    "list-append": _list_append,
+    "rw-register": _rw_register,
 }
 # Workloads our own cluster serves (cluster_client); the generic ones need a DB that speaks them.
 CLUSTER_WORKLOADS = ("offsets", "topics", "describe", "metadata")

@@ -33,6 +33,8 @@ class Knob:
 _MAX_ACTIVE = 100_000
 # Ops before a key is retired: beyond any run's op count.
 _MAX_OPS = 1_000_000_000
+# Micro-ops in one transaction: Elle's searches and any system's transaction limits are far below.
+_MAX_TXN = 10_000
 # Topics the describe workload creates and reads on every node after the heal.
 _MAX_TOPICS = 1_000
 
@@ -42,6 +44,10 @@ KNOBS: dict[str, Knob] = {
     "active_names": Knob("count", 1, _MAX_ACTIVE, "topic names in use at once"),
     "ops_per_name": Knob("count", 1, _MAX_OPS, "ops before a name is retired"),
     "describe_topics": Knob("count", 1, _MAX_TOPICS, "topics described"),
+    "key_count": Knob("count", 1, _MAX_ACTIVE, "keys in use at once"),
+    "min_txn_length": Knob("count", 1, _MAX_TXN, "micro-ops in a transaction, at least"),
+    "max_txn_length": Knob("count", 1, _MAX_TXN, "micro-ops in a transaction, at most"),
+    "max_writes_per_key": Knob("count", 1, _MAX_OPS, "writes before a key is retired"),
     "read_fraction": Knob("number", 0, 1, "a fraction"),
     "cas_fraction": Knob("number", 0, 1, "a fraction"),
     "create_fraction": Knob("number", 0, 1, "a fraction"),

@@ -85,6 +85,8 @@ class Store:
                     self.data.setdefault(op.key, []).append(op.value)
                 self.replicate()
                 return ok
+            if op.f == "txn":
+                return dataclasses.replace(ok, value=self.txn(op.value))
             if op.f == "enqueue":
                 if not self.lost():
                     self.queue.append(op.value)
@@ -92,6 +94,23 @@ class Store:
             if op.f == "dequeue":
                 return dataclasses.replace(ok, value=self.queue.popleft() if self.queue else None)
         return dataclasses.replace(op, type=FAIL, error=f"unknown f {op.f}")
+
+
+    def txn(self, mops: list[list[Any]]) -> list[list[Any]]:
+        """A transaction, whole under the lock; with `lag` its reads come from the stale copy."""
+        out: list[list[Any]] = []
+        for f, k, v in mops:
+            key = f"txn{k}"
+            if f == "r":
+                seen = self.view().get(key)
+                out.append([f, k, list(seen) if isinstance(seen, list) else seen])
+            elif f == "append":
+                self.data.setdefault(key, []).append(v)
+                out.append([f, k, v])
+            else:
+                self.data[key] = v
+                out.append([f, k, v])
+        return out
 
 
 class StoreClient:
