@@ -42,6 +42,8 @@ unix_socket_directories = ''
 max_connections = 200
 fsync = on
 synchronous_commit = on
+# appends to a few hot rows deadlock often; found after 1 s by default, they stall every waiter
+deadlock_timeout = '100ms'
 """
 # Every address may connect without a password: the server is reachable only through the test's
 # own containers and the port published on the controller's loopback.
