@@ -83,7 +83,8 @@ class PostgresDB:
         self.spec = spec
         self.isolation = isolation
         self.primary = spec.nodes[0]
-        self.op_timeout = min(5.0, spec.op_timeout)
+        # per round trip, and a transaction makes several: below --op-timeout
+        self.op_timeout = min(5.0, spec.op_timeout / 2)
         if not spec.options.get("docker_image"):
             from jepsen_postgres.image import ensure_image
 
