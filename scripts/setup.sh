@@ -14,7 +14,11 @@ echo "== python packages"
 # the spark extras (PySpark, its Connect client) and the test tools: CI runs every test
 python3 -m pip install -q --disable-pip-version-check -e '.[spark,spark-connect,test]' 2>&1 \
     | grep -v "^WARNING: Location" || true
-python3 -c "import jepsen_py, docker, paramiko, pyspark, plotly, pyarrow, selenium" \
+# examples/postgres's driver (the one dependency its pyproject.toml adds), for its tests; the
+# example itself is run from its own directory, not installed
+python3 -m pip install -q --disable-pip-version-check 'pg8000>=1.30' 2>&1 \
+    | grep -v "^WARNING: Location" || true
+python3 -c "import jepsen_py, docker, paramiko, pyspark, plotly, pyarrow, selenium, pg8000" \
     || { echo "python packages did not install" >&2; exit 1; }
 
 echo "== docker engine"
