@@ -13,9 +13,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+Run = tuple[subprocess.CompletedProcess[str], dict]
+
+
+def run(tmp_path: Path, *extra: str, nemesis: str = "partition-leader") -> Run:
     argv = [sys.executable, "-m", "jepsen_py.cli", "run", "--backend", "docker", "--workload", "list-append",
-            "--nemesis", "partition-leader", "--nemesis-interval", "3", "--time-limit", "10", "--seed", "7",
+            "--nemesis", nemesis, "--nemesis-interval", "3", "--time-limit", "10", "--seed", "7",
             "--results-dir", str(tmp_path), "--no-progress", *extra]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=10 * 60, cwd=REPO, check=False)
     results = tmp_path / "latest" / "results.json"
@@ -34,3 +37,15 @@ def test_the_txn_split_apply_bug_is_caught_on_docker_and_the_correct_build_is_no
     proc, results = run(tmp_path / "correct")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert results["checkers"]["elle"]["txns"]["ok"] > 10
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_correct_build_is_strict_serializable_under_kills_on_docker(
+        docker_engine: None, node_image: str, tmp_path: Path) -> None:
+    proc, results = run(tmp_path / "kill", nemesis="kill")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    elle = results["checkers"]["elle"]
+    assert elle["valid"] is True and elle["txns"]["ok"] > 10
+    ops = [json.loads(line) for line in (tmp_path / "kill" / "latest" / "history.jsonl").open()]
+    assert any(op["f"] == "kill" and op["type"] == "info" for op in ops)  # a kill happened
