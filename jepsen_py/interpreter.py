@@ -22,14 +22,13 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
 
-from jepsen_py.errors import BadInput, FrameworkFailure
 from jepsen_py.generator import Context, Generator, Pending, Template, Thread
-from jepsen_py.history import COMPLETIONS, FAIL, INFO, INVOKE, NEMESIS, OK, Op
+from jepsen_py.history import COMPLETIONS, INFO, INVOKE, NEMESIS, OK, Op
 from jepsen_py.nemeses import faults
-from jepsen_py.protocols import Client, Nemesis, Test, client_reusable
+from jepsen_py.protocols import Client, Nemesis, Test
+from jepsen_py.workers import Worker, WorkerPool, copy_op
 
 log = logging.getLogger(__name__)
 
@@ -158,30 +157,6 @@ class Driver:
             self.cond.notify_all()
 
 
-@dataclass(eq=False)
-class Worker:
-    """One client thread's state: its process, its node, its clients (one per node it used, opened
-    for process `clients_process`) and the op in flight (watched for the op timeout)."""
-
-    thread: Thread
-    process: int | str
-    node: str | None
-    clients: dict[str, Client] = field(default_factory=dict)
-    clients_process: int | str | None = None
-    invokes: int = 0
-    oks: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    inflight: Op | None = None
-    deadline: float = 0.0
-    abandoned: bool = False
-
-
-def _copy(op: Op) -> Op:
-    """What a client gets: its own copy, so mutating it cannot touch the recorded invoke."""
-    return Op(op.index, op.time, op.type, op.process, op.f, op.key, op.value, op.node, op.error,
-              dict(op.meta) if op.meta else {})
-
-
 def normalize(comp: object, inv: Op, *, nemesis: bool = False) -> Op:
     """The completion a client/nemesis returned, made to obey the history's rules."""
     if not isinstance(comp, Op):
@@ -197,44 +172,25 @@ def normalize(comp: object, inv: Op, *, nemesis: bool = False) -> Op:
               meta=comp.meta if comp.meta is not inv.meta else dict(comp.meta))
 
 
-class Interpreter:
-    """Runs generators against the clients and the nemesis, one phase at a time.
-
-    Workers (their process ids and open clients) persist across phases, as Jepsen's do: the final
-    reads of a run continue the process numbering of its main phase.
-    """
+class Interpreter(WorkerPool):
+    """Runs generators against the clients and the nemesis, one phase at a time, a thread per
+    worker (the workers and their clients: jepsen_py.workers)."""
 
     def __init__(self, test: Test, *, client: Client, nemesis: Nemesis | None,
                  record: Callable[[Op], Op], append: Callable[..., Op], concurrency: int,
                  op_timeout: float, rng: random.Random, clock: Clock | None = None,
                  scheduler: Scheduler | None = None) -> None:
-        self.test = test
-        self.client_template = client
+        super().__init__(test, client, concurrency)
         self.nemesis = nemesis
         self.record = record
         self.append = append  # record with a pre-encoded JSON tail (HistoryWriter.append)
-        self.concurrency = concurrency
         self.op_timeout = op_timeout
         self.rng = rng
         self.clock: Clock = clock if clock is not None else MonotonicClock()
         self.scheduler: Scheduler = scheduler if scheduler is not None else ThreadScheduler()
-        nodes = test.nodes
-        self.workers = [
-            Worker(thread=i, process=i, node=nodes[i % len(nodes)] if nodes else None)
-            for i in range(concurrency)
-        ]
-        self.nemesis_worker = Worker(thread=NEMESIS, process=NEMESIS, node=None)
         # the faults an outside nemesis declares, written into its ops (nemeses.faults.mark)
         self.declared = faults.declared(nemesis) if nemesis is not None else {}
         self.watchdog_stop = threading.Event()
-        self.errors: list[str] = []
-        # A worker stopped by what the user gave (a plugin generator's bad op): the run ends with it,
-        # one line and 254, not as a framework failure.
-        self.bad_input: BadInput | None = None
-
-    def counts(self) -> tuple[int, int]:
-        """(client invocations, ok completions) so far."""
-        return sum(w.invokes for w in self.workers), sum(w.oks for w in self.workers)
 
     def run(self, g: Generator, *, with_nemesis: bool) -> None:
         """Drives `g` until it is exhausted; raises FrameworkFailure when a worker broke (the
@@ -269,15 +225,7 @@ class Interpreter:
         finally:
             self.watchdog_stop.set()
             watchdog.join(1.0)
-        if self.bad_input is not None:
-            raise self.bad_input
-        if self.errors:
-            raise FrameworkFailure("; ".join(self.errors[:3]))
-
-    def close_clients(self) -> None:
-        for w in self.workers:
-            for node in list(w.clients):
-                self._drop_client(w, node or None)
+        self.raise_failures()
 
     @staticmethod
     def _join_bounded(ts: Sequence[Task], seconds: float) -> None:
@@ -305,32 +253,6 @@ class Interpreter:
                     self.record(Op(-1, self.clock.ns(), INFO, inv.process, inv.f, inv.key, inv.value,
                                    inv.node, error="timeout",
                                    meta={"timeout_s": self.op_timeout, "by": "controller"}))
-
-    def _client_for(self, w: Worker, node: str | None) -> Client:
-        if w.clients_process != w.process:
-            self._renew_clients(w)
-        key = node or ""
-        c = w.clients.get(key)
-        if c is None:
-            c = self.client_template.open(self.test, node) if node is not None else self.client_template
-            w.clients[key] = c
-        return c
-
-    def _renew_clients(self, w: Worker) -> None:
-        """The worker moved to a new process: closes each client that is not reusable, so the next
-        op opens a fresh one (Jepsen's rule)."""
-        for key, c in list(w.clients.items()):
-            if not client_reusable(c, self.test):
-                self._drop_client(w, key or None)
-        w.clients_process = w.process
-
-    def _drop_client(self, w: Worker, node: str | None) -> None:
-        c = w.clients.pop(node or "", None)
-        if c is not None and c is not self.client_template:
-            try:
-                c.close(self.test)
-            except Exception as e:
-                log.debug("closing a client failed: %s", e)
 
     def _start(self, w: Worker) -> Callable[[Template], Op]:
         def start(tpl: Template) -> Op:
@@ -381,9 +303,7 @@ class Interpreter:
                 try:
                     client = self._client_for(w, inv.node)
                 except Exception as e:
-                    error = f"client open failed: {type(e).__name__}: {e}"
-                    done = self._done(w, inv, Op(-1, 0, FAIL, inv.process, inv.f, inv.key, inv.value,
-                                                 inv.node, error, {}))
+                    done = self._done(w, inv, self.open_failed(inv, e))
                     self.clock.sleep(0.05)
                     continue
                 with w.lock:
@@ -391,12 +311,9 @@ class Interpreter:
                     w.deadline = self.clock.s() + self.op_timeout
                     w.abandoned = False
                 try:
-                    comp = normalize(client.invoke(self.test, _copy(inv)), inv)
+                    comp = normalize(client.invoke(self.test, copy_op(inv)), inv)
                 except Exception as e:
-                    log.debug("client invoke raised on process %s", w.process, exc_info=True)
-                    comp = Op(-1, 0, INFO, inv.process, inv.f, inv.key, inv.value, inv.node,
-                              f"{type(e).__name__}: {e}", {})
-                    self._drop_client(w, inv.node)  # Jepsen: a crashed client is reopened
+                    comp = self.invoke_failed(w, inv, e)
                 done = self._done(w, inv, comp)
         except Exception as e:
             self._worker_failed(w, driver, e)
@@ -406,13 +323,7 @@ class Interpreter:
         everyone and fails the run: a silently shortened test would be a lie."""
         if isinstance(e, RuntimeError) and "history writer is closed" in str(e) and driver.stopped:
             return  # an abandoned worker finishing after the run ended
-        if isinstance(e, BadInput):
-            self.bad_input = self.bad_input or e
-            driver.stop()
-            return
-        log.error("worker %s failed: %s: %s", w.thread, type(e).__name__, e)
-        log.debug("worker failure in full", exc_info=e)
-        self.errors.append(f"worker {w.thread}: {type(e).__name__}: {e}")
+        self.note_failure(w, e)
         driver.stop()
 
     def _nemesis_loop(self, driver: Driver) -> None:
@@ -426,12 +337,9 @@ class Interpreter:
                 if inv is None:
                     return
                 try:
-                    comp = normalize(self.nemesis.invoke(self.test, _copy(inv)), inv, nemesis=True)
+                    comp = normalize(self.nemesis.invoke(self.test, copy_op(inv)), inv, nemesis=True)
                 except Exception as e:
-                    log.error("nemesis op %s failed: %s: %s", inv.f, type(e).__name__, e)
-                    log.debug("nemesis failure in full", exc_info=True)
-                    comp = Op(-1, 0, INFO, NEMESIS, inv.f, inv.key, inv.value, inv.node,
-                              f"{type(e).__name__}: {e}", {})
+                    comp = self.nemesis_failed(inv, e)
                 done = self._done(w, inv, self._declare(comp))
         except Exception as e:
             self._worker_failed(w, driver, e)
