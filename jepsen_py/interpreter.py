@@ -24,11 +24,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from jepsen_py.generator import Context, Generator, Pending, Template, Thread
+from jepsen_py.generator import Context, Generator, Template, Thread
 from jepsen_py.history import COMPLETIONS, INFO, INVOKE, NEMESIS, OK, Op
 from jepsen_py.nemeses import faults
 from jepsen_py.protocols import Client, Nemesis, Test
-from jepsen_py.workers import Worker, WorkerPool, copy_op
+from jepsen_py.workers import GeneratorPhase, Worker, WorkerPool, copy_op
 
 log = logging.getLogger(__name__)
 
@@ -96,21 +96,17 @@ class ThreadScheduler:
         return t
 
 
-class Driver:
-    """Hands a generator's ops to workers. The generator is only ever called under the lock; ops
-    run outside it."""
+class Driver(GeneratorPhase):
+    """Hands a generator's ops to worker threads. The generator is only ever called under the lock;
+    ops run outside it."""
 
     def __init__(self, g: Generator, rng: random.Random, threads: Sequence[Thread],
                  nodes: Sequence[str], clock: Clock) -> None:
-        self.gen = g
+        super().__init__(g, threads)
         self.rng = rng
-        self.threads = tuple(threads)
         self.nodes = tuple(nodes)
         self.clock = clock
-        self.busy: set[Thread] = set()
         self.cond = threading.Condition(threading.Lock())
-        self.exhausted = False
-        self.stopped = False
         self.event_waiters = 0
 
     def _ctx(self, thread: Thread, process: int | str) -> Context:
@@ -124,26 +120,19 @@ class Driver:
         with self.cond:
             if done is not None:
                 process, invoke, completion = done()
-                self.busy.discard(w.thread)
-                try:
-                    self.gen.update(self._ctx(w.thread, process), invoke, completion)
-                except Exception:
-                    log.exception("generator update failed")
+                self.tell(w.thread, self._ctx(w.thread, process), invoke, completion)
                 if self.event_waiters:
                     self.cond.notify_all()
             while True:
-                if self.exhausted or self.stopped:
+                if self.over:
                     return None
                 ctx = self._ctx(w.thread, w.process)
-                step = self.gen.op(ctx)
+                step = self.ask(w.thread, ctx)
                 if step is None:
-                    self.exhausted = True
                     self.cond.notify_all()
                     return None
                 if isinstance(step, Template):
-                    self.busy.add(w.thread)
                     return start(step)
-                assert isinstance(step, Pending)
                 if step.until is None:
                     self.event_waiters += 1
                     self.clock.wait(self.cond, POLL_S)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from jepsen_py.errors import BadInput, FrameworkFailure
-from jepsen_py.generator import Thread
+from jepsen_py.generator import Context, Generator, Pending, Template, Thread
 from jepsen_py.history import FAIL, INFO, NEMESIS, Op
 from jepsen_py.protocols import Test, client_reusable
 
@@ -142,3 +143,42 @@ class WorkerPool:
         log.error("nemesis op %s failed: %s: %s", inv.f, type(e).__name__, e)
         log.debug("nemesis failure in full", exc_info=True)
         return Op(-1, 0, INFO, NEMESIS, inv.f, inv.key, inv.value, inv.node, f"{type(e).__name__}: {e}", {})
+
+
+class GeneratorPhase:
+    """One generator being driven, as both interpreters hand it out: who is busy, whether it is
+    exhausted or stopped. Only one worker at a time asks or tells it (under the threaded
+    interpreter's lock; on the simulator's one loop, between two awaits), as in Jepsen's
+    interpreter, where one thread owns the generator."""
+
+    def __init__(self, g: Generator, threads: Sequence[Thread]) -> None:
+        self.gen = g
+        self.threads = tuple(threads)
+        self.busy: set[Thread] = set()
+        self.exhausted = False
+        self.stopped = False
+
+    @property
+    def over(self) -> bool:
+        return self.exhausted or self.stopped
+
+    def ask(self, thread: Thread, ctx: Context) -> Template | Pending | None:
+        """The generator's next step for `thread` (ask only while not `over`): an op to start (the
+        thread is busy until told), a wait, or None: the generator just ran out (wake the waiters)."""
+        step = self.gen.op(ctx)
+        if step is None:
+            self.exhausted = True
+            return None
+        if isinstance(step, Template):
+            self.busy.add(thread)
+            return step
+        assert isinstance(step, Pending)
+        return step
+
+    def tell(self, thread: Thread, ctx: Context, invoke: Op, completion: Op) -> None:
+        """The op `thread` started has completed: it is free, and the generator hears how."""
+        self.busy.discard(thread)
+        try:
+            self.gen.update(ctx, invoke, completion)
+        except Exception:
+            log.exception("generator update failed")

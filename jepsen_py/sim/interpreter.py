@@ -26,7 +26,7 @@ from jepsen_py.generator import Context, Generator, Pending, Template, Thread
 from jepsen_py.history import INFO, INVOKE, NEMESIS, OK, Op
 from jepsen_py.interpreter import normalize
 from jepsen_py.protocols import Test
-from jepsen_py.workers import Worker, WorkerPool, copy_op
+from jepsen_py.workers import GeneratorPhase, Worker, WorkerPool, copy_op
 
 log = logging.getLogger(__name__)
 
@@ -50,15 +50,11 @@ class AsyncNemesis(Protocol):
     async def invoke(self, test: Test, op: Op) -> Op: ...
 
 
-class _Phase:
-    """One generator being driven: who is busy, whether it is exhausted, who waits."""
+class _Phase(GeneratorPhase):
+    """One generator being driven (jepsen_py.workers.GeneratorPhase), and who waits on it."""
 
     def __init__(self, g: Generator, threads: Sequence[Thread]) -> None:
-        self.gen = g
-        self.threads = tuple(threads)
-        self.busy: set[Thread] = set()
-        self.exhausted = False
-        self.stopped = False
+        super().__init__(g, threads)
         self.event_waiters: list[asyncio.Future[None]] = []
         self.timed_waiters: list[asyncio.Future[None]] = []
 
@@ -147,16 +143,14 @@ class SimInterpreter(WorkerPool):
     async def _next(self, w: Worker, phase: _Phase) -> Op | None:
         """The worker's next invocation, recorded; None when the phase is over for it."""
         while True:
-            if phase.exhausted or phase.stopped:
+            if phase.over:
                 return None
             ctx = self._ctx(phase, w.thread, w.process)
-            step = phase.gen.op(ctx)
+            step = phase.ask(w.thread, ctx)
             if step is None:
-                phase.exhausted = True
                 phase.wake_all()
                 return None
             if isinstance(step, Template):
-                phase.busy.add(w.thread)
                 if w is not self.nemesis_worker:
                     w.invokes += 1
                 return self.record(Op(-1, self.now_ns(), INVOKE, w.process, step.f, step.key,
@@ -175,11 +169,7 @@ class SimInterpreter(WorkerPool):
         process = w.process
         if comp.type == INFO and isinstance(process, int):
             w.process = process + self.concurrency
-        phase.busy.discard(w.thread)
-        try:
-            phase.gen.update(self._ctx(phase, w.thread, process), inv, comp)
-        except Exception:
-            log.exception("generator update failed")
+        phase.tell(w.thread, self._ctx(phase, w.thread, process), inv, comp)
         phase.completed()
 
     async def _worker_loop(self, w: Worker, phase: _Phase) -> None:
