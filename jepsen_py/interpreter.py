@@ -9,9 +9,10 @@ or overruns the op timeout) takes a fresh process id, process + concurrency, and
 new process gets new clients unless its clients say they are reusable (`client_reusable`): a
 connection left holding an unanswered request must not hold the worker's later ops behind it.
 
-Time and tasks come from two injected objects, `Clock` and `Scheduler`: the real ones read the
-monotonic clock and start threads; a deterministic simulator can supply its own of each without
-touching the logic here.
+Time and tasks come from two injected objects, `Clock` and `Scheduler` (the real engine's,
+jepsen_py.engine.RealEngine): the real ones read the monotonic clock and start threads; a test may
+supply its own. The simulator drives the same workers and generator handoff (jepsen_py.workers)
+as coroutines instead (jepsen_py.sim.interpreter).
 """
 
 from __future__ import annotations
