@@ -23,13 +23,13 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from jepsen_py.generator import Context, Generator, Template, Thread
 from jepsen_py.history import COMPLETIONS, INFO, INVOKE, NEMESIS, OK, Op
 from jepsen_py.nemeses import faults
 from jepsen_py.protocols import Client, Nemesis, Test
-from jepsen_py.workers import GeneratorPhase, Worker, WorkerPool, copy_op
+from jepsen_py.workers import GeneratorPhase, Worker, WorkerPool, copy_op, run_to_end
 
 log = logging.getLogger(__name__)
 
@@ -191,10 +191,11 @@ class Interpreter(WorkerPool):
         driver = Driver(g, self.rng, threads, self.test.nodes, self.clock)
         self.watchdog_stop.clear()
         watchdog = self.scheduler.spawn("op-timeouts", self._watchdog)
-        ts = [self.scheduler.spawn(f"worker-{w.thread}", lambda w=w: self._client_loop(w, driver))
+        ts = [self.scheduler.spawn(f"worker-{w.thread}", lambda w=w: run_to_end(self.work(w, driver)))
               for w in self.workers]
         if with_nemesis:
-            ts.append(self.scheduler.spawn("nemesis", lambda: self._nemesis_loop(driver)))
+            nemesis_worker = self.nemesis_worker
+            ts.append(self.scheduler.spawn("nemesis", lambda: run_to_end(self.work(nemesis_worker, driver))))
         try:
             while True:
                 alive = [t for t in ts if t.is_alive()]
@@ -281,55 +282,43 @@ class Interpreter(WorkerPool):
             return process, inv, c
         return done
 
-    def _client_loop(self, w: Worker, driver: Driver) -> None:
-        start = self._start(w)
-        done: Callable[[], tuple[int | str, Op, Op]] | None = None
-        try:
-            while True:
-                inv = driver.next(w, start, done)
-                done = None
-                if inv is None:
-                    return
-                try:
-                    client = self._client_for(w, inv.node)
-                except Exception as e:
-                    done = self._done(w, inv, self.open_failed(inv, e))
-                    self.clock.sleep(0.05)
-                    continue
-                with w.lock:
-                    w.inflight = inv
-                    w.deadline = self.clock.s() + self.op_timeout
-                    w.abandoned = False
-                try:
-                    comp = normalize(client.invoke(self.test, copy_op(inv)), inv)
-                except Exception as e:
-                    comp = self.invoke_failed(w, inv, e)
-                done = self._done(w, inv, comp)
-        except Exception as e:
-            self._worker_failed(w, driver, e)
+    async def next_op(self, w: Worker, phase: Any, finished: tuple[Op, Op] | None) -> Op | None:
+        """Blocks in the driver: the completion recorded and the next op started under its lock."""
+        done = None
+        if finished is not None:
+            done = self._done(w, *finished)
+            if w.open_failed:  # a node that refuses connections is not asked again at once
+                w.open_failed = False
+                self.clock.sleep(0.05)
+        return phase.next(w, self._start(w), done)  # type: ignore[no-any-return]
 
-    def _worker_failed(self, w: Worker, driver: Driver, e: Exception) -> None:
+    async def perform(self, w: Worker, inv: Op) -> Op:
+        """Blocks in the client (the watchdog turns an overrun into info) or the nemesis."""
+        if w is self.nemesis_worker:
+            assert self.nemesis is not None
+            try:
+                comp = normalize(self.nemesis.invoke(self.test, copy_op(inv)), inv, nemesis=True)
+            except Exception as e:
+                comp = self.nemesis_failed(inv, e)
+            return self._declare(comp)
+        try:
+            client = self._client_for(w, inv.node)
+        except Exception as e:
+            w.open_failed = True
+            return self.open_failed(inv, e)
+        with w.lock:
+            w.inflight = inv
+            w.deadline = self.clock.s() + self.op_timeout
+            w.abandoned = False
+        try:
+            return normalize(client.invoke(self.test, copy_op(inv)), inv)
+        except Exception as e:
+            return self.invoke_failed(w, inv, e)
+
+    def worker_failed(self, w: Worker, phase: Any, e: Exception) -> None:
         """A failure outside invoke (a generator bug, the history unwritable) ends the phase for
         everyone and fails the run: a silently shortened test would be a lie."""
-        if isinstance(e, RuntimeError) and "history writer is closed" in str(e) and driver.stopped:
+        if isinstance(e, RuntimeError) and "history writer is closed" in str(e) and phase.stopped:
             return  # an abandoned worker finishing after the run ended
         self.note_failure(w, e)
-        driver.stop()
-
-    def _nemesis_loop(self, driver: Driver) -> None:
-        assert self.nemesis is not None
-        w = self.nemesis_worker
-        start = self._start(w)
-        done: Callable[[], tuple[int | str, Op, Op]] | None = None
-        try:
-            while True:
-                inv = driver.next(w, start, done)
-                if inv is None:
-                    return
-                try:
-                    comp = normalize(self.nemesis.invoke(self.test, copy_op(inv)), inv, nemesis=True)
-                except Exception as e:
-                    comp = self.nemesis_failed(inv, e)
-                done = self._done(w, inv, self._declare(comp))
-        except Exception as e:
-            self._worker_failed(w, driver, e)
+        phase.stop()

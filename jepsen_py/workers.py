@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,7 @@ class Worker:
     inflight: Op | None = None
     deadline: float = 0.0
     abandoned: bool = False
+    open_failed: bool = False  # its last op failed to open a client (the threaded worker backs off)
 
 
 def copy_op(op: Op) -> Op:
@@ -50,10 +51,26 @@ def copy_op(op: Op) -> Op:
               dict(op.meta) if op.meta else {})
 
 
+def run_to_end(coro: Coroutine[Any, Any, None]) -> None:
+    """Runs a coroutine whose every wait blocks (a worker thread's, the real engine's phases) to its
+    end, without an event loop; RuntimeError if it suspends after all."""
+    try:
+        coro.send(None)
+    except StopIteration:
+        return
+    coro.close()
+    raise RuntimeError("a coroutine meant to block suspended, and there is no event loop to resume it")
+
+
 class WorkerPool:
     """The workers of one run, `concurrency` client workers and the nemesis's. They persist across
     phases, as Jepsen's do: the final reads of a run continue the process numbering of its main
-    phase."""
+    phase.
+
+    `work` is every worker's loop, for both engines: finish the previous op and take the next one
+    from the generator (`next_op`), perform it (`perform`), again until the phase ends. An engine
+    says how each step waits: a thread blocks in it (the coroutine then never suspends and runs
+    in its thread by `run_to_end`), a simulated worker awaits virtual time."""
 
     def __init__(self, test: Test, client: Any, concurrency: int) -> None:
         self.test = test
@@ -69,6 +86,32 @@ class WorkerPool:
         # A worker stopped by what the user gave (a plugin generator's bad op): the run ends with it,
         # one line and 254, not as a framework failure.
         self.bad_input: BadInput | None = None
+
+    async def work(self, w: Worker, phase: Any) -> None:
+        """One worker's loop until the phase is over for it; a failure outside invoke ends the
+        phase for everyone (`worker_failed`)."""
+        finished: tuple[Op, Op] | None = None
+        try:
+            while True:
+                inv = await self.next_op(w, phase, finished)
+                if inv is None:
+                    return
+                finished = (inv, await self.perform(w, inv))
+        except Exception as e:
+            self.worker_failed(w, phase, e)
+
+    async def next_op(self, w: Worker, phase: Any, finished: tuple[Op, Op] | None) -> Op | None:
+        """Records `finished` (the invoke and completion of the worker's previous op) and tells the
+        generator, then the worker's next invocation, recorded; None when the phase is over."""
+        raise NotImplementedError
+
+    async def perform(self, w: Worker, inv: Op) -> Op:
+        """The completion of `inv`, by the worker's client or, for the nemesis's worker, the nemesis."""
+        raise NotImplementedError
+
+    def worker_failed(self, w: Worker, phase: Any, e: Exception) -> None:
+        """Notes the failure and stops the phase."""
+        raise NotImplementedError
 
     def counts(self) -> tuple[int, int]:
         """(client invocations, ok completions) so far."""

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from jepsen_py.generator import Context, Generator, Pending, Template, Thread
 from jepsen_py.history import INFO, INVOKE, NEMESIS, OK, Op
@@ -121,9 +121,9 @@ class SimInterpreter(WorkerPool):
         if with_nemesis and self.nemesis is not None:
             threads.append(NEMESIS)
         phase = _Phase(g, threads)
-        loops = [self._worker_loop(w, phase) for w in self.workers]
+        loops = [self.work(w, phase) for w in self.workers]
         if NEMESIS in threads:
-            loops.append(self._worker_loop(self.nemesis_worker, phase))
+            loops.append(self.work(self.nemesis_worker, phase))
         tasks = [asyncio.ensure_future(c) for c in loops]
         try:
             await asyncio.gather(*tasks)
@@ -172,23 +172,22 @@ class SimInterpreter(WorkerPool):
         phase.tell(w.thread, self._ctx(phase, w.thread, process), inv, comp)
         phase.completed()
 
-    async def _worker_loop(self, w: Worker, phase: _Phase) -> None:
-        try:
-            while True:
-                inv = await self._next(w, phase)
-                if inv is None:
-                    return
-                if w is self.nemesis_worker:
-                    comp = await self._nemesis_op(inv)
-                else:
-                    comp = await self._client_op(w, inv)
-                self._finish(w, phase, inv, comp)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            self.note_failure(w, e)
-            phase.stopped = True
-            phase.wake_all()
+    async def next_op(self, w: Worker, phase: Any, finished: tuple[Op, Op] | None) -> Op | None:
+        """The previous op finished and the next asked for with no await between, as the threaded
+        interpreter does under its lock."""
+        if finished is not None:
+            self._finish(w, phase, *finished)
+        return await self._next(w, phase)
+
+    async def perform(self, w: Worker, inv: Op) -> Op:
+        if w is self.nemesis_worker:
+            return await self._nemesis_op(inv)
+        return await self._client_op(w, inv)
+
+    def worker_failed(self, w: Worker, phase: Any, e: Exception) -> None:
+        self.note_failure(w, e)
+        phase.stopped = True
+        phase.wake_all()
 
     async def _client_op(self, w: Worker, inv: Op) -> Op:
         try:
