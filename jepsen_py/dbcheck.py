@@ -423,7 +423,7 @@ def check_sim(spec: TestSpec, *, workloads: list[str] | None, time_limit: float 
     db = RaftMetadataDB(spec)
     known = sorted(workload_registry())
     chosen = workloads or claimed_workloads(db, spec, known)
-    report = Report(spec.db, "sim", sorted(capabilities(db)))
+    report = Report(spec.db, spec.backend, sorted(capabilities(db)))
     report.add("capabilities", True, f"{', '.join(report.capabilities)}; workloads: {', '.join(chosen)}")
     report.add("provision", True, f"{len(spec.nodes)} simulated nodes in this process")
     samples: list[Op] = []

@@ -9,9 +9,10 @@ or overruns the op timeout) takes a fresh process id, process + concurrency, and
 new process gets new clients unless its clients say they are reusable (`client_reusable`): a
 connection left holding an unanswered request must not hold the worker's later ops behind it.
 
-Time and tasks come from two injected objects, `Clock` and `Scheduler`: the real ones read the
-monotonic clock and start threads; a deterministic simulator can supply its own of each without
-touching the logic here.
+Time and tasks come from two injected objects, `Clock` and `Scheduler` (the real engine's,
+jepsen_py.engine.RealEngine): the real ones read the monotonic clock and start threads; a test may
+supply its own. The simulator drives the same workers and generator handoff (jepsen_py.workers)
+as coroutines instead (jepsen_py.sim.interpreter).
 """
 
 from __future__ import annotations
@@ -22,14 +23,13 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from jepsen_py.errors import BadInput, FrameworkFailure
-from jepsen_py.generator import Context, Generator, Pending, Template, Thread
-from jepsen_py.history import COMPLETIONS, FAIL, INFO, INVOKE, NEMESIS, OK, Op
+from jepsen_py.generator import Context, Generator, Template, Thread
+from jepsen_py.history import COMPLETIONS, INFO, INVOKE, NEMESIS, OK, Op
 from jepsen_py.nemeses import faults
-from jepsen_py.protocols import Client, Nemesis, Test, client_reusable
+from jepsen_py.protocols import Client, Nemesis, Test
+from jepsen_py.workers import GeneratorPhase, Worker, WorkerPool, copy_op, run_to_end
 
 log = logging.getLogger(__name__)
 
@@ -97,21 +97,17 @@ class ThreadScheduler:
         return t
 
 
-class Driver:
-    """Hands a generator's ops to workers. The generator is only ever called under the lock; ops
-    run outside it."""
+class Driver(GeneratorPhase):
+    """Hands a generator's ops to worker threads. The generator is only ever called under the lock;
+    ops run outside it."""
 
     def __init__(self, g: Generator, rng: random.Random, threads: Sequence[Thread],
                  nodes: Sequence[str], clock: Clock) -> None:
-        self.gen = g
+        super().__init__(g, threads)
         self.rng = rng
-        self.threads = tuple(threads)
         self.nodes = tuple(nodes)
         self.clock = clock
-        self.busy: set[Thread] = set()
         self.cond = threading.Condition(threading.Lock())
-        self.exhausted = False
-        self.stopped = False
         self.event_waiters = 0
 
     def _ctx(self, thread: Thread, process: int | str) -> Context:
@@ -125,26 +121,19 @@ class Driver:
         with self.cond:
             if done is not None:
                 process, invoke, completion = done()
-                self.busy.discard(w.thread)
-                try:
-                    self.gen.update(self._ctx(w.thread, process), invoke, completion)
-                except Exception:
-                    log.exception("generator update failed")
+                self.tell(w.thread, self._ctx(w.thread, process), invoke, completion)
                 if self.event_waiters:
                     self.cond.notify_all()
             while True:
-                if self.exhausted or self.stopped:
+                if self.over:
                     return None
                 ctx = self._ctx(w.thread, w.process)
-                step = self.gen.op(ctx)
+                step = self.ask(w.thread, ctx)
                 if step is None:
-                    self.exhausted = True
                     self.cond.notify_all()
                     return None
                 if isinstance(step, Template):
-                    self.busy.add(w.thread)
                     return start(step)
-                assert isinstance(step, Pending)
                 if step.until is None:
                     self.event_waiters += 1
                     self.clock.wait(self.cond, POLL_S)
@@ -156,30 +145,6 @@ class Driver:
         with self.cond:
             self.stopped = True
             self.cond.notify_all()
-
-
-@dataclass(eq=False)
-class Worker:
-    """One client thread's state: its process, its node, its clients (one per node it used, opened
-    for process `clients_process`) and the op in flight (watched for the op timeout)."""
-
-    thread: Thread
-    process: int | str
-    node: str | None
-    clients: dict[str, Client] = field(default_factory=dict)
-    clients_process: int | str | None = None
-    invokes: int = 0
-    oks: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    inflight: Op | None = None
-    deadline: float = 0.0
-    abandoned: bool = False
-
-
-def _copy(op: Op) -> Op:
-    """What a client gets: its own copy, so mutating it cannot touch the recorded invoke."""
-    return Op(op.index, op.time, op.type, op.process, op.f, op.key, op.value, op.node, op.error,
-              dict(op.meta) if op.meta else {})
 
 
 def normalize(comp: object, inv: Op, *, nemesis: bool = False) -> Op:
@@ -197,44 +162,25 @@ def normalize(comp: object, inv: Op, *, nemesis: bool = False) -> Op:
               meta=comp.meta if comp.meta is not inv.meta else dict(comp.meta))
 
 
-class Interpreter:
-    """Runs generators against the clients and the nemesis, one phase at a time.
-
-    Workers (their process ids and open clients) persist across phases, as Jepsen's do: the final
-    reads of a run continue the process numbering of its main phase.
-    """
+class Interpreter(WorkerPool):
+    """Runs generators against the clients and the nemesis, one phase at a time, a thread per
+    worker (the workers and their clients: jepsen_py.workers)."""
 
     def __init__(self, test: Test, *, client: Client, nemesis: Nemesis | None,
                  record: Callable[[Op], Op], append: Callable[..., Op], concurrency: int,
                  op_timeout: float, rng: random.Random, clock: Clock | None = None,
                  scheduler: Scheduler | None = None) -> None:
-        self.test = test
-        self.client_template = client
+        super().__init__(test, client, concurrency)
         self.nemesis = nemesis
         self.record = record
         self.append = append  # record with a pre-encoded JSON tail (HistoryWriter.append)
-        self.concurrency = concurrency
         self.op_timeout = op_timeout
         self.rng = rng
         self.clock: Clock = clock if clock is not None else MonotonicClock()
         self.scheduler: Scheduler = scheduler if scheduler is not None else ThreadScheduler()
-        nodes = test.nodes
-        self.workers = [
-            Worker(thread=i, process=i, node=nodes[i % len(nodes)] if nodes else None)
-            for i in range(concurrency)
-        ]
-        self.nemesis_worker = Worker(thread=NEMESIS, process=NEMESIS, node=None)
         # the faults an outside nemesis declares, written into its ops (nemeses.faults.mark)
         self.declared = faults.declared(nemesis) if nemesis is not None else {}
         self.watchdog_stop = threading.Event()
-        self.errors: list[str] = []
-        # A worker stopped by what the user gave (a plugin generator's bad op): the run ends with it,
-        # one line and 254, not as a framework failure.
-        self.bad_input: BadInput | None = None
-
-    def counts(self) -> tuple[int, int]:
-        """(client invocations, ok completions) so far."""
-        return sum(w.invokes for w in self.workers), sum(w.oks for w in self.workers)
 
     def run(self, g: Generator, *, with_nemesis: bool) -> None:
         """Drives `g` until it is exhausted; raises FrameworkFailure when a worker broke (the
@@ -245,10 +191,11 @@ class Interpreter:
         driver = Driver(g, self.rng, threads, self.test.nodes, self.clock)
         self.watchdog_stop.clear()
         watchdog = self.scheduler.spawn("op-timeouts", self._watchdog)
-        ts = [self.scheduler.spawn(f"worker-{w.thread}", lambda w=w: self._client_loop(w, driver))
+        ts = [self.scheduler.spawn(f"worker-{w.thread}", lambda w=w: run_to_end(self.work(w, driver)))
               for w in self.workers]
         if with_nemesis:
-            ts.append(self.scheduler.spawn("nemesis", lambda: self._nemesis_loop(driver)))
+            nemesis_worker = self.nemesis_worker
+            ts.append(self.scheduler.spawn("nemesis", lambda: run_to_end(self.work(nemesis_worker, driver))))
         try:
             while True:
                 alive = [t for t in ts if t.is_alive()]
@@ -269,15 +216,7 @@ class Interpreter:
         finally:
             self.watchdog_stop.set()
             watchdog.join(1.0)
-        if self.bad_input is not None:
-            raise self.bad_input
-        if self.errors:
-            raise FrameworkFailure("; ".join(self.errors[:3]))
-
-    def close_clients(self) -> None:
-        for w in self.workers:
-            for node in list(w.clients):
-                self._drop_client(w, node or None)
+        self.raise_failures()
 
     @staticmethod
     def _join_bounded(ts: Sequence[Task], seconds: float) -> None:
@@ -305,32 +244,6 @@ class Interpreter:
                     self.record(Op(-1, self.clock.ns(), INFO, inv.process, inv.f, inv.key, inv.value,
                                    inv.node, error="timeout",
                                    meta={"timeout_s": self.op_timeout, "by": "controller"}))
-
-    def _client_for(self, w: Worker, node: str | None) -> Client:
-        if w.clients_process != w.process:
-            self._renew_clients(w)
-        key = node or ""
-        c = w.clients.get(key)
-        if c is None:
-            c = self.client_template.open(self.test, node) if node is not None else self.client_template
-            w.clients[key] = c
-        return c
-
-    def _renew_clients(self, w: Worker) -> None:
-        """The worker moved to a new process: closes each client that is not reusable, so the next
-        op opens a fresh one (Jepsen's rule)."""
-        for key, c in list(w.clients.items()):
-            if not client_reusable(c, self.test):
-                self._drop_client(w, key or None)
-        w.clients_process = w.process
-
-    def _drop_client(self, w: Worker, node: str | None) -> None:
-        c = w.clients.pop(node or "", None)
-        if c is not None and c is not self.client_template:
-            try:
-                c.close(self.test)
-            except Exception as e:
-                log.debug("closing a client failed: %s", e)
 
     def _start(self, w: Worker) -> Callable[[Template], Op]:
         def start(tpl: Template) -> Op:
@@ -369,69 +282,43 @@ class Interpreter:
             return process, inv, c
         return done
 
-    def _client_loop(self, w: Worker, driver: Driver) -> None:
-        start = self._start(w)
-        done: Callable[[], tuple[int | str, Op, Op]] | None = None
-        try:
-            while True:
-                inv = driver.next(w, start, done)
-                done = None
-                if inv is None:
-                    return
-                try:
-                    client = self._client_for(w, inv.node)
-                except Exception as e:
-                    error = f"client open failed: {type(e).__name__}: {e}"
-                    done = self._done(w, inv, Op(-1, 0, FAIL, inv.process, inv.f, inv.key, inv.value,
-                                                 inv.node, error, {}))
-                    self.clock.sleep(0.05)
-                    continue
-                with w.lock:
-                    w.inflight = inv
-                    w.deadline = self.clock.s() + self.op_timeout
-                    w.abandoned = False
-                try:
-                    comp = normalize(client.invoke(self.test, _copy(inv)), inv)
-                except Exception as e:
-                    log.debug("client invoke raised on process %s", w.process, exc_info=True)
-                    comp = Op(-1, 0, INFO, inv.process, inv.f, inv.key, inv.value, inv.node,
-                              f"{type(e).__name__}: {e}", {})
-                    self._drop_client(w, inv.node)  # Jepsen: a crashed client is reopened
-                done = self._done(w, inv, comp)
-        except Exception as e:
-            self._worker_failed(w, driver, e)
+    async def next_op(self, w: Worker, phase: Any, finished: tuple[Op, Op] | None) -> Op | None:
+        """Blocks in the driver: the completion recorded and the next op started under its lock."""
+        done = None
+        if finished is not None:
+            done = self._done(w, *finished)
+            if w.open_failed:  # a node that refuses connections is not asked again at once
+                w.open_failed = False
+                self.clock.sleep(0.05)
+        return phase.next(w, self._start(w), done)  # type: ignore[no-any-return]
 
-    def _worker_failed(self, w: Worker, driver: Driver, e: Exception) -> None:
+    async def perform(self, w: Worker, inv: Op) -> Op:
+        """Blocks in the client (the watchdog turns an overrun into info) or the nemesis."""
+        if w is self.nemesis_worker:
+            assert self.nemesis is not None
+            try:
+                comp = normalize(self.nemesis.invoke(self.test, copy_op(inv)), inv, nemesis=True)
+            except Exception as e:
+                comp = self.nemesis_failed(inv, e)
+            return self._declare(comp)
+        try:
+            client = self._client_for(w, inv.node)
+        except Exception as e:
+            w.open_failed = True
+            return self.open_failed(inv, e)
+        with w.lock:
+            w.inflight = inv
+            w.deadline = self.clock.s() + self.op_timeout
+            w.abandoned = False
+        try:
+            return normalize(client.invoke(self.test, copy_op(inv)), inv)
+        except Exception as e:
+            return self.invoke_failed(w, inv, e)
+
+    def worker_failed(self, w: Worker, phase: Any, e: Exception) -> None:
         """A failure outside invoke (a generator bug, the history unwritable) ends the phase for
         everyone and fails the run: a silently shortened test would be a lie."""
-        if isinstance(e, RuntimeError) and "history writer is closed" in str(e) and driver.stopped:
+        if isinstance(e, RuntimeError) and "history writer is closed" in str(e) and phase.stopped:
             return  # an abandoned worker finishing after the run ended
-        if isinstance(e, BadInput):
-            self.bad_input = self.bad_input or e
-            driver.stop()
-            return
-        log.error("worker %s failed: %s: %s", w.thread, type(e).__name__, e)
-        log.debug("worker failure in full", exc_info=e)
-        self.errors.append(f"worker {w.thread}: {type(e).__name__}: {e}")
-        driver.stop()
-
-    def _nemesis_loop(self, driver: Driver) -> None:
-        assert self.nemesis is not None
-        w = self.nemesis_worker
-        start = self._start(w)
-        done: Callable[[], tuple[int | str, Op, Op]] | None = None
-        try:
-            while True:
-                inv = driver.next(w, start, done)
-                if inv is None:
-                    return
-                try:
-                    comp = normalize(self.nemesis.invoke(self.test, _copy(inv)), inv, nemesis=True)
-                except Exception as e:
-                    log.error("nemesis op %s failed: %s: %s", inv.f, type(e).__name__, e)
-                    log.debug("nemesis failure in full", exc_info=True)
-                    comp = Op(-1, 0, INFO, NEMESIS, inv.f, inv.key, inv.value, inv.node,
-                              f"{type(e).__name__}: {e}", {})
-                done = self._done(w, inv, self._declare(comp))
-        except Exception as e:
-            self._worker_failed(w, driver, e)
+        self.note_failure(w, e)
+        phase.stop()

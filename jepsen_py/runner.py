@@ -20,6 +20,11 @@ Any failure or Ctrl-C in a phase still heals and tears down; a failure is report
 (254 for environment problems and bad input), never swallowed. A nemesis that needs a capability
 the DB lacks (kill, pause, primaries, ...) is refused before step 1.
 
+The phases are written once here, for every world: an engine (jepsen_py.engine) says what time it
+is, how to wait, how nodes come up and which interpreter drives the ops. Real backends run on
+`RealEngine` (wall time, threads); the simulator on its own (jepsen_py.sim.engine: virtual time,
+one event loop), so a simulated run is this runner's run.
+
 `run_test` takes live objects (tests drive it with in-process fakes); `jepsen-py run` builds them
 from names. How ops are driven lives in jepsen_py.interpreter, what a verdict is in
 jepsen_py.analysis.
@@ -27,10 +32,8 @@ jepsen_py.analysis.
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import random
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -49,13 +52,12 @@ from jepsen_py.analysis import (
     unique_name,
     write_results,
 )
-from jepsen_py.errors import EXIT_BAD_INPUT, BadInput, FrameworkFailure, JepsenError, RunInterrupted
+from jepsen_py.engine import Engine, RealEngine
+from jepsen_py.errors import EXIT_BAD_INPUT, BadInput, FrameworkFailure, RunInterrupted
 from jepsen_py.generator import Generator
 from jepsen_py.history import INFO, INVOKE, NEMESIS, HistoryWriter, Op
-from jepsen_py.interpreter import Clock, Interpreter, MonotonicClock, Scheduler
+from jepsen_py.interpreter import Clock, Scheduler
 from jepsen_py.nodenames import check_node_names
-from jepsen_py.observer import Observer
-from jepsen_py.progress import Progress
 from jepsen_py.protocols import DB, Backend, Nemesis, Test, TestSpec, has_capability
 from jepsen_py.verdict import Valid
 from jepsen_py.workload import Workload
@@ -114,13 +116,13 @@ class RunOutcome:
 
 
 class Run:
-    """The phases of one run and what each set up, so cleanup undoes exactly that."""
+    """The phases of one run, written once for every engine, and what each set up, so cleanup undoes
+    exactly that."""
 
     def __init__(self, spec: TestSpec, *, db: DB, workload: Workload, client: Any,
                  nemesis: Nemesis | None, nemesis_generator: Generator | None, backend: Backend,
-                 run_dir: Path, writer: HistoryWriter, progress: Progress | None,
-                 observer_interval: float, setup_timeout: float, clock: Clock | None = None,
-                 scheduler: Scheduler | None = None) -> None:
+                 run_dir: Path, writer: HistoryWriter, observer_interval: float, setup_timeout: float,
+                 engine: Engine, saw: Callable[[Op], None] | None = None) -> None:
         self.spec = spec
         self.db = db
         self.workload = workload
@@ -129,78 +131,85 @@ class Run:
         self.backend = backend
         self.run_dir = run_dir
         self.writer = writer
-        self.progress = progress
+        self.progress: Any = None
         self.observer_interval = observer_interval
         self.setup_timeout = setup_timeout
-        self.clock: Clock = clock if clock is not None else MonotonicClock()
+        self.engine = engine
+        self.clock = engine.clock
+        self.saw = saw
         self.test = Test(spec=spec, store_dir=run_dir, log=logging.getLogger("jepsen_py.test"),
                          rng=random.Random(spec.seed), backend=backend, db=db)
         # Generators get their own stream, so a nemesis drawing from test.rng in its own thread
         # cannot shift the ops the clients are handed.
-        self.interpreter = Interpreter(
+        self.interpreter = engine.interpreter(
             self.test, client=client, nemesis=nemesis, record=self.record, append=writer.append,
             concurrency=spec.concurrency, op_timeout=spec.op_timeout,
-            rng=random.Random(f"generator:{spec.seed}"), clock=self.clock, scheduler=scheduler)
+            rng=random.Random(f"generator:{spec.seed}"))
         self.phases: list[str] = []
-        self.observer: Observer | None = None
+        self.observer: Any = None
         self.nemesis_set_up = False
         self.healed = True
         self.backend_set_up = False
         self.db_nodes_set_up: list[str] = []
         self.notes: list[str] = []
         self.phase_times: dict[str, float] = {}
-        self.phase_cpu: dict[str, float] = {}
+        self.phase_other: dict[str, float] = {}
         self._phase_mark: tuple[str, float, float] | None = None
 
     # ---- recording --------------------------------------------------------------------------
 
     def record(self, op: Op) -> Op:
+        if self.saw is not None:
+            self.saw(op)
         return self.writer.append(op)
 
     def end_phases(self) -> None:
         if self._phase_mark is not None:
             prev, t0, c0 = self._phase_mark
             self.phase_times[prev] = self.phase_times.get(prev, 0.0) + (time.monotonic() - t0)
-            self.phase_cpu[prev] = self.phase_cpu.get(prev, 0.0) + (time.process_time() - c0)
+            self.phase_other[prev] = self.phase_other.get(prev, 0.0) + (self.engine.phase_clock() - c0)
             self._phase_mark = None
 
     def counts(self) -> tuple[int, int]:
         return self.interpreter.counts()
 
     def phase(self, name: str) -> None:
-        """Marks the start of a phase; its wall and CPU seconds end up in results.json's stats."""
+        """Marks the start of a phase; its wall seconds and the engine's other reading (CPU or
+        simulated seconds) end up in results.json's stats."""
         self.end_phases()
-        self._phase_mark = (name, time.monotonic(), time.process_time())
+        self._phase_mark = (name, time.monotonic(), self.engine.phase_clock())
         self.phases.append(name)
-        log.info("phase: %s", name)
+        log.info("phase: %s (at %.3f s)", name, self.clock.s())
         if self.progress is not None:
             self.progress.phase(name)
 
     def stats(self) -> dict[str, Any]:
         self.end_phases()
+        key, digits = self.engine.phase_clock_key
         return {
             "phases": self.phases,
             "duration_s": round(self.clock.s(), 3),
             "phase_s": {k: round(v, 4) for k, v in self.phase_times.items()},
-            "phase_cpu_s": {k: round(v, 4) for k, v in self.phase_cpu.items()},
+            key: {k: round(v, digits) for k, v in self.phase_other.items()},
         }
 
     # ---- phases -----------------------------------------------------------------------------
 
     def execute(self) -> None:
         """setup, main, heal, recovery, final (cleanup is separate: it runs whatever happened)."""
+        self.engine.drive(self._phases())
+
+    async def _phases(self) -> None:
         self.phase("setup")
-        self.backend_set_up = True
-        self.test.remotes = dict(self.backend.setup(self.test) or {})
-        self._setup_db()
+        await self.engine.start_nodes(self)
         if self.nemesis is not None:
             self.nemesis_set_up = True
             self.nemesis.setup(self.test)
-        self._wait_for_leader()
+        await self.engine.settle(self)
+        await self._wait_for_leader()
 
-        if has_capability(self.db, "status"):
-            self.observer = Observer(self.test, self.db, self.record, self.clock.ns,  # type: ignore[arg-type]
-                                     interval=self.observer_interval)
+        self.observer = self.engine.observer(self)
+        if self.observer is not None:
             self.test.state["observer"] = self.observer
             self.observer.start()
 
@@ -208,43 +217,23 @@ class Run:
         client_gen = gen.rate(self.spec.rate, self.workload.generator)
         schedule = self.nemesis_generator if self.nemesis is not None else None
         main = gen.clients(client_gen) if schedule is None else gen.nemesis(schedule, client_gen)
-        with_nemesis = schedule is not None
         self.healed = False
-        self.interpreter.run(gen.time_limit(self.spec.time_limit, main), with_nemesis=with_nemesis)
+        await self.engine.run_ops(self, gen.time_limit(self.spec.time_limit, main),
+                                  with_nemesis=schedule is not None)
 
         self.phase("heal")
         self._heal()
 
         self.phase("recovery")
-        self._wait_for_stable_leader()
+        await self._wait_for_stable_leader()
 
         if self.workload.final_generator is not None:
             self.phase("final")
             final_limit = max(30.0, 3 * self.spec.op_timeout)
-            self.interpreter.run(gen.time_limit(final_limit, gen.clients(self.workload.final_generator)),
-                                 with_nemesis=False)
-
-    def _setup_db(self) -> None:
-        nodes = self.spec.nodes
-        if not nodes:
-            return
-        errors: list[tuple[str, BaseException]] = []
-        # Every node is torn down afterwards, whatever happens here: partial setups included.
-        self.db_nodes_set_up = list(nodes)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=len(nodes),
-                                                   thread_name_prefix="db-setup") as pool:
-            futures = {pool.submit(self.db.setup, self.test, n): n for n in nodes}
-            for fut in concurrent.futures.as_completed(futures):
-                exc = fut.exception()
-                if exc is not None:
-                    errors.append((futures[fut], exc))
-        if errors:
-            node, exc = sorted(errors, key=lambda e: e[0])[0]
-            for n, e in errors:
-                log.debug("db setup failed on %s", n, exc_info=e)
-            if isinstance(exc, JepsenError):
-                raise exc
-            raise FrameworkFailure(f"db setup on {node} failed: {type(exc).__name__}: {exc}") from exc
+            await self.engine.run_ops(
+                self, gen.time_limit(final_limit, gen.clients(self.workload.final_generator)),
+                with_nemesis=False)
+        await self.engine.phases_done(self)
 
     def _primaries(self) -> list[str]:
         try:
@@ -253,7 +242,7 @@ class Run:
             log.debug("primaries() failed: %s", e)
             return []
 
-    def _wait_for_leader(self) -> None:
+    async def _wait_for_leader(self) -> None:
         """Until some node claims leadership, at most setup_timeout; a DB without primaries
         (leaderless) has nothing to wait for."""
         if not self.spec.nodes or not has_capability(self.db, "primaries"):
@@ -264,12 +253,12 @@ class Run:
             if leaders:
                 log.info("leader after setup: %s", ", ".join(leaders))
                 return
-            self.clock.sleep(0.2)
+            await self.engine.sleep(self.engine.leader_poll_s)
         note = f"no leader within {self.setup_timeout:g}s of setup; running the test anyway"
         log.warning(note)
         self.notes.append(note)
 
-    def _wait_for_stable_leader(self, stable_for: float = 1.0) -> None:
+    async def _wait_for_stable_leader(self, stable_for: float = 1.0) -> None:
         """One and the same leader for `stable_for` seconds, at most recovery_timeout (only for a
         DB with primaries)."""
         if (not self.spec.nodes or self.spec.recovery_timeout <= 0
@@ -287,7 +276,7 @@ class Run:
             else:
                 since = self.clock.s() if len(leaders) == 1 else None
             last = leaders
-            self.clock.sleep(0.1)
+            await self.engine.sleep(0.1)
         note = (f"no stable leader within {self.spec.recovery_timeout:g}s after heal "
                 f"(last seen: {', '.join(last) or 'none'})")
         log.warning(note)
@@ -313,76 +302,22 @@ class Run:
             self.phase("heal")
             step("heal", self._heal)
         if self.observer is not None:
-            step("observer stop", self.observer.stop)
+            step("observer stop", lambda: self.engine.stop_observer(self))
         self.interpreter.close_clients()
         if self.nemesis is not None and self.nemesis_set_up:
             step("nemesis teardown", lambda: self.nemesis.teardown(self.test))  # type: ignore[union-attr]
         if self.db_nodes_set_up or self.backend_set_up:
             self.phase("collect logs")
-            step("log collection", self._collect_logs)
+            step("log collection", lambda: self.engine.collect_logs(self))
         if not self.spec.leave_db_running:
             if self.db_nodes_set_up:
                 self.phase("teardown")
-                step("db teardown", self._teardown_db)
+                step("db teardown", lambda: self.engine.teardown_db(self))
             if self.backend_set_up:
                 step("backend teardown", lambda: self.backend.teardown(self.test))
         else:
             log.info("leaving the db running (--leave-db-running)")
         return failures
-
-    def _collect_logs(self) -> None:
-        for node in self.spec.nodes:
-            try:
-                paths = list(self.db.log_files(self.test, node) or [])
-            except Exception as e:
-                log.warning("log_files(%s) failed: %s", node, e)
-                continue
-            dest_dir = self.run_dir / store.NODES / node
-            remote = self.test.remotes.get(node)
-            for p in paths:
-                if Path(p).name in ("", ".", ".."):  # a DB's path like "logs/.." names no file here
-                    log.info("log_files(%s) gave %r, which names no file: skipped", node, p)
-                    continue
-                store.make_dirs(dest_dir)
-                dest = dest_dir / Path(p).name
-                try:
-                    if remote is not None:
-                        remote.download(p, dest)
-                    elif Path(p).is_dir():
-                        shutil.copytree(p, dest, dirs_exist_ok=True)
-                    elif Path(p).exists():
-                        shutil.copy2(p, dest)
-                except Exception as e:  # a log the node never wrote is not worth a console line
-                    log.info("could not download %s from %s: %s", p, node, e)
-            # an archive or a copy brings the node's modes (a world-writable log, a 0777 directory)
-            store.settle_modes(dest_dir)
-
-    def _teardown_db(self) -> None:
-        errors = []
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(self.db_nodes_set_up)),
-                                                   thread_name_prefix="db-teardown") as pool:
-            futures = {pool.submit(self.db.teardown, self.test, n): n for n in self.db_nodes_set_up}
-            for fut in concurrent.futures.as_completed(futures):
-                if fut.exception() is not None:
-                    errors.append(f"{futures[fut]}: {fut.exception()}")
-        if errors:
-            raise FrameworkFailure("db teardown failed on " + "; ".join(sorted(errors)))
-
-
-
-def _check_capabilities(db: DB, nemesis: Nemesis | None, spec: TestSpec) -> None:
-    """A nemesis that needs what the DB cannot do, or declares faults the analysis cannot read, is
-    refused here, before anything is created."""
-    if nemesis is None:
-        return
-    from jepsen_py.nemeses.faults import declared
-    from jepsen_py.plugins import check_capabilities
-
-    check_capabilities(db, nemesis, db_name=spec.db or type(db).__name__)
-    try:
-        declared(nemesis)
-    except ValueError as e:
-        raise BadInput(f"--nemesis: {e}") from None
 
 
 def run_test(
@@ -400,23 +335,31 @@ def run_test(
     post_run: Sequence[PostRun] = (),
     clock: Clock | None = None,
     scheduler: Scheduler | None = None,
+    engine: Engine | None = None,
+    client: Any = None,
+    saw: Callable[[Op], None] | None = None,
 ) -> RunOutcome:
     """Runs one test and returns its outcome. KeyboardInterrupt is re-raised after heal, teardown and
     results.json; any other failure is in the outcome (exit 255, or its own JepsenError code).
 
     `post_run` steps run after results.json is written (the CLI passes pictures and Parquet);
-    `clock` and `scheduler` replace the real clock and threads (for a simulator)."""
+    `engine` is the world the run happens in (real machines unless given: RealEngine, whose
+    `clock` and `scheduler` may be replaced); `client` replaces the workload's or the DB's; `saw`
+    is shown each op as it is recorded."""
+    if engine is None:
+        engine = RealEngine(clock, scheduler)
     if spec.concurrency < 1:
         raise BadInput(f"concurrency must be at least 1, got {spec.concurrency}")
     # Whoever built the spec (the CLI, a test in code, a plugin DB that changed it): node names
     # become directories of the run, so they pass the one rule here too.
     check_node_names(spec.nodes, "nodes", at_least_one=False)
-    _check_capabilities(db, nemesis, spec)
+    engine.check(db, nemesis, spec)
     if backend is None:
         from jepsen_py.backends import get_backend
 
         backend = get_backend(spec.backend, spec)
-    client = workload.client
+    if client is None:
+        client = workload.client
     if client is None:
         from jepsen_py.plugins import plugin_call
 
@@ -427,23 +370,23 @@ def run_test(
     store.write_test_json(run_dir, spec, extra={
         "workload_meta": workload.meta,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **engine.test_json_extra(),
     })
     store.update_latest(run_dir)
     history_path = run_dir / store.HISTORY
     error: BaseException | None = None
     interrupted = False
     with store.capture_log(run_dir / store.LOG):
-        log.info("run %s in %s (seed %d, %d nodes, concurrency %d)", spec.name, run_dir, spec.seed,
-                 len(spec.nodes), spec.concurrency)
+        log.info("%s %s in %s (seed %d, %d nodes, concurrency %d)", engine.label, spec.name, run_dir,
+                 spec.seed, len(spec.nodes), spec.concurrency)
         writer = HistoryWriter(history_path, fsync=fsync_history)
-        progress = Progress(spec.name, None, enabled=show_progress) if show_progress else None
         run = Run(spec, db=db, workload=workload, client=client, nemesis=nemesis,
                   nemesis_generator=nemesis_generator, backend=backend, run_dir=run_dir, writer=writer,
-                  progress=progress, observer_interval=observer_interval, setup_timeout=setup_timeout,
-                  clock=clock, scheduler=scheduler)
-        if progress is not None:
-            progress.counts = run.counts
-            progress.__enter__()
+                  observer_interval=observer_interval, setup_timeout=setup_timeout, engine=engine,
+                  saw=saw)
+        run.progress = engine.progress(run, show_progress)
+        if show_progress and run.progress is not None:
+            run.progress.__enter__()
         try:
             try:
                 run.execute()
@@ -459,8 +402,8 @@ def run_test(
             failures = run.cleanup()
         finally:
             writer.close()
-            if progress is not None:
-                progress.__exit__(None, None, None)
+            if show_progress and run.progress is not None:
+                run.progress.__exit__(None, None, None)
         if error is None and failures:
             error = FrameworkFailure("; ".join(failures))
 
@@ -472,10 +415,12 @@ def run_test(
         if run.notes:
             results["notes"] = run.notes
         results["stats"] = {"invokes": verdict.invokes, "ok": verdict.oks, **run.stats()}
+        engine.finish_stats(results["stats"])
         write_results(run_dir, results)
         run_post_steps(post_run, run_dir)
     if interrupted:
         raise RunInterrupted(run_dir, results)
-    return RunOutcome(run_dir=run_dir, valid=verdict.valid, results=results, exit_code=verdict.exit_code,
-                      invokes=verdict.invokes, oks=verdict.oks, anomalies=count_anomalies(results),
-                      error=None if verdict.error is None else f"{verdict.error}", phases=run.phases)
+    return engine.outcome(run_dir=run_dir, valid=verdict.valid, results=results,
+                          exit_code=verdict.exit_code, invokes=verdict.invokes, oks=verdict.oks,
+                          anomalies=count_anomalies(results),
+                          error=None if verdict.error is None else f"{verdict.error}", phases=run.phases)

@@ -61,8 +61,11 @@ class FaultSchedule(Generator):
     @classmethod
     def for_spec(cls, families: Sequence[Family], spec: TestSpec) -> FaultSchedule:
         """The run's schedule: its interval and mode, held from effect unless in the simulator."""
+        from jepsen_py.backends import KINDS
+
+        kind = KINDS.get(spec.backend)
         return cls(families, spec.nemesis_interval, spec.nemesis_schedule,
-                   hold_from_effect=spec.backend != "sim")
+                   hold_from_effect=kind is None or kind.faults_take_time)
 
     def op(self, ctx: Context) -> Step:
         if not self.families:

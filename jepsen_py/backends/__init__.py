@@ -1,5 +1,10 @@
 """Backends: where a test's nodes come from (docker | ssh | local | none | sim), chosen with --backend.
 
+Each name stands for a `BackendKind`, what the rest of the code asks instead of comparing names:
+whether the backend is simulated (virtual time in this process: a fault acts at once, a schedule
+replays exactly), and, for one that builds its own DB, clients and nemesis (the simulator), the
+function that runs a spec on it and the check of the command line it refuses.
+
 Implementations load lazily so `jepsen-py --help` and tests of other parts never import the docker
 SDK or paramiko. Backend-specific command-line options land in `TestSpec.options` (keyed by their
 argparse dest): `add_backend_arguments` puts them on the `run` parser, `backend_options` collects
@@ -11,19 +16,79 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from jepsen_py.errors import BadInput
 from jepsen_py.protocols import Backend, TestSpec
 
+
+@dataclass(frozen=True)
+class BackendKind:
+    """What the registry knows of a backend before it is built: where its class lives and what
+    it can do. `runs` and `checks_args` are "module:function" references, loaded when asked."""
+
+    name: str
+    module: str
+    cls: str
+    #: nodes in this process in virtual time: faults act at once, schedules replay exactly
+    simulated: bool = False
+    #: runs a spec on this backend when it builds its own DB, clients and nemesis (else the runner)
+    runs: str | None = None
+    #: refuses command-line options this backend cannot honour (else any backend option goes)
+    checks_args: str | None = None
+    #: provisions real nodes a DB is installed on (db-check tries its hooks there)
+    provisions: bool = True
+
+    @property
+    def faults_take_time(self) -> bool:
+        """A fault lands over time (a partition's rules go in one by one), so a schedule's next
+        fault is due an interval after the previous one took effect."""
+        return not self.simulated
+
+    def run_function(self) -> Callable[..., Any] | None:
+        return _load(self.runs) if self.runs else None
+
+    def check_args(self, args: argparse.Namespace) -> None:
+        if self.checks_args:
+            _load(self.checks_args)(args)
+
+
+def _load(ref: str) -> Any:
+    module_name, attr = ref.split(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+KINDS: dict[str, BackendKind] = {k.name: k for k in (
+    BackendKind("docker", "jepsen_py.backends.docker", "DockerBackend"),
+    BackendKind("ssh", "jepsen_py.backends.ssh", "SSHBackend"),
+    BackendKind("local", "jepsen_py.backends.local", "LocalBackend"),
+    BackendKind("none", "jepsen_py.backends.none", "NoneBackend", provisions=False),
+    BackendKind("sim", "jepsen_py.sim.backend", "SimBackend", simulated=True, provisions=False,
+                runs="jepsen_py.sim.run:run_sim", checks_args="jepsen_py.sim.backend:check_args"),
+)}
+
 # name -> (module, class); each class is constructed as Cls(spec).
-BACKENDS: dict[str, tuple[str, str]] = {
-    "docker": ("jepsen_py.backends.docker", "DockerBackend"),
-    "ssh": ("jepsen_py.backends.ssh", "SSHBackend"),
-    "local": ("jepsen_py.backends.local", "LocalBackend"),
-    "none": ("jepsen_py.backends.none", "NoneBackend"),
-    "sim": ("jepsen_py.sim.backend", "SimBackend"),
-}
+BACKENDS: dict[str, tuple[str, str]] = {k.name: (k.module, k.cls) for k in KINDS.values()}
+
+
+def backend_kind(name: str) -> BackendKind:
+    """The registry's entry for `name`; BadInput for an unknown name."""
+    if name not in KINDS:
+        raise BadInput(f"--backend: unknown backend {name!r} (choose from {', '.join(KINDS)})")
+    return KINDS[name]
+
+
+def is_simulated(name: str) -> bool:
+    """True for the simulator's name; False for any other, known or not."""
+    kind = KINDS.get(name)
+    return kind is not None and kind.simulated
+
+
+def simulator() -> str:
+    """The simulated backend's name (explore and test-all's in-process matrix run there)."""
+    return next(k.name for k in KINDS.values() if k.simulated)
 
 _OPTION_DESTS = "_backend_option_dests"
 _OPTION_FLAGS = "_backend_option_flags"
@@ -56,9 +121,8 @@ def default_backend() -> str:
 
 def get_backend(name: str, spec: TestSpec) -> Backend:
     """The backend called `name`, constructed for `spec`; BadInput for an unknown name."""
-    if name not in BACKENDS:
-        raise BadInput(f"--backend: unknown backend {name!r} (choose from {', '.join(BACKENDS)})")
-    module_name, cls_name = BACKENDS[name]
+    kind = backend_kind(name)
+    module_name, cls_name = kind.module, kind.cls
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:

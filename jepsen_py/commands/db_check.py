@@ -88,17 +88,16 @@ def print_report(report: Report, console: Console | None = None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jepsen_py.backends import BACKENDS, given_backend_options
+    from jepsen_py.backends import KINDS
 
     spec = build_spec(args)
-    if spec.backend == "sim":
-        given = given_backend_options(args)
-        if given:
-            raise BadInput(f"{given[0]}: not an option of the simulator (--backend sim provisions nothing)")
+    kind = KINDS.get(spec.backend)
+    if kind is not None and kind.simulated:
+        kind.check_args(args)
         report = check_sim(spec, workloads=args.workload)
     else:
-        if spec.backend not in BACKENDS or spec.backend == "none":
-            choices = ", ".join(b for b in BACKENDS if b != "none")
+        if kind is None or not kind.provisions:
+            choices = ", ".join(k.name for k in KINDS.values() if k.provisions or k.simulated)
             raise BadInput(f"--backend: db-check needs nodes to run the DB on (choose from {choices})")
         report = check_real(spec, workloads=args.workload, timeout=args.timeout)
     print_report(report)

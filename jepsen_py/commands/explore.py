@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from jepsen_py.backends import simulator
 from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_INVALID, EXIT_VALID, BadInput
 from jepsen_py.explore import schedule as sched
 from jepsen_py.explore.harden import Rate, harden, in_kind_key, kind_rates, steadier_kinds, timing_seeds
@@ -60,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="do not stop at the first finding: search the whole budget")
     g.add_argument("--seed", type=seed_type, default=None,
                    help="seed of the search itself (default: random, printed)")
-    g.add_argument("--backend", default="sim",
+    g.add_argument("--backend", default=simulator(),
                    help="where trials run: sim, the only backend fast enough to search (default: sim)")
     s = parser.add_argument_group("space (each narrows what the search may try)")
     s.add_argument("--bug", action="append", metavar="NAMES",
@@ -209,9 +210,10 @@ class _View:
 def run(args: argparse.Namespace) -> int:
     import secrets
 
+    from jepsen_py.backends import is_simulated
     from jepsen_py.explore.system import SimSystem
 
-    if args.backend != "sim":
+    if not is_simulated(args.backend):
         raise BadInput(f"--backend {args.backend}: explore runs trials in simulation only (--backend sim); "
                        "replay a schedule elsewhere with jepsen-py run --schedule FILE --backend "
                        f"{args.backend}")

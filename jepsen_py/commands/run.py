@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py import spec as specmod
-from jepsen_py.backends import BACKENDS, add_backend_arguments, backend_options, get_backend
+from jepsen_py.backends import BACKENDS, add_backend_arguments, backend_kind, backend_options, get_backend
 from jepsen_py.dbversion import db_version
 from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, BadInput, RunInterrupted
 from jepsen_py.flags import check_output_file, check_room, path_text
@@ -142,10 +142,9 @@ def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
     from jepsen_py.plugins import build_nemesis, build_workload, load_db
     from jepsen_py.runner import run_test
 
-    if spec.backend == "sim":  # the simulator drives its own cluster in virtual time
-        from jepsen_py.sim.run import run_sim
-
-        return run_sim(spec, post_run=CLI_POST_RUN, show_progress=show_progress)
+    own_run = backend_kind(spec.backend).run_function()
+    if own_run is not None:  # a backend that builds its own cluster (the simulator, in virtual time)
+        return own_run(spec, post_run=CLI_POST_RUN, show_progress=show_progress)
     workload = build_workload(spec, workload_registry())
     db = load_db(spec.db, spec)
     nemesis, nemesis_gen = build_nemesis(list(spec.nemesis), spec)
@@ -207,10 +206,7 @@ def _run(args: argparse.Namespace) -> int:
     spec = specmod.from_args(args, collect_options(args))
     spec.options["db_version"] = db_version(spec.db, args.db_version)
     check_names(spec)
-    if spec.backend == "sim":
-        from jepsen_py.sim.backend import check_args
-
-        check_args(args)
+    backend_kind(spec.backend).check_args(args)
     check_outputs(args)
     from jepsen_py import store
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jepsen_py import matrix as mx
+from jepsen_py.backends import is_simulated, simulator
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import check_room, path
 from jepsen_py.numbers import MAX_SECONDS, check_seeds, integer, number
@@ -53,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seed of the first run of each cell (+1 per run)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     sim = parser.add_argument_group("in the simulator (--backend sim)")
-    sim.add_argument("--backend", choices=("docker", "sim"), default="docker",
+    sim.add_argument("--backend", choices=("docker", simulator()), default="docker",
                      help="docker (default): each run its own cluster; sim: every run in the "
                           "deterministic simulator, in this process, seeds --seed (default 1) + run")
     sim.add_argument("--correct-runs", type=integer(1, 1_000_000), default=None, metavar="N",
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     cells = mx.load_expectations(args.expectations, args.quick)
     bugs = [b.strip() for b in args.bugs.split(",") if b.strip()] if args.bugs else None
     cells = mx.select(cells, bugs)
-    if args.backend == "sim":
+    if is_simulated(args.backend):
         return _run_sim(cells, bugs, args, test_count)
     for flag in ("correct_runs", "sweep", "sweep_time_limit", "sweep_nemesis_interval", "run_wall_limit"):
         if getattr(args, flag) is not None:
@@ -178,7 +179,7 @@ def _run_sim(cells: list[mx.Cell], bugs: list[str] | None, args: argparse.Namesp
         summary = mx.write_summary(summary_path, matrix=matrix, quick=args.quick, test_count=test_count,
                                    rows=rows, records=records, wall_s=time.monotonic() - t0,
                                    complete=complete)
-        summary.update(backend="sim", seed=seed, correct_runs=correct_runs)
+        summary.update(backend=args.backend, seed=seed, correct_runs=correct_runs)
         store.write_json(summary_path, summary)
         return summary
 

@@ -40,13 +40,11 @@ def run_schedule(args: argparse.Namespace) -> int:
     if getattr(args, "test_count", 1) != 1:
         raise BadInput("--test-count: a schedule is one run (replay it again for another)")
     s = sched.load(args.schedule)
-    from jepsen_py.backends import BACKENDS, default_backend
+    from jepsen_py.backends import backend_kind, default_backend
 
     backend = args.backend or default_backend()
-    if backend not in BACKENDS and backend != "sim":
-        raise BadInput(f"--backend: unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
+    simulated = backend_kind(backend).simulated
     name = args.name or f"schedule-{s.workload}"
-    simulated = backend == "sim"
     played = s if simulated else for_real_backend(s)
     check_played(s, played, args.schedule, override=bool(getattr(args, "ignore_machine_limits", False)))
     spec = spec_for(played, backend=backend, results_dir=Path(args.results_dir), name=name, db=args.db)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from jepsen_py.backends import is_simulated, simulator
 from jepsen_py.explore.coverage import features
 from jepsen_py.explore.replay import (
     REAL_MARGIN_S,
@@ -147,7 +148,7 @@ def replay_in_kind(s: Schedule, spec: TestSpec, run: RunFn, post_run: Sequence[A
 
 def _timer_slack(spec: TestSpec) -> float:
     """How late the simulator's timers fire (0 on a real backend: a replay there is not exact)."""
-    if spec.backend != "sim":
+    if not is_simulated(spec.backend):
         return 0.0
     try:
         from jepsen_py.sim.loop import Scheduler
@@ -282,7 +283,8 @@ class SimSystem:
                             concurrency=config.node_count * config.clients_per_node,
                             events=nemesis_events(config), read_mode=config.read_mode, bugs=list(self.bugs),
                             nemesis_interval=config.interval, options={**self.options, "rate": rate})
-        spec = spec_for(skeleton, backend="sim", results_dir=self.work_dir, name=self._name(), db=self.db)
+        spec = spec_for(skeleton, backend=simulator(), results_dir=self.work_dir, name=self._name(),
+                        db=self.db)
         if config.families:  # every family of the configuration, even one its timeline never started
             spec.nemesis = sorted({*spec.nemesis, *config.families})
             spec.fault_targets = list(config.targets)
@@ -303,7 +305,7 @@ class SimSystem:
 
     def replay(self, schedule: Schedule, *, keep: Path | None = None,
                post_run: Sequence[Any] = (), name: str | None = None) -> Trial:
-        spec = spec_for(schedule, backend="sim", results_dir=keep or self.work_dir,
+        spec = spec_for(schedule, backend=simulator(), results_dir=keep or self.work_dir,
                         name=name or self._name(), db=self.db)
         started = time.monotonic()
         with self._running(spec):
@@ -315,7 +317,7 @@ class SimSystem:
         simulator under `timing_seed`; the run is not kept."""
         from jepsen_py.sim.run import TIMING_SEED
 
-        spec = spec_for(for_real_backend(schedule), backend="sim", results_dir=self.work_dir,
+        spec = spec_for(for_real_backend(schedule), backend=simulator(), results_dir=self.work_dir,
                         name=self._name(), db=self.db, base={TIMING_SEED: timing_seed})
         with self._running(spec):
             outcome = replay_in_kind(schedule, spec, self._cut_short(self.run))

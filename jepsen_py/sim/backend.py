@@ -1,6 +1,6 @@
 """`--backend sim` as the backend registry sees it: where the simulated nodes are and how to reach
-them. Nothing is provisioned: the run driver (jepsen_py.sim.run) builds the simulated cluster itself,
-so `jepsen-py run` hands a sim spec to it instead of to the runner."""
+them. Nothing is provisioned: the sim kind's run function (jepsen_py.sim.run.run_sim) builds the
+simulated cluster itself and runs it through the runner on the simulator's engine."""
 
 from __future__ import annotations
 

@@ -20,14 +20,13 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from jepsen_py.errors import BadInput, FrameworkFailure
 from jepsen_py.generator import Context, Generator, Pending, Template, Thread
-from jepsen_py.history import FAIL, INFO, INVOKE, NEMESIS, OK, Op
+from jepsen_py.history import INFO, INVOKE, NEMESIS, OK, Op
 from jepsen_py.interpreter import normalize
-from jepsen_py.protocols import Test, client_reusable
+from jepsen_py.protocols import Test
+from jepsen_py.workers import GeneratorPhase, Worker, WorkerPool, copy_op
 
 log = logging.getLogger(__name__)
 
@@ -51,29 +50,11 @@ class AsyncNemesis(Protocol):
     async def invoke(self, test: Test, op: Op) -> Op: ...
 
 
-@dataclass(eq=False)
-class Worker:
-    """One client worker: its process, its node, its clients (one per node it used, opened for
-    process `clients_process`)."""
-
-    thread: Thread
-    process: int | str
-    node: str | None
-    clients: dict[str, AsyncClient] = field(default_factory=dict)
-    clients_process: int | str | None = None
-    invokes: int = 0
-    oks: int = 0
-
-
-class _Phase:
-    """One generator being driven: who is busy, whether it is exhausted, who waits."""
+class _Phase(GeneratorPhase):
+    """One generator being driven (jepsen_py.workers.GeneratorPhase), and who waits on it."""
 
     def __init__(self, g: Generator, threads: Sequence[Thread]) -> None:
-        self.gen = g
-        self.threads = tuple(threads)
-        self.busy: set[Thread] = set()
-        self.exhausted = False
-        self.stopped = False
+        super().__init__(g, threads)
         self.event_waiters: list[asyncio.Future[None]] = []
         self.timed_waiters: list[asyncio.Future[None]] = []
 
@@ -118,38 +99,20 @@ def _resolve(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-class SimInterpreter:
-    """Runs generators against async clients and an async nemesis, one phase at a time.
-
-    Workers (their process ids and open clients) persist across phases, as in the threaded
-    interpreter: the final reads continue the process numbering of the main phase. `now_ns` is the
-    test's virtual time, nanoseconds since the test began (history times and generator time)."""
+class SimInterpreter(WorkerPool):
+    """Runs generators against async clients and an async nemesis, one phase at a time, each
+    worker a coroutine (the workers and their clients: jepsen_py.workers). `now_ns` is the test's
+    virtual time, nanoseconds since the test began (history times and generator time)."""
 
     def __init__(self, test: Test, *, client: AsyncClient, nemesis: AsyncNemesis | None,
                  record: Callable[[Op], Op], concurrency: int, op_timeout: float,
                  rng: random.Random, now_ns: Callable[[], int]) -> None:
-        self.test = test
-        self.client_template = client
+        super().__init__(test, client, concurrency)
         self.nemesis = nemesis
         self.record = record
-        self.concurrency = concurrency
         self.op_timeout = op_timeout
         self.rng = rng
         self.now_ns = now_ns
-        nodes = test.nodes
-        self.workers = [
-            Worker(thread=i, process=i, node=nodes[i % len(nodes)] if nodes else None)
-            for i in range(concurrency)
-        ]
-        self.nemesis_worker = Worker(thread=NEMESIS, process=NEMESIS, node=None)
-        self.errors: list[str] = []
-        # A worker stopped by what the user gave (a plugin generator's bad op): the run ends with it,
-        # one line and 254, not as a framework failure.
-        self.bad_input: BadInput | None = None
-
-    def counts(self) -> tuple[int, int]:
-        """(client invocations, ok completions) so far."""
-        return sum(w.invokes for w in self.workers), sum(w.oks for w in self.workers)
 
     async def run(self, g: Generator, *, with_nemesis: bool) -> None:
         """Drives `g` until it is exhausted and every op in flight has completed; raises
@@ -158,9 +121,9 @@ class SimInterpreter:
         if with_nemesis and self.nemesis is not None:
             threads.append(NEMESIS)
         phase = _Phase(g, threads)
-        loops = [self._worker_loop(w, phase) for w in self.workers]
+        loops = [self.work(w, phase) for w in self.workers]
         if NEMESIS in threads:
-            loops.append(self._worker_loop(self.nemesis_worker, phase))
+            loops.append(self.work(self.nemesis_worker, phase))
         tasks = [asyncio.ensure_future(c) for c in loops]
         try:
             await asyncio.gather(*tasks)
@@ -169,15 +132,7 @@ class SimInterpreter:
             for t in tasks:
                 t.cancel()
             raise
-        if self.bad_input is not None:
-            raise self.bad_input
-        if self.errors:
-            raise FrameworkFailure("; ".join(self.errors[:3]))
-
-    def close_clients(self) -> None:
-        for w in self.workers:
-            for node in list(w.clients):
-                self._drop_client(w, node)
+        self.raise_failures()
 
     # ---- one worker -----------------------------------------------------------------------------
 
@@ -188,16 +143,14 @@ class SimInterpreter:
     async def _next(self, w: Worker, phase: _Phase) -> Op | None:
         """The worker's next invocation, recorded; None when the phase is over for it."""
         while True:
-            if phase.exhausted or phase.stopped:
+            if phase.over:
                 return None
             ctx = self._ctx(phase, w.thread, w.process)
-            step = phase.gen.op(ctx)
+            step = phase.ask(w.thread, ctx)
             if step is None:
-                phase.exhausted = True
                 phase.wake_all()
                 return None
             if isinstance(step, Template):
-                phase.busy.add(w.thread)
                 if w is not self.nemesis_worker:
                     w.invokes += 1
                 return self.record(Op(-1, self.now_ns(), INVOKE, w.process, step.f, step.key,
@@ -216,95 +169,44 @@ class SimInterpreter:
         process = w.process
         if comp.type == INFO and isinstance(process, int):
             w.process = process + self.concurrency
-        phase.busy.discard(w.thread)
-        try:
-            phase.gen.update(self._ctx(phase, w.thread, process), inv, comp)
-        except Exception:
-            log.exception("generator update failed")
+        phase.tell(w.thread, self._ctx(phase, w.thread, process), inv, comp)
         phase.completed()
 
-    async def _worker_loop(self, w: Worker, phase: _Phase) -> None:
-        try:
-            while True:
-                inv = await self._next(w, phase)
-                if inv is None:
-                    return
-                if w is self.nemesis_worker:
-                    comp = await self._nemesis_op(inv)
-                else:
-                    comp = await self._client_op(w, inv)
-                self._finish(w, phase, inv, comp)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            # A failure outside invoke (a generator bug, the history unwritable) ends the phase for
-            # everyone and fails the run: a silently shortened test would be a lie.
-            if isinstance(e, BadInput):
-                self.bad_input = self.bad_input or e
-            else:
-                log.error("worker %s failed: %s: %s", w.thread, type(e).__name__, e)
-                log.debug("worker failure in full", exc_info=e)
-                self.errors.append(f"worker {w.thread}: {type(e).__name__}: {e}")
-            phase.stopped = True
-            phase.wake_all()
+    async def next_op(self, w: Worker, phase: Any, finished: tuple[Op, Op] | None) -> Op | None:
+        """The previous op finished and the next asked for with no await between, as the threaded
+        interpreter does under its lock."""
+        if finished is not None:
+            self._finish(w, phase, *finished)
+        return await self._next(w, phase)
+
+    async def perform(self, w: Worker, inv: Op) -> Op:
+        if w is self.nemesis_worker:
+            return await self._nemesis_op(inv)
+        return await self._client_op(w, inv)
+
+    def worker_failed(self, w: Worker, phase: Any, e: Exception) -> None:
+        self.note_failure(w, e)
+        phase.stopped = True
+        phase.wake_all()
 
     async def _client_op(self, w: Worker, inv: Op) -> Op:
         try:
             client = self._client_for(w, inv.node)
         except Exception as e:
-            return Op(-1, 0, FAIL, inv.process, inv.f, inv.key, inv.value, inv.node,
-                      f"client open failed: {type(e).__name__}: {e}", {})
+            return self.open_failed(inv, e)
         try:
-            comp = await asyncio.wait_for(client.invoke(self.test, _copy(inv)), self.op_timeout)
+            comp = await asyncio.wait_for(client.invoke(self.test, copy_op(inv)), self.op_timeout)
         except TimeoutError:
             self._drop_client(w, inv.node)  # its stream may still carry the late answer
             return Op(-1, 0, INFO, inv.process, inv.f, inv.key, inv.value, inv.node, error="timeout",
                       meta={"timeout_s": self.op_timeout, "by": "controller"})
         except Exception as e:
-            log.debug("client invoke raised on process %s", w.process, exc_info=True)
-            self._drop_client(w, inv.node)  # Jepsen: a crashed client is reopened
-            return Op(-1, 0, INFO, inv.process, inv.f, inv.key, inv.value, inv.node,
-                      f"{type(e).__name__}: {e}", {})
+            return self.invoke_failed(w, inv, e)
         return normalize(comp, inv)
 
     async def _nemesis_op(self, inv: Op) -> Op:
         assert self.nemesis is not None
         try:
-            return normalize(await self.nemesis.invoke(self.test, _copy(inv)), inv, nemesis=True)
+            return normalize(await self.nemesis.invoke(self.test, copy_op(inv)), inv, nemesis=True)
         except Exception as e:
-            log.error("nemesis op %s failed: %s: %s", inv.f, type(e).__name__, e)
-            log.debug("nemesis failure in full", exc_info=True)
-            return Op(-1, 0, INFO, NEMESIS, inv.f, inv.key, inv.value, inv.node,
-                      f"{type(e).__name__}: {e}", {})
-
-    def _client_for(self, w: Worker, node: str | None) -> AsyncClient:
-        if w.clients_process != w.process:
-            self._renew_clients(w)
-        key = node or ""
-        c = w.clients.get(key)
-        if c is None:
-            c = self.client_template.open(self.test, node) if node is not None else self.client_template
-            w.clients[key] = c
-        return c
-
-    def _renew_clients(self, w: Worker) -> None:
-        """The worker moved to a new process: closes each client that is not reusable, so the next
-        op opens a fresh one (Jepsen's rule)."""
-        for key, c in list(w.clients.items()):
-            if not client_reusable(c, self.test):
-                self._drop_client(w, key or None)
-        w.clients_process = w.process
-
-    def _drop_client(self, w: Worker, node: str | None) -> None:
-        c = w.clients.pop(node or "", None)
-        if c is not None and c is not self.client_template:
-            try:
-                c.close(self.test)
-            except Exception as e:
-                log.debug("closing a client failed: %s", e)
-
-
-def _copy(op: Op) -> Op:
-    """What a client gets: its own copy, so mutating it cannot touch the recorded invoke."""
-    return Op(op.index, op.time, op.type, op.process, op.f, op.key, op.value, op.node, op.error,
-              dict(op.meta) if op.meta else {})
+            return self.nemesis_failed(inv, e)

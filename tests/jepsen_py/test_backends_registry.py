@@ -74,3 +74,38 @@ def test_remote_signal_docstring_names_exactly_the_signals_accepted():
     assert check_signal("sigterm") == "TERM"
     with pytest.raises(ValueError):
         check_signal("SEGV")
+
+
+def test_the_simulator_is_known_by_what_it_can_do_not_by_its_name() -> None:
+    """The registry's kinds carry what callers used to infer from the name "sim": virtual time
+    (faults act at once), a run function of its own, a check of the options it refuses."""
+    from jepsen_py.backends import KINDS, backend_kind, is_simulated, simulator
+    from jepsen_py.sim.run import run_sim
+
+    sim = backend_kind(simulator())
+    assert sim.simulated and not sim.faults_take_time and sim.run_function() is run_sim
+    assert is_simulated(simulator()) and not is_simulated("vagrant")
+    for name in ("docker", "ssh", "local", "none"):
+        kind = KINDS[name]
+        assert not kind.simulated and kind.faults_take_time and kind.run_function() is None
+    with pytest.raises(BadInput, match="--ssh-host: not an option of the simulator"):
+        sim.check_args(argparse.Namespace(_backend_option_flags={"ssh_host": ("--ssh-host", None)},
+                                          ssh_host="h1"))
+
+
+def test_no_module_outside_the_simulator_and_the_registry_compares_a_backend_with_sim() -> None:
+    """Which engine a run gets is the registry's answer (BackendKind), not a string test spread
+    over the commands, explore and a nemesis."""
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    compare = re.compile(r"""(?:[=!]=\s*["']sim["'])|(?:["']sim["']\s*[=!]=)|(?:\bin\s*\([^)]*["']sim["'])""")
+    offenders = []
+    for folder in ("jepsen_py", "nemeses", "workloads", "checkers", "spark"):
+        for path in sorted((root / folder).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if rel.startswith("jepsen_py/sim/") or rel == "jepsen_py/backends/__init__.py":
+                continue
+            offenders += [f"{rel}:{i}" for i, line in enumerate(path.read_text().splitlines(), 1)
+                          if compare.search(line)]
+    assert offenders == []

@@ -209,3 +209,11 @@ def test_targets(tmp_path):
         assert 1 <= len(pick("minority", test, test.rng)) <= 2
     assert len(pick("majority", test, test.rng)) == 3
     assert pick("all", test, test.rng) == NODES
+
+
+def test_a_schedule_holds_its_interval_from_effect_unless_the_backend_is_simulated(tmp_path) -> None:
+    """The backend's kind decides: a real cluster's faults take time to land, the simulator's act
+    at once and keep their schedule's times."""
+    held = {b: FaultSchedule.for_spec([], make_spec(["n1"], tmp_path, backend=b)).hold_from_effect
+            for b in ("docker", "ssh", "local", "none", "sim")}
+    assert held == {"docker": True, "ssh": True, "local": True, "none": True, "sim": False}

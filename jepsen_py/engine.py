@@ -1,0 +1,255 @@
+"""The engine: what one world gives the runner's phases, so the phases are written once.
+
+The runner (jepsen_py.runner) says what a run does, in order; an engine says how, in its world:
+what time it is, how the phase coroutine is driven, how to wait, how nodes come up and their logs
+come back, and which interpreter drives the ops. `RealEngine` is the real machines' (wall time,
+one thread per worker, the backend's nodes and the DB's setup); the simulator's engine
+(jepsen_py.sim.engine) gives virtual time and its one event loop. The phases are a coroutine: the
+real engine's waits block and never suspend it, so it runs to its end in one step; the simulator's
+suspend it on its event loop, as turmoil and FoundationDB run one harness in both worlds.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import random
+import shutil
+import time
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from jepsen_py import store
+from jepsen_py.errors import BadInput, FrameworkFailure, JepsenError
+from jepsen_py.generator import Generator
+from jepsen_py.interpreter import Clock, Interpreter, MonotonicClock, Scheduler
+from jepsen_py.observer import Observer
+from jepsen_py.progress import Progress
+from jepsen_py.protocols import DB, Nemesis, Test, TestSpec, has_capability
+
+if TYPE_CHECKING:
+    from jepsen_py.runner import Run, RunOutcome
+
+log = logging.getLogger(__name__)
+
+
+class Now(Protocol):
+    """The run's time as the phases read it."""
+
+    def ns(self) -> int:
+        """Nanoseconds since the test began (history times)."""
+
+    def s(self) -> float:
+        """Seconds since the test began (deadlines)."""
+
+
+class Engine(Protocol):
+    """What differs between worlds; everything else about a run is the runner's."""
+
+    clock: Now
+    #: how often the setup's leader wait asks the DB again
+    leader_poll_s: float
+    #: "run", or what else to call one in the log
+    label: str
+    #: results.json's per-phase second key beside wall seconds, and its rounding
+    phase_clock_key: tuple[str, int]
+
+    def check(self, db: DB, nemesis: Nemesis | None, spec: TestSpec) -> None:
+        """Refuses (BadInput) what this world cannot run, before anything is created."""
+
+    def phase_clock(self) -> float:
+        """The reading phase_clock_key sums per phase."""
+
+    def test_json_extra(self) -> dict[str, Any]: ...
+
+    def interpreter(self, test: Test, *, client: Any, nemesis: Any, record: Any, append: Any,
+                    concurrency: int, op_timeout: float, rng: random.Random) -> Any: ...
+
+    def progress(self, run: Run, show: bool) -> Any:
+        """What is told each phase (`phase(name)`); entered as a context when `show`."""
+
+    def drive(self, phases: Coroutine[Any, Any, None]) -> None:
+        """Runs the phase coroutine to its end."""
+
+    async def sleep(self, seconds: float) -> None: ...
+
+    async def start_nodes(self, run: Run) -> None:
+        """The nodes up and the system installed on them (setup's first step)."""
+
+    async def settle(self, run: Run) -> None:
+        """After the nemesis's setup: what this world waits for before the leader wait."""
+
+    def observer(self, run: Run) -> Any | None:
+        """The status sampler (started by the runner), or None."""
+
+    async def run_ops(self, run: Run, g: Generator, *, with_nemesis: bool) -> None: ...
+
+    async def phases_done(self, run: Run) -> None:
+        """The last step of the phases, in this world's time."""
+
+    def stop_observer(self, run: Run) -> None:
+        """The cleanup's observer stop."""
+
+    def collect_logs(self, run: Run) -> None: ...
+
+    def teardown_db(self, run: Run) -> None: ...
+
+    def finish_stats(self, stats: dict[str, Any]) -> None:
+        """Adds this world's own numbers to results.json's stats."""
+
+    def outcome(self, **fields: Any) -> RunOutcome: ...
+
+
+def check_capabilities(db: DB, nemesis: Nemesis | None, spec: TestSpec) -> None:
+    """A nemesis that needs what the DB cannot do, or declares faults the analysis cannot read, is
+    refused here, before anything is created."""
+    if nemesis is None:
+        return
+    from jepsen_py.nemeses.faults import declared
+    from jepsen_py.plugins import check_capabilities as check
+
+    check(db, nemesis, db_name=spec.db or type(db).__name__)
+    try:
+        declared(nemesis)
+    except ValueError as e:
+        raise BadInput(f"--nemesis: {e}") from None
+
+
+class RealEngine:
+    """Real machines: the monotonic clock, a thread per worker, the backend's nodes, the DB's
+    setup and teardown on every node in parallel."""
+
+    leader_poll_s = 0.2
+    label = "run"
+    phase_clock_key = ("phase_cpu_s", 4)
+
+    def __init__(self, clock: Clock | None = None, scheduler: Scheduler | None = None) -> None:
+        self.clock: Clock = clock if clock is not None else MonotonicClock()
+        self.scheduler = scheduler
+
+    def check(self, db: DB, nemesis: Nemesis | None, spec: TestSpec) -> None:
+        check_capabilities(db, nemesis, spec)
+
+    def phase_clock(self) -> float:
+        return time.process_time()
+
+    def test_json_extra(self) -> dict[str, Any]:
+        return {}
+
+    def interpreter(self, test: Test, *, client: Any, nemesis: Any, record: Any, append: Any,
+                    concurrency: int, op_timeout: float, rng: random.Random) -> Interpreter:
+        return Interpreter(test, client=client, nemesis=nemesis, record=record, append=append,
+                           concurrency=concurrency, op_timeout=op_timeout, rng=rng, clock=self.clock,
+                           scheduler=self.scheduler)
+
+    def progress(self, run: Run, show: bool) -> Progress | None:
+        if not show:
+            return None
+        progress = Progress(run.spec.name, None, enabled=show)
+        progress.counts = run.counts
+        return progress
+
+    def drive(self, phases: Coroutine[Any, Any, None]) -> None:
+        """Every wait here blocks, so the coroutine ends at its first step."""
+        try:
+            phases.send(None)
+        except StopIteration:
+            return
+        phases.close()
+        raise FrameworkFailure("a phase suspended on the real engine, which has no event loop")
+
+    async def sleep(self, seconds: float) -> None:
+        self.clock.sleep(seconds)
+
+    async def start_nodes(self, run: Run) -> None:
+        run.backend_set_up = True
+        run.test.remotes = dict(run.backend.setup(run.test) or {})
+        self._setup_db(run)
+
+    async def settle(self, run: Run) -> None:
+        return None  # each node's DB setup waited for its node
+
+    def observer(self, run: Run) -> Observer | None:
+        if not has_capability(run.db, "status"):
+            return None
+        return Observer(run.test, run.db, run.record, self.clock.ns,  # type: ignore[arg-type]
+                        interval=run.observer_interval)
+
+    async def run_ops(self, run: Run, g: Generator, *, with_nemesis: bool) -> None:
+        run.interpreter.run(g, with_nemesis=with_nemesis)
+
+    async def phases_done(self, run: Run) -> None:
+        return None  # the observer's thread is stopped in cleanup, whatever happened
+
+    def stop_observer(self, run: Run) -> None:
+        if run.observer is not None:
+            run.observer.stop()
+
+    def finish_stats(self, stats: dict[str, Any]) -> None:
+        return None
+
+    def outcome(self, **fields: Any) -> RunOutcome:
+        from jepsen_py.runner import RunOutcome
+
+        return RunOutcome(**fields)
+
+    def _setup_db(self, run: Run) -> None:
+        nodes = run.spec.nodes
+        if not nodes:
+            return
+        errors: list[tuple[str, BaseException]] = []
+        # Every node is torn down afterwards, whatever happens here: partial setups included.
+        run.db_nodes_set_up = list(nodes)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(nodes),
+                                                   thread_name_prefix="db-setup") as pool:
+            futures = {pool.submit(run.db.setup, run.test, n): n for n in nodes}
+            for fut in concurrent.futures.as_completed(futures):
+                exc = fut.exception()
+                if exc is not None:
+                    errors.append((futures[fut], exc))
+        if errors:
+            node, exc = sorted(errors, key=lambda e: e[0])[0]
+            for n, e in errors:
+                log.debug("db setup failed on %s", n, exc_info=e)
+            if isinstance(exc, JepsenError):
+                raise exc
+            raise FrameworkFailure(f"db setup on {node} failed: {type(exc).__name__}: {exc}") from exc
+
+    def collect_logs(self, run: Run) -> None:
+        for node in run.spec.nodes:
+            try:
+                paths = list(run.db.log_files(run.test, node) or [])
+            except Exception as e:
+                log.warning("log_files(%s) failed: %s", node, e)
+                continue
+            dest_dir = run.run_dir / store.NODES / node
+            remote = run.test.remotes.get(node)
+            for p in paths:
+                if Path(p).name in ("", ".", ".."):  # a DB's path like "logs/.." names no file here
+                    log.info("log_files(%s) gave %r, which names no file: skipped", node, p)
+                    continue
+                store.make_dirs(dest_dir)
+                dest = dest_dir / Path(p).name
+                try:
+                    if remote is not None:
+                        remote.download(p, dest)
+                    elif Path(p).is_dir():
+                        shutil.copytree(p, dest, dirs_exist_ok=True)
+                    elif Path(p).exists():
+                        shutil.copy2(p, dest)
+                except Exception as e:  # a log the node never wrote is not worth a console line
+                    log.info("could not download %s from %s: %s", p, node, e)
+            # an archive or a copy brings the node's modes (a world-writable log, a 0777 directory)
+            store.settle_modes(dest_dir)
+
+    def teardown_db(self, run: Run) -> None:
+        errors = []
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(run.db_nodes_set_up)),
+                                                   thread_name_prefix="db-teardown") as pool:
+            futures = {pool.submit(run.db.teardown, run.test, n): n for n in run.db_nodes_set_up}
+            for fut in concurrent.futures.as_completed(futures):
+                if fut.exception() is not None:
+                    errors.append(f"{futures[fut]}: {fut.exception()}")
+        if errors:
+            raise FrameworkFailure("db teardown failed on " + "; ".join(sorted(errors)))

@@ -1,0 +1,227 @@
+"""The client workers every interpreter drives: their processes, their clients and how a failure
+is written down, kept once for both engines.
+
+A worker holds one client per node it used, opened for its current process. As in Jepsen, a worker
+whose op ended info continues as a new process, and a new process gets new clients unless its
+clients say they are reusable (`client_reusable`): a connection left holding an unanswered request
+must not hold the worker's later ops behind it. A client whose invoke raised is reopened. The
+threaded interpreter (jepsen_py.interpreter) and the simulator's (jepsen_py.sim.interpreter) differ
+only in how a worker waits and runs an op: threads and wall time, or coroutines in virtual time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jepsen_py.errors import BadInput, FrameworkFailure
+from jepsen_py.generator import Context, Generator, Pending, Template, Thread
+from jepsen_py.history import FAIL, INFO, NEMESIS, Op
+from jepsen_py.protocols import Test, client_reusable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class Worker:
+    """One client thread's state: its process, its node, its clients (one per node it used, opened
+    for process `clients_process`) and the op in flight (watched for the op timeout where a
+    watchdog does so)."""
+
+    thread: Thread
+    process: int | str
+    node: str | None
+    clients: dict[str, Any] = field(default_factory=dict)
+    clients_process: int | str | None = None
+    invokes: int = 0
+    oks: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    inflight: Op | None = None
+    deadline: float = 0.0
+    abandoned: bool = False
+    open_failed: bool = False  # its last op failed to open a client (the threaded worker backs off)
+
+
+def copy_op(op: Op) -> Op:
+    """What a client gets: its own copy, so mutating it cannot touch the recorded invoke."""
+    return Op(op.index, op.time, op.type, op.process, op.f, op.key, op.value, op.node, op.error,
+              dict(op.meta) if op.meta else {})
+
+
+def run_to_end(coro: Coroutine[Any, Any, None]) -> None:
+    """Runs a coroutine whose every wait blocks (a worker thread's, the real engine's phases) to its
+    end, without an event loop; RuntimeError if it suspends after all."""
+    try:
+        coro.send(None)
+    except StopIteration:
+        return
+    coro.close()
+    raise RuntimeError("a coroutine meant to block suspended, and there is no event loop to resume it")
+
+
+class WorkerPool:
+    """The workers of one run, `concurrency` client workers and the nemesis's. They persist across
+    phases, as Jepsen's do: the final reads of a run continue the process numbering of its main
+    phase.
+
+    `work` is every worker's loop, for both engines: finish the previous op and take the next one
+    from the generator (`next_op`), perform it (`perform`), again until the phase ends. An engine
+    says how each step waits: a thread blocks in it (the coroutine then never suspends and runs
+    in its thread by `run_to_end`), a simulated worker awaits virtual time."""
+
+    def __init__(self, test: Test, client: Any, concurrency: int) -> None:
+        self.test = test
+        self.client_template = client
+        self.concurrency = concurrency
+        nodes = test.nodes
+        self.workers = [
+            Worker(thread=i, process=i, node=nodes[i % len(nodes)] if nodes else None)
+            for i in range(concurrency)
+        ]
+        self.nemesis_worker = Worker(thread=NEMESIS, process=NEMESIS, node=None)
+        self.errors: list[str] = []
+        # A worker stopped by what the user gave (a plugin generator's bad op): the run ends with it,
+        # one line and 254, not as a framework failure.
+        self.bad_input: BadInput | None = None
+
+    async def work(self, w: Worker, phase: Any) -> None:
+        """One worker's loop until the phase is over for it; a failure outside invoke ends the
+        phase for everyone (`worker_failed`)."""
+        finished: tuple[Op, Op] | None = None
+        try:
+            while True:
+                inv = await self.next_op(w, phase, finished)
+                if inv is None:
+                    return
+                finished = (inv, await self.perform(w, inv))
+        except Exception as e:
+            self.worker_failed(w, phase, e)
+
+    async def next_op(self, w: Worker, phase: Any, finished: tuple[Op, Op] | None) -> Op | None:
+        """Records `finished` (the invoke and completion of the worker's previous op) and tells the
+        generator, then the worker's next invocation, recorded; None when the phase is over."""
+        raise NotImplementedError
+
+    async def perform(self, w: Worker, inv: Op) -> Op:
+        """The completion of `inv`, by the worker's client or, for the nemesis's worker, the nemesis."""
+        raise NotImplementedError
+
+    def worker_failed(self, w: Worker, phase: Any, e: Exception) -> None:
+        """Notes the failure and stops the phase."""
+        raise NotImplementedError
+
+    def counts(self) -> tuple[int, int]:
+        """(client invocations, ok completions) so far."""
+        return sum(w.invokes for w in self.workers), sum(w.oks for w in self.workers)
+
+    def close_clients(self) -> None:
+        for w in self.workers:
+            for node in list(w.clients):
+                self._drop_client(w, node or None)
+
+    def raise_failures(self) -> None:
+        """After a phase: the BadInput a user's generator caused, else FrameworkFailure when a
+        worker broke."""
+        if self.bad_input is not None:
+            raise self.bad_input
+        if self.errors:
+            raise FrameworkFailure("; ".join(self.errors[:3]))
+
+    def note_failure(self, w: Worker, e: Exception) -> None:
+        """A failure outside invoke (a generator bug, the history unwritable) ends the phase for
+        everyone (the caller stops it) and fails the run: a silently shortened test would be a lie."""
+        if isinstance(e, BadInput):
+            self.bad_input = self.bad_input or e
+            return
+        log.error("worker %s failed: %s: %s", w.thread, type(e).__name__, e)
+        log.debug("worker failure in full", exc_info=e)
+        self.errors.append(f"worker {w.thread}: {type(e).__name__}: {e}")
+
+    def _client_for(self, w: Worker, node: str | None) -> Any:
+        if w.clients_process != w.process:
+            self._renew_clients(w)
+        key = node or ""
+        c = w.clients.get(key)
+        if c is None:
+            c = self.client_template.open(self.test, node) if node is not None else self.client_template
+            w.clients[key] = c
+        return c
+
+    def _renew_clients(self, w: Worker) -> None:
+        """The worker moved to a new process: closes each client that is not reusable, so the next
+        op opens a fresh one (Jepsen's rule)."""
+        for key, c in list(w.clients.items()):
+            if not client_reusable(c, self.test):
+                self._drop_client(w, key or None)
+        w.clients_process = w.process
+
+    def _drop_client(self, w: Worker, node: str | None) -> None:
+        c = w.clients.pop(node or "", None)
+        if c is not None and c is not self.client_template:
+            try:
+                c.close(self.test)
+            except Exception as e:
+                log.debug("closing a client failed: %s", e)
+
+    @staticmethod
+    def open_failed(inv: Op, e: Exception) -> Op:
+        """The completion of an op whose client could not be opened: it certainly did not happen."""
+        return Op(-1, 0, FAIL, inv.process, inv.f, inv.key, inv.value, inv.node,
+                  f"client open failed: {type(e).__name__}: {e}", {})
+
+    def invoke_failed(self, w: Worker, inv: Op, e: Exception) -> Op:
+        """The completion of an op whose invoke raised: unknown, and the client is reopened
+        (Jepsen: a crashed client is not trusted again)."""
+        log.debug("client invoke raised on process %s", w.process, exc_info=True)
+        self._drop_client(w, inv.node)
+        return Op(-1, 0, INFO, inv.process, inv.f, inv.key, inv.value, inv.node,
+                  f"{type(e).__name__}: {e}", {})
+
+    @staticmethod
+    def nemesis_failed(inv: Op, e: Exception) -> Op:
+        """The completion of a nemesis op that raised: unknown, as every nemesis op is."""
+        log.error("nemesis op %s failed: %s: %s", inv.f, type(e).__name__, e)
+        log.debug("nemesis failure in full", exc_info=True)
+        return Op(-1, 0, INFO, NEMESIS, inv.f, inv.key, inv.value, inv.node, f"{type(e).__name__}: {e}", {})
+
+
+class GeneratorPhase:
+    """One generator being driven, as both interpreters hand it out: who is busy, whether it is
+    exhausted or stopped. Only one worker at a time asks or tells it (under the threaded
+    interpreter's lock; on the simulator's one loop, between two awaits), as in Jepsen's
+    interpreter, where one thread owns the generator."""
+
+    def __init__(self, g: Generator, threads: Sequence[Thread]) -> None:
+        self.gen = g
+        self.threads = tuple(threads)
+        self.busy: set[Thread] = set()
+        self.exhausted = False
+        self.stopped = False
+
+    @property
+    def over(self) -> bool:
+        return self.exhausted or self.stopped
+
+    def ask(self, thread: Thread, ctx: Context) -> Template | Pending | None:
+        """The generator's next step for `thread` (ask only while not `over`): an op to start (the
+        thread is busy until told), a wait, or None: the generator just ran out (wake the waiters)."""
+        step = self.gen.op(ctx)
+        if step is None:
+            self.exhausted = True
+            return None
+        if isinstance(step, Template):
+            self.busy.add(thread)
+            return step
+        assert isinstance(step, Pending)
+        return step
+
+    def tell(self, thread: Thread, ctx: Context, invoke: Op, completion: Op) -> None:
+        """The op `thread` started has completed: it is free, and the generator hears how."""
+        self.busy.discard(thread)
+        try:
+            self.gen.update(ctx, invoke, completion)
+        except Exception:
+            log.exception("generator update failed")
