@@ -262,7 +262,8 @@ class WAL:
         then fsyncs once: the batched fsync of one Ready."""
         parts = []
         if entries:
-            parts.append(encode_record(ENTRIES, [[e.term, e.index, e.data] for e in entries]))
+            # an Entry is a tuple, which JSON encodes as the record's [term, index, data]
+            parts.append(encode_record(ENTRIES, list(entries)))
         if hard_state is not None:
             parts.append(encode_record(HARDSTATE, hard_state.to_dict()))
         if not parts:
@@ -288,7 +289,7 @@ class WAL:
         ]
         ents = [e for e in entries if e.index > snapshot_index]
         for i in range(0, len(ents), 512):
-            parts.append(encode_record(ENTRIES, [[e.term, e.index, e.data] for e in ents[i : i + 512]]))
+            parts.append(encode_record(ENTRIES, ents[i : i + 512]))
         self.disk.write_file(tmp, b"".join(parts), sync=self.fsync_enabled)
         self.close()
         self.disk.rename(tmp, self.path)
