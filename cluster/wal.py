@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .bugs import NO_BUGS, Bugs
+from .framing import dumps
 from .io import AppendFile, Disk
 from .raft.messages import Entry, HardState
 
@@ -65,12 +66,8 @@ def _crc(rtype: int, payload: bytes) -> int:
     return zlib.crc32(payload, zlib.crc32(bytes((rtype,))))
 
 
-#: built once: json.dumps with non-default separators builds a new encoder per call (one per Ready)
-_ENCODER = json.JSONEncoder(separators=(",", ":"))
-
-
 def encode_record(rtype: int, body: Any) -> bytes:
-    payload = _ENCODER.encode(body).encode()
+    payload = dumps(body).encode()
     return HEADER.pack(len(payload), _crc(rtype, payload), rtype) + payload
 
 
