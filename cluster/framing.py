@@ -121,6 +121,12 @@ async def read_frame(reader: asyncio.StreamReader, max_size: int) -> dict[str, A
     (length,) = HEADER.unpack(header)
     if length > max_size:
         raise FrameError(f"frame of {length} bytes exceeds the limit of {max_size} bytes")
+    if buf is not None and len(buf) >= length and reader.exception() is None:
+        # the header came after a wait, and with it, as a rule, the payload: sliced likewise
+        payload = bytes(buf[:length])
+        del buf[:length]
+        reader._maybe_resume_transport()  # type: ignore[attr-defined]
+        return decode_payload(payload)
     try:
         payload = await reader.readexactly(length)
     except asyncio.IncompleteReadError:

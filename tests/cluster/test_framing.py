@@ -86,3 +86,19 @@ def test_frames_buffered_whole_or_in_pieces_read_back_in_order_and_an_error_stil
     got, error = asyncio.run(read())
     assert got == [{"i": i, "pad": "x" * i} for i in range(5)]
     assert error is ConnectionResetError
+
+
+def test_a_frame_arriving_while_the_reader_waits_is_read_whole_and_the_next_waits_for_its_payload():
+    async def read() -> list[object]:
+        r = asyncio.StreamReader()
+        waiting = asyncio.ensure_future(read_frame(r, MAX_PEER_FRAME))
+        await asyncio.sleep(0)  # the reader now waits for data
+        second = encode({"n": 2})
+        r.feed_data(encode({"n": 1}) + second[:5])  # one frame, then a header and one payload byte
+        first = await waiting
+        waiting = asyncio.ensure_future(read_frame(r, MAX_PEER_FRAME))
+        await asyncio.sleep(0)
+        r.feed_data(second[5:])
+        return [first, await waiting]
+
+    assert asyncio.run(read()) == [{"n": 1}, {"n": 2}]
