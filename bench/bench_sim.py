@@ -7,7 +7,10 @@ would make them. Prints simulated seconds per wall second and per CPU second of 
 second figure is the one that holds on a loaded machine), events and delivered chunks per
 simulated second, and with --profile the functions the time goes to.
 
-    python3 bench/bench_sim.py [--seconds 60] [--rate 0] [--seed 1] [--profile]
+`--compare REV` measures the code of git revision REV (exported to a temporary directory) and this
+checkout side by side, alternating, each in its own interpreter, so that both see the same load:
+
+    python3 bench/bench_sim.py [--seconds 60] [--rate 0] [--seed 1] [--profile] [--compare REV [--rounds 3]]
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ import asyncio
 import cProfile
 import os
 import pstats
+import re
+import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -83,13 +89,59 @@ def time_by_part(stats: pstats.Stats) -> list[tuple[str, float]]:
     return sorted(((p, t / total) for p, t in totals.items()), key=lambda x: -x[1])
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIGURE = re.compile(r"cpu +([0-9.]+) s: ([0-9.]+) simulated s per CPU s")
+WORK = re.compile(r"(\d+ events and \d+ delivered chunks|client requests answered: \d+|leaders: .*)")
+
+
+def run_one(root: str, args: argparse.Namespace) -> tuple[float, float, str]:
+    """(CPU s, simulated s per CPU s, whole report) of the benchmark of the checkout at `root`."""
+    argv = [sys.executable, os.path.join(root, "bench", "bench_sim.py"), "--seconds", str(args.seconds),
+            "--rate", str(args.rate), "--seed", str(args.seed)]
+    out = subprocess.run(argv, cwd=root, capture_output=True, text=True, check=True).stdout
+    m = FIGURE.search(out)
+    if m is None:
+        raise RuntimeError(f"no figure in the output of {root}:\n{out}")
+    return float(m.group(1)), float(m.group(2)), out
+
+
+def compare(args: argparse.Namespace) -> int:
+    """Old (git revision args.compare) against new (this checkout), alternating rounds."""
+    with tempfile.TemporaryDirectory(prefix="bench-sim-") as old:
+        archive = subprocess.run(["git", "-C", ROOT, "archive", args.compare], capture_output=True,
+                                 check=True)
+        subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
+        figures: dict[str, list[tuple[float, float]]] = {"old": [], "new": []}
+        reports: dict[str, str] = {}
+        for _ in range(args.rounds):
+            for name, root in (("old", old), ("new", ROOT)):
+                cpu, speed, reports[name] = run_one(root, args)
+                figures[name].append((cpu, speed))
+                print(f"  {name}: cpu {cpu:.2f} s, {speed:.1f} simulated s per CPU s", flush=True)
+    best = {name: max(f, key=lambda x: x[1]) for name, f in figures.items()}
+    for name in ("old", "new"):
+        cpu, speed = best[name]
+        print(f"{name} ({args.compare if name == 'old' else 'this checkout'}): best of {args.rounds}: "
+              f"cpu {cpu:.2f} s, {speed:.1f} simulated s per CPU s")
+    print(f"speed-up: {best['new'][1] / best['old'][1]:.2f}x")
+    # the same simulated run on both sides: the same work done (a change meant to keep the run)
+    work = {name: WORK.findall(r) for name, r in reports.items()}
+    if work["old"] != work["new"]:
+        print(f"note: the runs did different work: old {work['old']}, new {work['new']}")
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--seconds", type=float, default=60.0, help="simulated seconds measured")
     p.add_argument("--rate", type=float, default=0.0, help="client requests per simulated second")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--profile", action="store_true", help="print the top functions by own time")
+    p.add_argument("--compare", metavar="REV", help="also measure git revision REV, side by side")
+    p.add_argument("--rounds", type=int, default=3, help="with --compare: runs of each, alternating")
     args = p.parse_args()
+    if args.compare:
+        return compare(args)
 
     with SimCluster(args.seed, NODES) as c:
         c.start_all()

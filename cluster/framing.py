@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import json.encoder
+import json.scanner
 import struct
+from collections.abc import Callable
 from typing import Any
 
 HEADER = struct.Struct(">I")
@@ -23,6 +26,36 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"))
 _DECODER = json.JSONDecoder()
 
 
+def _compact_dumps() -> Callable[[Any], str]:
+    """_ENCODER.encode without its per-call setup: JSONEncoder.encode builds a new C encoder (and a
+    dict of the containers seen) on every call, which was half the cost of encoding a small frame.
+    The one built here makes the same text. It keeps no dict of containers (one shared by the
+    controller's client threads could see another thread's), so a circular structure recurses
+    until RecursionError, which is turned into json's ValueError."""
+    make = json.encoder.c_make_encoder  # type: ignore[attr-defined]
+    if make is None:  # a Python without the C accelerator
+        return _ENCODER.encode
+    enc = make(None, _ENCODER.default, json.encoder.encode_basestring_ascii,  # type: ignore[attr-defined]
+               None, ":", ",", False, False, True)
+
+    def dumps(obj: Any) -> str:
+        try:
+            return "".join(enc(obj, 0))
+        except RecursionError:
+            raise ValueError("Circular reference detected (or nesting too deep)") from None
+
+    return dumps
+
+
+#: compact JSON text, the same as _ENCODER.encode makes (also the WAL's record payloads)
+dumps = _compact_dumps()
+#: json's C scanner called directly: JSONDecoder.decode adds two regular-expression matches for
+#: the whitespace around the value, which a frame we send never has
+_SCAN: Callable[[str, int], tuple[Any, int]] | None = (
+    json.scanner.c_make_scanner(_DECODER) if json.scanner.c_make_scanner is not None else None  # type: ignore[attr-defined]
+)
+
+
 class FrameError(Exception):
     """A bad frame. fatal: the stream lost its framing (oversized or cut short) and must be closed;
     otherwise only this frame's payload was bad and the next frame can still be read."""
@@ -34,7 +67,7 @@ class FrameError(Exception):
 
 def encode(obj: dict[str, Any]) -> bytes:
     """One frame holding `obj` as compact JSON."""
-    payload = _ENCODER.encode(obj).encode()
+    payload = dumps(obj).encode()
     return HEADER.pack(len(payload)) + payload
 
 
@@ -44,7 +77,13 @@ def decode_payload(payload: bytes) -> dict[str, Any]:
         if payload[:1] == b"{" and payload[1:2] != b"\x00":
             # what json.loads would detect as UTF-8 (every frame we send), decoded without the
             # detection and the wrapper
-            obj = _DECODER.decode(payload.decode("utf-8", "surrogatepass"))
+            text = payload.decode("utf-8", "surrogatepass")
+            try:
+                obj, end = _SCAN(text, 0) if _SCAN is not None else (None, -1)
+            except StopIteration:  # the scanner's "no value here": the decoder says why
+                end = -1
+            if end != len(text):  # whitespace after the value, or an error: the decoder's verdict
+                obj = _DECODER.decode(text)
         else:
             obj = json.loads(payload)
     except (UnicodeDecodeError, ValueError) as e:
@@ -62,6 +101,17 @@ async def read_frame(reader: asyncio.StreamReader, max_size: int) -> dict[str, A
     Raises FrameError for an oversized frame, a stream cut inside a frame, or a payload that is not a
     JSON object.
     """
+    buf: bytearray | None = getattr(reader, "_buffer", None)  # asyncio.StreamReader's
+    if buf is not None and len(buf) > HEADER.size and reader.exception() is None:
+        # the whole frame is usually buffered already: taken in one slice, as the two readexactly
+        # calls below would take it, without their two coroutines (a frame per peer message)
+        (length,) = HEADER.unpack_from(buf)
+        end = HEADER.size + length
+        if len(buf) >= end and length <= max_size:
+            payload = bytes(buf[HEADER.size:end])
+            del buf[:end]
+            reader._maybe_resume_transport()  # type: ignore[attr-defined]
+            return decode_payload(payload)
     try:
         header = await reader.readexactly(HEADER.size)
     except asyncio.IncompleteReadError as e:
@@ -71,6 +121,12 @@ async def read_frame(reader: asyncio.StreamReader, max_size: int) -> dict[str, A
     (length,) = HEADER.unpack(header)
     if length > max_size:
         raise FrameError(f"frame of {length} bytes exceeds the limit of {max_size} bytes")
+    if buf is not None and len(buf) >= length and reader.exception() is None:
+        # the header came after a wait, and with it, as a rule, the payload: sliced likewise
+        payload = bytes(buf[:length])
+        del buf[:length]
+        reader._maybe_resume_transport()  # type: ignore[attr-defined]
+        return decode_payload(payload)
     try:
         payload = await reader.readexactly(length)
     except asyncio.IncompleteReadError:

@@ -195,7 +195,7 @@ class PeerSender:
                     raise ConnectionError("peer closed the stream")
                 continue
             batch = self._take_all()
-            writer.write(encode({"m": [m.to_dict() for m in batch]}))
+            writer.write(encode({"m": [m.to_wire() for m in batch]}))
             self.t.stats.sent += len(batch)
             self.t.stats.frames_sent += 1
             try:
@@ -350,7 +350,7 @@ class Transport:
                 if not isinstance(batch, list):
                     raise FrameError("peer frame has no message list")
                 for d in batch:
-                    msg = Message.from_dict(d)
+                    msg = Message.from_wire(d)
                     if msg.src != peer or msg.dst != self.node_id or msg.type in LOCAL_MESSAGE_TYPES:
                         raise FrameError(f"{msg.type} from {msg.src} to {msg.dst} on {peer}'s stream")
                     self.stats.received += 1

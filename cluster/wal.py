@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .bugs import NO_BUGS, Bugs
+from .framing import dumps
 from .io import AppendFile, Disk
 from .raft.messages import Entry, HardState
 
@@ -65,12 +66,8 @@ def _crc(rtype: int, payload: bytes) -> int:
     return zlib.crc32(payload, zlib.crc32(bytes((rtype,))))
 
 
-#: built once: json.dumps with non-default separators builds a new encoder per call (one per Ready)
-_ENCODER = json.JSONEncoder(separators=(",", ":"))
-
-
 def encode_record(rtype: int, body: Any) -> bytes:
-    payload = _ENCODER.encode(body).encode()
+    payload = dumps(body).encode()
     return HEADER.pack(len(payload), _crc(rtype, payload), rtype) + payload
 
 
@@ -262,7 +259,8 @@ class WAL:
         then fsyncs once: the batched fsync of one Ready."""
         parts = []
         if entries:
-            parts.append(encode_record(ENTRIES, [[e.term, e.index, e.data] for e in entries]))
+            # an Entry is a tuple, which JSON encodes as the record's [term, index, data]
+            parts.append(encode_record(ENTRIES, list(entries)))
         if hard_state is not None:
             parts.append(encode_record(HARDSTATE, hard_state.to_dict()))
         if not parts:
@@ -288,7 +286,7 @@ class WAL:
         ]
         ents = [e for e in entries if e.index > snapshot_index]
         for i in range(0, len(ents), 512):
-            parts.append(encode_record(ENTRIES, [[e.term, e.index, e.data] for e in ents[i : i + 512]]))
+            parts.append(encode_record(ENTRIES, ents[i : i + 512]))
         self.disk.write_file(tmp, b"".join(parts), sync=self.fsync_enabled)
         self.close()
         self.disk.rename(tmp, self.path)

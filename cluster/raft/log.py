@@ -226,6 +226,8 @@ class RaftLog:
         return max(self.applied + 1, self.first_index()), self.committed + 1
 
     def has_next_committed_entries(self) -> bool:
+        if self.committed <= self.applied:  # the usual answer, without looking up first_index
+            return False
         lo, hi = self._next_apply_bounds()
         return hi > lo
 

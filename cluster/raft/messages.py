@@ -1,14 +1,20 @@
 """Plain records exchanged between the Raft core and its edges (etcd-io/raft's raftpb, in Python).
 
-Every record is a frozen dataclass made only of str/int/bool/None/tuples/dicts, so the transport can
-ship it as JSON (`to_dict` / `from_dict`) and the simulation tests can copy, duplicate and reorder it
-freely without aliasing surprises.
+Every record is immutable and made only of str/int/bool/None/tuples/dicts, so the transport can ship
+it as JSON and the simulation tests can copy, duplicate and reorder it freely without aliasing
+surprises. The records made for every message (Message, Entry, HardState, Ready and the states in
+it) are NamedTuples rather than frozen dataclasses: a frozen dataclass sets each field through
+object.__setattr__, which made building them a tenth of a simulated node's time, and a tuple is
+also its own JSON array, which is the peer wire format (`to_wire` / `from_wire`). `to_dict` /
+`from_dict` are the readable form (the WAL's hard state, logs, tests). Snapshot, made rarely and
+holding a mutable default, stays a dataclass.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 # Message types. Strings (not an enum) so that a message is readable on the wire and in logs.
 MSG_HUP = "MsgHup"  # local: start an election (PreVote first when enabled)
@@ -73,9 +79,16 @@ def _opt_str(d: dict[str, Any], key: str) -> str | None:
     return v
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One log entry. data None is the empty entry a new leader appends to commit its term."""
+def _uint(v: Any, key: str) -> int:
+    """`v` if it is a non-negative integer (not a bool), else MessageDecodeError naming `key`."""
+    if v.__class__ is not int or v < 0:
+        raise MessageDecodeError(f"field {key!r} must be a non-negative integer, got {v!r}")
+    return v  # type: ignore[no-any-return]
+
+
+class Entry(NamedTuple):
+    """One log entry. data None is the empty entry a new leader appends to commit its term.
+    On the wire (and in the WAL) it is the JSON array [term, index, data]."""
 
     term: int
     index: int
@@ -93,9 +106,18 @@ class Entry:
             raise MessageDecodeError("entry data must be an object or null")
         return Entry(term=_int(d, "term"), index=_int(d, "index"), data=data)
 
+    @staticmethod
+    def from_wire(w: Any) -> Entry:
+        """Decodes and validates [term, index, data]; MessageDecodeError on anything malformed."""
+        if w.__class__ is not list or len(w) != 3:
+            raise MessageDecodeError(f"entry must be a [term, index, data] array, got {str(w)[:80]}")
+        term, index, data = w
+        if data is not None and data.__class__ is not dict:
+            raise MessageDecodeError("entry data must be an object or null")
+        return Entry(_uint(term, "term"), _uint(index, "index"), data)
 
-@dataclass(frozen=True, slots=True)
-class HardState:
+
+class HardState(NamedTuple):
     """What must be durable before any message of the same Ready is sent: term, vote, commit."""
 
     term: int = 0
@@ -150,8 +172,7 @@ class Snapshot:
 EMPTY_SNAPSHOT = Snapshot()
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
+class Message(NamedTuple):
     """One Raft message. Field meaning follows etcd-io/raft's raftpb.Message.
 
     - MsgApp: (log_term, index) is the entry preceding `entries`; commit is the leader's commit.
@@ -166,6 +187,9 @@ class Message:
       node that asked first (the leader answers it directly).
     - MsgReadIndex/MsgReadIndexResp: context is the caller's request id, index the read index.
     - MsgSnap: snapshot is set.
+
+    On the wire a message is the JSON array of its fields in order (entries as [term, index, data]
+    arrays, the snapshot as its dict): `to_wire` / `from_wire`.
     """
 
     type: str
@@ -234,25 +258,57 @@ class Message:
             snapshot=None if snap is None else Snapshot.from_dict(snap),
         )
 
+    def to_wire(self) -> Sequence[Any]:
+        """What the transport JSON-encodes: the message itself (a tuple encodes as an array),
+        unless it carries a snapshot, which goes as its dict."""
+        if self.snapshot is None:
+            return self
+        return [*self[:-1], self.snapshot.to_dict()]
 
-@dataclass(frozen=True, slots=True)
-class ReadState:
+    @staticmethod
+    def from_wire(w: Any) -> Message:
+        """Decodes and validates a wire message (the array of to_wire); raises MessageDecodeError on
+        anything malformed."""
+        if w.__class__ is not list or len(w) != _MESSAGE_FIELDS:
+            raise MessageDecodeError(f"message must be an array of {_MESSAGE_FIELDS} fields, "
+                                     f"got {str(w)[:80]}")
+        mtype, src, dst, term, log_term, index, entries, commit, reject, reject_hint, context, snap = w
+        if mtype.__class__ is not str or mtype not in MESSAGE_TYPES:
+            raise MessageDecodeError(f"unknown message type {mtype!r}")
+        if src.__class__ is not str or dst.__class__ is not str:
+            raise MessageDecodeError("message src and dst must be strings")
+        if entries.__class__ is not list:
+            raise MessageDecodeError("message entries must be a list")
+        if reject.__class__ is not bool:
+            raise MessageDecodeError("message reject must be a boolean")
+        if context is not None and context.__class__ is not str:
+            raise MessageDecodeError(f"field 'context' must be a string or null, got {context!r}")
+        return Message(
+            mtype, src, dst, _uint(term, "term"), _uint(log_term, "log_term"), _uint(index, "index"),
+            tuple([Entry.from_wire(e) for e in entries]) if entries else (),
+            _uint(commit, "commit"), reject, _uint(reject_hint, "reject_hint"), context,
+            None if snap is None else Snapshot.from_dict(snap),
+        )
+
+
+_MESSAGE_FIELDS = len(Message._fields)
+
+
+class ReadState(NamedTuple):
     """A read may be served once the applied index reaches `index` (ReadIndex or lease)."""
 
     index: int
     context: str
 
 
-@dataclass(frozen=True, slots=True)
-class SoftState:
+class SoftState(NamedTuple):
     """Volatile state worth logging when it changes (the node logs a line per role/term change)."""
 
     leader: str | None
     role: str
 
 
-@dataclass(frozen=True, slots=True)
-class Ready:
+class Ready(NamedTuple):
     """Everything the edges must do, in this order (etcd-io/raft's Ready contract):
 
     1. persist `snapshot` (if not None), then `entries` (replacing any stored suffix from the first

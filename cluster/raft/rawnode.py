@@ -169,21 +169,20 @@ class RawNode:
         # the record is built only when the role or leader moved (ready() runs after every input)
         soft = None if (r.lead == prev.leader and r.state == prev.role) else r.soft_state()
         hard = r.hard_state()
-        snap = r.raft_log.pending_snapshot()
+        prev_hard = self._prev_hard
+        log = r.raft_log
+        snap = log.unstable.snapshot
+        entries = tuple(log.unstable.entries)
         rd = Ready(
             soft_state=soft,
-            hard_state=None if hard == self._prev_hard or hard.is_empty() else hard,
-            entries=tuple(r.raft_log.unstable_entries()),
+            hard_state=None if hard == prev_hard or hard.is_empty() else hard,
+            entries=entries,
             snapshot=snap,
             messages=tuple(r.msgs),
-            committed_entries=tuple(r.raft_log.next_committed_entries()),
+            committed_entries=tuple(log.next_committed_entries()),
             read_states=tuple(r.read_states),
-            must_sync=(
-                hard.term != self._prev_hard.term
-                or hard.vote != self._prev_hard.vote
-                or bool(r.raft_log.unstable_entries())
-                or snap is not None
-            ),
+            must_sync=(hard.term != prev_hard.term or hard.vote != prev_hard.vote or bool(entries)
+                       or snap is not None),
         )
         r.msgs = []
         r.read_states = []

@@ -48,3 +48,57 @@ def test_payloads_decode_as_json_loads_decodes_them():
         with pytest.raises(FrameError) as e:
             decode_payload(bad)
         assert not e.value.fatal
+
+
+def test_the_fast_encoder_writes_what_json_dumps_writes():
+    from jepsen_py.cluster.framing import dumps
+
+    values = [{"m": [["MsgApp", "n1", "n2", 3, 0, 4, [[3, 5, {"op": "x", "f": 1.5}]], 0, False, 0, None]]},
+              {"id": 1, "value": [1, 2.25, -0.0, 1e300, float("nan"), "é\n\"\u2028", {"k": None}]},
+              [], {}, "x", 5, None, 1.0, True, (1, "t")]
+    for v in values:
+        assert dumps(v) == json.dumps(v, separators=(",", ":"))
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(ValueError):
+        dumps(deep)
+
+
+def test_frames_buffered_whole_or_in_pieces_read_back_in_order_and_an_error_still_wins():
+    async def read() -> tuple[list[object], type[BaseException] | None]:
+        r = asyncio.StreamReader()
+        frames = [encode({"i": i, "pad": "x" * i}) for i in range(5)]
+        r.feed_data(b"".join(frames[:3]) + frames[3][:3])  # three whole frames, a cut header
+        got = [await read_frame(r, MAX_PEER_FRAME) for _ in range(3)]
+        r.feed_data(frames[3][3:] + frames[4][:6])
+        got.append(await read_frame(r, MAX_PEER_FRAME))
+        r.feed_data(frames[4][6:])
+        got.append(await read_frame(r, MAX_PEER_FRAME))
+        r.feed_data(encode({"late": True}))
+        r.set_exception(ConnectionResetError())  # a broken stream raises whatever is buffered
+        try:
+            await read_frame(r, MAX_PEER_FRAME)
+        except ConnectionResetError as e:
+            return got, type(e)
+        return got, None
+
+    got, error = asyncio.run(read())
+    assert got == [{"i": i, "pad": "x" * i} for i in range(5)]
+    assert error is ConnectionResetError
+
+
+def test_a_frame_arriving_while_the_reader_waits_is_read_whole_and_the_next_waits_for_its_payload():
+    async def read() -> list[object]:
+        r = asyncio.StreamReader()
+        waiting = asyncio.ensure_future(read_frame(r, MAX_PEER_FRAME))
+        await asyncio.sleep(0)  # the reader now waits for data
+        second = encode({"n": 2})
+        r.feed_data(encode({"n": 1}) + second[:5])  # one frame, then a header and one payload byte
+        first = await waiting
+        waiting = asyncio.ensure_future(read_frame(r, MAX_PEER_FRAME))
+        await asyncio.sleep(0)
+        r.feed_data(second[5:])
+        return [first, await waiting]
+
+    assert asyncio.run(read()) == [{"n": 1}, {"n": 2}]

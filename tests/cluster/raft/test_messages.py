@@ -67,3 +67,48 @@ def test_compact_encoding_omits_defaults():
 def test_malformed_messages_are_refused(wire, complaint):
     with pytest.raises(MessageDecodeError, match=complaint):
         Message.from_dict(wire)
+
+
+@settings(max_examples=200, derandomize=True, database=None)
+@given(messages)
+def test_wire_round_trip_through_json_keeps_every_field(m):
+    assert Message.from_wire(json.loads(json.dumps(m.to_wire()))) == m
+
+
+def test_the_wire_form_is_the_array_of_fields_entries_as_arrays():
+    m = Message(type=MSG_APP, src="n1", dst="n2", term=3, index=4, entries=(Entry(3, 5, {"op": "x"}),))
+    assert json.loads(json.dumps(m.to_wire())) == [MSG_APP, "n1", "n2", 3, 0, 4, [[3, 5, {"op": "x"}]], 0,
+                                                   False, 0, None, None]
+
+
+def wire(**fields):
+    """A valid MsgApp's wire array with some fields replaced."""
+    w = json.loads(json.dumps(Message(type=MSG_APP, src="a", dst="b", term=1).to_wire()))
+    for name, value in fields.items():
+        w[Message._fields.index(name)] = value
+    return w
+
+
+@pytest.mark.parametrize(
+    ("w", "complaint"),
+    [
+        ({"type": MSG_APP, "src": "a", "dst": "b"}, "must be an array"),
+        (wire()[:-1], "must be an array of 12 fields"),
+        (wire(type="MsgNope"), "unknown message type"),
+        (wire(type=["MsgApp"]), "unknown message type"),
+        (wire(src=1), "src and dst"),
+        (wire(term=-1), "term"),
+        (wire(commit=True), "commit"),
+        (wire(index=1.5), "index"),
+        (wire(entries={}), "entries must be a list"),
+        (wire(entries=[[1, 1, 5]]), "data"),
+        (wire(entries=[[1, 1]]), "entry must be"),
+        (wire(entries=[[1, False, None]]), "index"),
+        (wire(reject="yes"), "reject"),
+        (wire(snapshot={"peers": "n1"}), "peers"),
+        (wire(context=7), "context"),
+    ],
+)
+def test_malformed_wire_messages_are_refused(w, complaint):
+    with pytest.raises(MessageDecodeError, match=complaint):
+        Message.from_wire(w)
