@@ -26,8 +26,12 @@ TIME_LIMIT = 20
 def jepsen_run(tmp_path: Path, workload: str, nemesis: str, *extra: str) -> tuple[int, dict[str, Any], Path]:
     name = f"e2e-{workload}-{nemesis.replace(',', '+')}"
     junit = tmp_path / f"{name}.xml"
+    # a flag is given once: `extra` replaces the defaults it names
+    defaults = {"--time-limit": str(TIME_LIMIT), "--nemesis-interval": "5"}
+    for flag in defaults.keys() & set(extra):
+        del defaults[flag]
     argv = [sys.executable, "-m", "jepsen_py.cli", "run", "--workload", workload, "--nemesis", nemesis,
-            "--time-limit", str(TIME_LIMIT), "--nemesis-interval", "5", "--node-count", "5",
+            *[x for kv in defaults.items() for x in kv], "--node-count", "5",
             "--concurrency", "10", "--results-dir", str(tmp_path), "--name", name, "--no-progress",
             "--junit-xml", str(junit), *extra]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)

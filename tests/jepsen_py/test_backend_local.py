@@ -118,6 +118,19 @@ def test_pause_kill_restart_and_clock(probe_local):
     assert abs(read_clock(test, "n1").skew) < 2
 
 
+# before the cleanup test below: that one removes every namespace jepsen-py made, this module's
+# probe cluster's too
+def test_write_file_creates_parents_replaces_and_sets_the_mode(probe_local):
+    r = probe_local.remotes["n1"]
+    path = Path(r.workdir) / "etc" / "deep" / "conf.txt"
+    r.write_file(str(path), "port 1\n")
+    assert r.exec(["cat", str(path)]).stdout == "port 1\n"
+    r.write_file(str(path), b"\x00bytes\n", mode=0o600)
+    assert path.read_bytes() == b"\x00bytes\n"
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert sorted(p.name for p in path.parent.iterdir()) == ["conf.txt"]  # no temporary left
+
+
 def test_raft_cluster_on_local_backend(local_env, tmp_path):
     spec = make_spec(NODES, tmp_path, backend="local")
     test = make_test(spec, tmp_path)
@@ -180,13 +193,3 @@ def test_cleanup_after_kill_9_of_a_local_controller(local_env, tmp_path):
         stat = Path(f"/proc/{p}/stat")
         assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
 
-
-def test_write_file_creates_parents_replaces_and_sets_the_mode(probe_local):
-    r = probe_local.remotes["n1"]
-    path = Path(r.workdir) / "etc" / "deep" / "conf.txt"
-    r.write_file(str(path), "port 1\n")
-    assert r.exec(["cat", str(path)]).stdout == "port 1\n"
-    r.write_file(str(path), b"\x00bytes\n", mode=0o600)
-    assert path.read_bytes() == b"\x00bytes\n"
-    assert oct(path.stat().st_mode & 0o777) == "0o600"
-    assert sorted(p.name for p in path.parent.iterdir()) == ["conf.txt"]  # no temporary left
