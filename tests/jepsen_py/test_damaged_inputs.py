@@ -15,6 +15,7 @@ import pytest
 from jepsen_py import cli, inputfile
 from jepsen_py.history import MAX_TIME_NS
 from jepsen_py.importers import load_history
+from tests.anchors import ANCHORS
 from tests.jepsen_py.history_formats import to_edn, to_jsonl
 from tests.jepsen_py.test_cli import REPO, fake_run, use_fakes
 
@@ -183,9 +184,6 @@ def test_an_absurd_time_is_refused_before_any_per_second_view(tmp_path) -> None:
         h.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
         assert cli.main(["analyze", str(run.run_dir), "--no-render"]) == 254
         assert (run.run_dir / "results.json").read_bytes() == before
-
-
-ANCHORS = Path(os.environ.get("JEPSEN_PY_PORCUPINE_ANCHORS", "/work/shared/anchors/porcupine"))
 
 
 def anchor(rel: str) -> Path:

@@ -30,10 +30,10 @@ from jepsen_py import cli
 from jepsen_py.errors import BadInput
 from jepsen_py.history import Op
 from jepsen_py.importers import FORMATS, load_history
+from tests.anchors import ANCHORS
 from tests.jepsen_py import history_formats as hf
 from tests.jepsen_py.test_cli import FAKE_DB, REPO, fake_run, use_fakes
 
-ANCHORS = Path(os.environ.get("JEPSEN_PY_PORCUPINE_ANCHORS", "/work/shared/anchors/porcupine"))
 OK_CODES = {0, 1, 2, 254}
 FUZZ = settings(max_examples=60, deadline=None, derandomize=False,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,

@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from jepsen_py.checkers.linearizable import check, get_model
 
 from jepsen_py.errors import BadInput
 from jepsen_py.importers import load_history
+from tests.anchors import ANCHORS
 from tests.conftest import require
-
-ANCHORS = Path(os.environ.get("JEPSEN_PY_PORCUPINE_ANCHORS", "/work/shared/anchors/porcupine"))
 
 
 def _expected() -> list[tuple[str, bool]]:
