@@ -24,35 +24,23 @@ from jepsen_py.checkers.elle.budget import Deadline
 from jepsen_py.checkers.elle.explain import list_read, show
 from jepsen_py.checkers.elle.found import Found
 from jepsen_py.checkers.elle.graph import RW, WR, WW, EdgeList
-from jepsen_py.checkers.elle.txn import APPEND, Txn
+from jepsen_py.checkers.elle.txn import APPEND, Txn, index_writes
 
 from jepsen_py.errors import BadInput
-from jepsen_py.history import FAIL, OK
+from jepsen_py.history import OK
 
 Read = tuple[int, int, tuple[Any, ...]]  # (txn id, mop position, value)
 Ext = tuple[int, tuple[Any, ...], bool]  # (txn id, value, appends to the key later)
 
 
 def infer(txns: Sequence[Txn], edges: EdgeList, found: Found, deadline: Deadline) -> None:
-    writer: dict[tuple[Hashable, Any], int] = {}
-    failed: dict[tuple[Hashable, Any], int] = {}
-    intermediate: dict[tuple[Hashable, Any], int] = {}
-    for t in txns:
-        last: dict[Hashable, Any] = {}
-        for f, k, v in t.mops:
-            if f != APPEND:
-                continue
-            if (k, v) in writer or (k, v) in failed:
-                raise BadInput(f"op {t.index}: {show(v)} is appended to {show(k)} by two transactions "
-                               f"(here and op {txns[writer.get((k, v), failed.get((k, v), 0))].index}); "
-                               f"list-append needs unique values per key")
-            if t.type == FAIL:
-                failed[(k, v)] = t.id
-                continue
-            if k in last:
-                intermediate[(k, last[k])] = t.id
-            last[k] = v
-            writer[(k, v)] = t.id
+    def refuse(t: Txn, k: Hashable, v: Any, other: int | None) -> str | None:
+        if other is None:
+            return None
+        return (f"op {t.index}: {show(v)} is appended to {show(k)} by two transactions (here and op "
+                f"{txns[other].index}); list-append needs unique values per key")
+
+    writer, failed, intermediate = index_writes(txns, APPEND, refuse)
     reads: dict[Hashable, list[Read]] = {}
     ext: dict[Hashable, list[Ext]] = {}
     for n, t in enumerate(txns):

@@ -22,34 +22,21 @@ from jepsen_py.checkers.elle.budget import Deadline
 from jepsen_py.checkers.elle.explain import show
 from jepsen_py.checkers.elle.found import Found
 from jepsen_py.checkers.elle.graph import RW, WR, WW, EdgeList
-from jepsen_py.checkers.elle.txn import READ, WRITE, Txn
+from jepsen_py.checkers.elle.txn import READ, WRITE, Txn, index_writes
 
-from jepsen_py.errors import BadInput
 from jepsen_py.history import FAIL, OK
 
 
 def infer(txns: Sequence[Txn], edges: EdgeList, found: Found, deadline: Deadline,
           process_keys: bool = False) -> None:
-    writer: dict[tuple[Hashable, Any], int] = {}
-    failed: dict[tuple[Hashable, Any], int] = {}
-    intermediate: dict[tuple[Hashable, Any], int] = {}
-    for t in txns:
-        last: dict[Hashable, Any] = {}
-        for f, k, v in t.mops:
-            if f != WRITE:
-                continue
-            if (k, v) in writer or (k, v) in failed or v is None:
-                other = writer.get((k, v), failed.get((k, v)))
-                raise BadInput(f"op {t.index}: write of {show(k)}={show(v)} "
-                               + (f"also in op {txns[other].index}" if other is not None else "(nil)")
-                               + "; rw-register needs unique, non-nil values per key")
-            if t.type == FAIL:
-                failed[(k, v)] = t.id
-                continue
-            if k in last:
-                intermediate[(k, last[k])] = t.id
-            last[k] = v
-            writer[(k, v)] = t.id
+    def refuse(t: Txn, k: Hashable, v: Any, other: int | None) -> str | None:
+        if other is None and v is not None:
+            return None
+        return (f"op {t.index}: write of {show(k)}={show(v)} "
+                + (f"also in op {txns[other].index}" if other is not None else "(nil)")
+                + "; rw-register needs unique, non-nil values per key")
+
+    writer, failed, intermediate = index_writes(txns, WRITE, refuse)
     # per key: version -> later versions (direct facts); readers of each version
     after: dict[Hashable, dict[Any, set[Any]]] = {}
     readers: dict[tuple[Hashable, Any], list[int]] = {}

@@ -7,7 +7,7 @@ transaction keeps its invocation's, since nothing came back. Keys and values are
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,3 +137,34 @@ def counts(txns: Sequence[Txn]) -> dict[str, int]:
     for t in txns:
         c[t.type] += 1
     return c
+
+
+Versions = dict[tuple[Hashable, Any], int]
+
+
+def index_writes(txns: Sequence[Txn], write_f: str,
+                 refuse: Callable[[Txn, Hashable, Any, int | None], str | None]
+                 ) -> tuple[Versions, Versions, Versions]:
+    """Every (key, value) written, by the transaction that wrote it (ok or info), by the failed one
+    that tried, and each version its own transaction overwrote (intermediate, for G1b). Values are
+    unique per key: `refuse(txn, key, value, other)` names what is wrong with a write (`other` the
+    transaction that wrote the same value first, if any), or None to take it; a name is BadInput."""
+    writer: Versions = {}
+    failed: Versions = {}
+    intermediate: Versions = {}
+    for t in txns:
+        last: dict[Hashable, Any] = {}
+        for f, k, v in t.mops:
+            if f != write_f:
+                continue
+            why = refuse(t, k, v, writer.get((k, v), failed.get((k, v))))
+            if why is not None:
+                raise BadInput(why)
+            if t.type == FAIL:
+                failed[(k, v)] = t.id
+                continue
+            if k in last:
+                intermediate[(k, last[k])] = t.id
+            last[k] = v
+            writer[(k, v)] = t.id
+    return writer, failed, intermediate
