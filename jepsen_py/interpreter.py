@@ -138,6 +138,7 @@ class Phase(GeneratorPhase):
         self.inboxes: dict[Thread, queue.SimpleQueue[Op | None]] = {
             w.thread: queue.SimpleQueue() for w in workers}
         self.done: queue.SimpleQueue[Done] = queue.SimpleQueue()
+        self.next_timeout_check = 0.0  # when the loop next looks for ops past the op timeout
         self.interrupted_at: float | None = None  # when the caller was interrupted (monotonic s)
 
 
@@ -161,6 +162,7 @@ class Interpreter(WorkerPool):
         # the faults an outside nemesis declares, written into its ops (nemeses.faults.mark)
         self.declared = faults.declared(nemesis) if nemesis is not None else {}
         self.nodes = tuple(test.nodes)
+        self.timeout_check_s = min(POLL_S, op_timeout / 4)
 
     def run(self, g: Generator, *, with_nemesis: bool) -> None:
         """Drives `g` until it is exhausted and the ops in flight have completed (or overrun their
@@ -247,10 +249,8 @@ class Interpreter(WorkerPool):
         phase.inboxes[w.thread].put(inv)
 
     def _wait(self, phase: Phase, until: float) -> None:
-        """Waits for a completion until `until` or the next op deadline, whichever is first."""
-        deadline = min((d.worker.deadline for d in phase.inflight.values()
-                        if d.worker.inflight is not None and not d.worker.abandoned), default=until)
-        seconds = min(until, deadline) - self.clock.s()
+        """Waits for a completion until `until` or the next look at the op timeouts."""
+        seconds = min(until, phase.next_timeout_check) - self.clock.s()
         try:
             d = phase.done.get(timeout=seconds) if seconds > 0 else phase.done.get_nowait()
         except queue.Empty:
@@ -294,8 +294,13 @@ class Interpreter(WorkerPool):
 
     def _time_out(self, phase: Phase) -> None:
         """Records info for every client op that overran the op timeout (the worker's late answer
-        is then dropped, and it continues under a fresh process id)."""
+        is then dropped, and it continues under a fresh process id). Looked at every
+        `timeout_check_s`, as a watchdog would, not at every op: that would cost as many steps as
+        there are workers."""
         now = self.clock.s()
+        if now < phase.next_timeout_check:
+            return
+        phase.next_timeout_check = now + self.timeout_check_s
         for d in phase.inflight.values():
             w = d.worker
             inv = w.inflight
