@@ -4,12 +4,15 @@ workers, recording (into memory, not a file: history fsync has its own benchmark
 
 Each measurement drives `--ops` ops of an unlimited generator (`mix` of reads and writes) with
 `--concurrency` client workers and prints ops per wall second and per CPU second of this process.
+`--invoke-s` makes each client invoke take that long (a request's round trip), where the handoff
+between threads matters less than with answers at once.
 
 `--compare REV` measures the interpreter of git revision REV (exported to a temporary directory)
 and this checkout's side by side, alternating, each in its own Python process, so that both see the
 same load; the benchmark itself is this file in both cases (REV may predate it):
 
-    python3 bench/bench_interpreter.py [--ops 20000] [--concurrency 10] [--compare REV [--rounds 3]]
+    python3 bench/bench_interpreter.py [--ops 20000] [--concurrency 10] [--invoke-s 0]
+                                       [--compare REV [--rounds 3]]
 """
 
 from __future__ import annotations
@@ -31,12 +34,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class EchoClient:
-    """Every op succeeds at once."""
+    """Every op succeeds, at once or after `invoke_s` seconds (a request's round trip)."""
+
+    def __init__(self, invoke_s: float) -> None:
+        self.invoke_s = invoke_s
 
     def open(self, test: Any, node: str) -> EchoClient:
         return self
 
     def invoke(self, test: Any, op: Any) -> Any:
+        if self.invoke_s > 0:
+            time.sleep(self.invoke_s)
         op.type = "ok"
         return op
 
@@ -61,7 +69,7 @@ class MemoryHistory:
         return self.record(op)
 
 
-def measure(ops: int, concurrency: int) -> tuple[float, float, int]:
+def measure(ops: int, concurrency: int, invoke_s: float) -> tuple[float, float, int]:
     """(wall s, CPU s, history lines) of one interpreter run of `ops` ops."""
     # imported here: --root says which checkout's jepsen_py this process measures
     from jepsen_py import generator as gen
@@ -74,7 +82,7 @@ def measure(ops: int, concurrency: int) -> tuple[float, float, int]:
                         backend="none", read_mode="read-index", bugs=[], db="none", results_dir=Path(tmp))
         test = Test(spec=spec, store_dir=Path(tmp), log=logging.getLogger("bench"), rng=random.Random(1))
         history = MemoryHistory()
-        interp = Interpreter(test, client=EchoClient(), nemesis=None, record=history.record,
+        interp = Interpreter(test, client=EchoClient(invoke_s), nemesis=None, record=history.record,
                              append=history.append, concurrency=concurrency, op_timeout=10.0,
                              rng=random.Random(1))
         g = gen.limit(ops, gen.mix(gen.repeat({"f": "read", "key": 0}),
@@ -90,7 +98,7 @@ FIGURE = re.compile(r"([0-9.]+) ops/s wall, ([0-9.]+) ops/s CPU")
 def run_one(root: str, args: argparse.Namespace) -> tuple[float, float]:
     """(ops per wall s, ops per CPU s) of the interpreter of the checkout at `root`."""
     argv = [sys.executable, os.path.abspath(__file__), "--root", root, "--ops", str(args.ops),
-            "--concurrency", str(args.concurrency)]
+            "--concurrency", str(args.concurrency), "--invoke-s", str(args.invoke_s)]
     out = subprocess.run(argv, cwd=root, capture_output=True, text=True, check=True).stdout
     m = FIGURE.search(out)
     if m is None:
@@ -123,6 +131,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--ops", type=int, default=20000, help="ops driven per measurement")
     p.add_argument("--concurrency", type=int, default=10, help="client workers")
+    p.add_argument("--invoke-s", type=float, default=0.0,
+                   help="seconds each client invoke takes (0: answers at once)")
     p.add_argument("--compare", metavar="REV", help="also measure git revision REV, side by side")
     p.add_argument("--rounds", type=int, default=3, help="with --compare: runs of each, alternating")
     p.add_argument("--root", default=ROOT, help="the checkout whose interpreter is measured")
@@ -130,10 +140,11 @@ def main() -> int:
     if args.compare:
         return compare(args)
     sys.path.insert(0, os.path.abspath(args.root))
-    wall, cpu, lines = measure(args.ops, args.concurrency)
+    wall, cpu, lines = measure(args.ops, args.concurrency, args.invoke_s)
     if lines != 2 * args.ops:
         raise RuntimeError(f"{lines} history lines for {args.ops} ops")
-    print(f"{args.ops} ops, concurrency {args.concurrency}: wall {wall:.2f} s, CPU {cpu:.2f} s")
+    print(f"{args.ops} ops, concurrency {args.concurrency}, invoke {args.invoke_s * 1e3:g} ms: "
+          f"wall {wall:.2f} s, CPU {cpu:.2f} s")
     print(f"  {args.ops / wall:.0f} ops/s wall, {args.ops / cpu:.0f} ops/s CPU")
     return 0
 
