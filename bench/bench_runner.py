@@ -1,6 +1,6 @@
 """How fast the runner drives and records ops, so the framework is never the bottleneck.
 
-Runs the real runner (worker threads, generator, history writer, watchdog, observer) against an
+Runs the real runner (the interpreter's loop and worker threads, history writer, observer) against an
 in-process client that answers at once, and prints:
   - ops/s recorded with 100 concurrent clients (target >= 20,000 completed ops/s);
   - history records/s (an op is two records: invoke + completion);

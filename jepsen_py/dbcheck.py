@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jepsen_py.backends import backend_kind, get_backend
 from jepsen_py.errors import BadInput
 from jepsen_py.generator import Context, Pending, Template
 from jepsen_py.history import FAIL, INFO, INVOKE, OK, Op
@@ -401,7 +402,6 @@ def _processes(remote: Remote) -> set[str]:
 
 def check_real(spec: TestSpec, *, workloads: list[str] | None, timeout: float) -> Report:
     """The steps on a real backend for the DB spec.db names."""
-    from jepsen_py.backends import get_backend
     from jepsen_py.commands.run import workload_registry
     from jepsen_py.plugins import load_db
 
@@ -415,11 +415,15 @@ def check_real(spec: TestSpec, *, workloads: list[str] | None, timeout: float) -
 
 def check_sim(spec: TestSpec, *, workloads: list[str] | None, time_limit: float = 8.0) -> Report:
     """Our cluster in the simulator: a short run of each workload under kill and pause faults, each
-    step read from its history (nothing is provisioned, so nothing can be left behind)."""
+    step read from its history (nothing is provisioned, so nothing can be left behind). The runs
+    and the spec's check are the chosen backend kind's own (jepsen_py.backends)."""
     from jepsen_py.commands.run import workload_registry
     from jepsen_py.raftdb import RaftMetadataDB
-    from jepsen_py.sim.run import check_spec, run_sim
 
+    kind = backend_kind(spec.backend)
+    run_sim = kind.run_function()
+    if run_sim is None:
+        raise BadInput(f"--backend {spec.backend}: it runs no test of its own in this process")
     db = RaftMetadataDB(spec)
     known = sorted(workload_registry())
     chosen = workloads or claimed_workloads(db, spec, known)
@@ -435,7 +439,7 @@ def check_sim(spec: TestSpec, *, workloads: list[str] | None, time_limit: float 
                                     nemesis_interval=1.0, concurrency=2, rate=50.0, name=f"db-check-{w}",
                                     results_dir=Path(tmp), options=dict(spec.options))
             try:
-                check_spec(s)
+                kind.check_spec(s)
                 outcome = run_sim(s)
             except BadInput as e:
                 report.add(f"workload {w}", False, str(e))

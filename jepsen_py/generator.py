@@ -16,9 +16,10 @@ The protocol (all a custom generator needs)
         the test began) or, when `until` is None, after some op completes;
       - None: exhausted, for every thread, for good.
     `gen.update(ctx, invoke, complete)`: told about every completed op (default: ignored).
-    The runner calls a generator tree from one thread at a time (under a lock), so generator code
-    needs no locking. Time comes from ctx.time, randomness from ctx.rng (seeded by --seed): never
-    read the clock or the global `random` inside a generator, and a schedule is reproducible;
+    One thread calls a generator tree (the interpreter's loop; in the simulator, its one event
+    loop), so generator code needs no locking. Time comes from ctx.time, randomness from ctx.rng
+    (seeded by --seed): never read the clock or the global `random` inside a generator, and a
+    schedule is reproducible;
     `simulate()` drives a generator in virtual time and is fully deterministic.
 
 Lifting: anything accepted where a generator is expected

@@ -1,39 +1,48 @@
 """The interpreter: turns a generator into a history by driving client workers and the nemesis.
 
-As Jepsen's generator interpreter does, it asks the generator for the next op on behalf of a free
-worker, records the invocation, performs it through that worker's client (or the nemesis), records
-the completion and tells the generator. Concurrency is real: one task per client worker, each with
-its own clients (one per node it used); the only shared critical sections are the generator (asking
-for the next op, microseconds) and the history append. A worker whose op completes info (or raises,
-or overruns the op timeout) takes a fresh process id, process + concurrency, and, as in Jepsen, a
-new process gets new clients unless its clients say they are reusable (`client_reusable`): a
-connection left holding an unanswered request must not hold the worker's later ops behind it.
+It is Jepsen's interpreter. One thread, the interpreter's own loop, owns the generator: it asks
+it for an op on behalf of a free worker, records the invocation, hands the op to that worker over
+the worker's queue, and takes completions back from one completion queue, recording each and
+telling the generator (`update`). Workers never touch the generator, so a
+generator needs no locking however many workers there are. Concurrency is real: a thread per
+client worker, each with its own clients (one per node it used), and the nemesis's worker beside
+them; they only perform ops. The loop also watches the op timeout: an op still running after it is
+recorded info (error "timeout", by the controller) and its late answer dropped. A worker whose op
+completes info (or raises, or overruns) takes a fresh process id, process + concurrency, and, as in
+Jepsen, a new process gets new clients unless its clients say they are reusable
+(`client_reusable`): a connection left holding an unanswered request must not hold the worker's
+later ops behind it.
 
 Time and tasks come from two injected objects, `Clock` and `Scheduler` (the real engine's,
 jepsen_py.engine.RealEngine): the real ones read the monotonic clock and start threads; a test may
 supply its own. The simulator drives the same workers and generator handoff (jepsen_py.workers)
-as coroutines instead (jepsen_py.sim.interpreter).
+as coroutines on one event loop instead (jepsen_py.sim.interpreter).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import queue
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
 from jepsen_py.generator import Context, Generator, Template, Thread
 from jepsen_py.history import COMPLETIONS, INFO, INVOKE, NEMESIS, OK, Op
 from jepsen_py.nemeses import faults
 from jepsen_py.protocols import Client, Nemesis, Test
-from jepsen_py.workers import GeneratorPhase, Worker, WorkerPool, copy_op, run_to_end
+from jepsen_py.workers import GeneratorPhase, Worker, WorkerPool, copy_op
 
 log = logging.getLogger(__name__)
 
-POLL_S = 0.05  # longest a waiting worker sleeps before asking its generator again
+POLL_S = 0.05  # longest the loop waits before asking a waiting generator again
+OPEN_BACKOFF_S = 0.05  # a node that refuses connections is not asked again at once
 JOIN_GRACE_S = 5.0
 NEMESIS_JOIN_S = 120.0
 
@@ -48,9 +57,6 @@ class Clock(Protocol):
         """Seconds since the test began (generator time, deadlines)."""
 
     def sleep(self, seconds: float) -> None: ...
-
-    def wait(self, cond: threading.Condition, seconds: float) -> None:
-        """Waits on `cond` (held by the caller) for at most `seconds`."""
 
 
 class Task(Protocol):
@@ -84,9 +90,6 @@ class MonotonicClock:
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
 
-    def wait(self, cond: threading.Condition, seconds: float) -> None:
-        cond.wait(seconds)
-
 
 class ThreadScheduler:
     """The real scheduler: one daemon thread per worker."""
@@ -97,54 +100,16 @@ class ThreadScheduler:
         return t
 
 
-class Driver(GeneratorPhase):
-    """Hands a generator's ops to worker threads. The generator is only ever called under the lock;
-    ops run outside it."""
+@dataclass(slots=True)
+class Done:
+    """What a worker hands back: the op it was given and its completion (time stamped, JSON tail
+    encoded in the worker's thread), or what broke outside invoke."""
 
-    def __init__(self, g: Generator, rng: random.Random, threads: Sequence[Thread],
-                 nodes: Sequence[str], clock: Clock) -> None:
-        super().__init__(g, threads)
-        self.rng = rng
-        self.nodes = tuple(nodes)
-        self.clock = clock
-        self.cond = threading.Condition(threading.Lock())
-        self.event_waiters = 0
-
-    def _ctx(self, thread: Thread, process: int | str) -> Context:
-        return Context(self.clock.s(), thread, process, self.rng, self.threads, self.busy, self.nodes)
-
-    def next(self, w: Worker, start: Callable[[Template], Op],
-             done: Callable[[], tuple[int | str, Op, Op]] | None = None) -> Op | None:
-        """Finishes the worker's previous op (`done` records its completion), then waits for the
-        next template and starts it (`start` records the invoke), all in one critical section:
-        one lock handoff per op instead of four is what keeps 100 threads fast."""
-        with self.cond:
-            if done is not None:
-                process, invoke, completion = done()
-                self.tell(w.thread, self._ctx(w.thread, process), invoke, completion)
-                if self.event_waiters:
-                    self.cond.notify_all()
-            while True:
-                if self.over:
-                    return None
-                ctx = self._ctx(w.thread, w.process)
-                step = self.ask(w.thread, ctx)
-                if step is None:
-                    self.cond.notify_all()
-                    return None
-                if isinstance(step, Template):
-                    return start(step)
-                if step.until is None:
-                    self.event_waiters += 1
-                    self.clock.wait(self.cond, POLL_S)
-                    self.event_waiters -= 1
-                else:
-                    self.clock.wait(self.cond, min(max(step.until - ctx.time, 0.0), POLL_S))
-
-    def stop(self) -> None:
-        with self.cond:
-            self.stopped = True
-            self.cond.notify_all()
+    worker: Worker
+    invoke: Op
+    completion: Op | None
+    tail: str | None = None
+    error: Exception | None = None
 
 
 def normalize(comp: object, inv: Op, *, nemesis: bool = False) -> Op:
@@ -162,9 +127,25 @@ def normalize(comp: object, inv: Op, *, nemesis: bool = False) -> Op:
               meta=comp.meta if comp.meta is not inv.meta else dict(comp.meta))
 
 
+class Phase(GeneratorPhase):
+    """One generator driven by the interpreter's loop: the workers free to take an op (longest
+    free first, so no worker is favoured), the ops in flight, and the two queues."""
+
+    def __init__(self, g: Generator, workers: Sequence[Worker]) -> None:
+        super().__init__(g, [w.thread for w in workers])
+        self.free: deque[Worker] = deque(workers)
+        self.inflight: dict[Thread, Done] = {}
+        self.inboxes: dict[Thread, queue.SimpleQueue[Op | None]] = {
+            w.thread: queue.SimpleQueue() for w in workers}
+        self.done: queue.SimpleQueue[Done] = queue.SimpleQueue()
+        self.next_timeout_check = 0.0  # when the loop next looks for ops past the op timeout
+        self.interrupted_at: float | None = None  # when the caller was interrupted (monotonic s)
+
+
 class Interpreter(WorkerPool):
-    """Runs generators against the clients and the nemesis, one phase at a time, a thread per
-    worker (the workers and their clients: jepsen_py.workers)."""
+    """Runs generators against the clients and the nemesis, one phase at a time: the generator on
+    the interpreter's own thread, a thread per worker performing ops (the workers and their
+    clients: jepsen_py.workers)."""
 
     def __init__(self, test: Test, *, client: Client, nemesis: Nemesis | None,
                  record: Callable[[Op], Op], append: Callable[..., Op], concurrency: int,
@@ -180,120 +161,226 @@ class Interpreter(WorkerPool):
         self.scheduler: Scheduler = scheduler if scheduler is not None else ThreadScheduler()
         # the faults an outside nemesis declares, written into its ops (nemeses.faults.mark)
         self.declared = faults.declared(nemesis) if nemesis is not None else {}
-        self.watchdog_stop = threading.Event()
+        self.nodes = tuple(test.nodes)
+        self.timeout_check_s = min(POLL_S, op_timeout / 4)
 
     def run(self, g: Generator, *, with_nemesis: bool) -> None:
-        """Drives `g` until it is exhausted; raises FrameworkFailure when a worker broke (the
-        BadInput itself when a user's generator broke it)."""
-        threads: list[Thread] = [w.thread for w in self.workers]
-        if with_nemesis:
-            threads.append(NEMESIS)
-        driver = Driver(g, self.rng, threads, self.test.nodes, self.clock)
-        self.watchdog_stop.clear()
-        watchdog = self.scheduler.spawn("op-timeouts", self._watchdog)
-        ts = [self.scheduler.spawn(f"worker-{w.thread}", lambda w=w: run_to_end(self.work(w, driver)))
-              for w in self.workers]
-        if with_nemesis:
-            nemesis_worker = self.nemesis_worker
-            ts.append(self.scheduler.spawn("nemesis", lambda: run_to_end(self.work(nemesis_worker, driver))))
+        """Drives `g` until it is exhausted and the ops in flight have completed (or overrun their
+        bound); raises FrameworkFailure when a worker broke (the BadInput itself when a user's
+        generator broke it).
+
+        The loop runs on a thread of its own: the caller's thread only waits for it, so a Ctrl-C
+        (raised in the main thread, between any two bytecodes) stops the loop at a point of its
+        choosing and never tears an op between its record and its worker."""
+        workers = list(self.workers) + ([self.nemesis_worker] if with_nemesis else [])
+        phase = Phase(g, workers)
+        tasks = {w.thread: self.scheduler.spawn("nemesis" if w.thread == NEMESIS else f"worker-{w.thread}",
+                                                lambda w=w: self._serve(w, phase))
+                 for w in workers}
+        loop = self.scheduler.spawn("interpreter", lambda: self._loop(phase, tasks))
         try:
-            while True:
-                alive = [t for t in ts if t.is_alive()]
-                if not alive:
-                    break
-                if driver.exhausted or driver.stopped:
-                    # Client ops in flight at the end get the op timeout plus a grace period; a
-                    # fault in progress (a restart, a clock reset) gets longer: heal must not race it.
-                    clients = [t for t in alive if t.name != "nemesis"]
-                    self._join_bounded(clients, self.op_timeout + JOIN_GRACE_S)
-                    self._join_bounded([t for t in alive if t.name == "nemesis"], NEMESIS_JOIN_S)
-                    break
-                alive[0].join(0.25)
-        except BaseException:
-            driver.stop()
-            self._join_bounded(ts, JOIN_GRACE_S)
+            while loop.is_alive():
+                loop.join(0.25)
+        except BaseException:  # Ctrl-C: the ops in flight still get their completions recorded
+            phase.interrupted_at = time.monotonic()
+            phase.stopped = True
+            loop.join(2 * JOIN_GRACE_S)
             raise
-        finally:
-            self.watchdog_stop.set()
-            watchdog.join(1.0)
         self.raise_failures()
 
-    @staticmethod
-    def _join_bounded(ts: Sequence[Task], seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        for t in ts:
-            t.join(max(0.0, deadline - time.monotonic()))
-        stuck = [t.name for t in ts if t.is_alive()]
-        if stuck:
-            log.warning("workers still blocked after the phase ended, abandoned: %s", ", ".join(stuck))
+    def _loop(self, phase: Phase, tasks: dict[Thread, Task]) -> None:
+        """The interpreter's thread: the phase driven to its end, then the workers released."""
+        try:
+            self._drive(phase)
+            self._finish(phase, self.op_timeout + JOIN_GRACE_S, NEMESIS_JOIN_S)
+        except Exception as e:
+            phase.stopped = True
+            log.error("the interpreter failed: %s: %s", type(e).__name__, e)
+            log.debug("interpreter failure in full", exc_info=e)
+            self.errors.append(f"interpreter: {type(e).__name__}: {e}")
+        finally:
+            self._release(phase, tasks, JOIN_GRACE_S)
 
-    def _watchdog(self) -> None:
-        """Turns ops that overran the op timeout into info completions (the worker's late answer
-        is then dropped, and it continues under a fresh process id)."""
-        period = min(0.05, self.op_timeout / 4)
-        while not self.watchdog_stop.wait(period):
-            now = self.clock.s()
-            for w in self.workers:
-                if w.inflight is None or now <= w.deadline:
+    # ---- the interpreter's loop: the only caller of the generator -------------------------------
+
+    def _drive(self, phase: Phase) -> None:
+        """Until the generator is exhausted or the phase stopped: completions in, ops out."""
+        while True:
+            self._take_completions(phase)
+            if phase.over:
+                return
+            wake = self._ask(phase)
+            if phase.over:
+                return
+            self._wait(phase, wake)
+
+    def _ask(self, phase: Phase) -> float:
+        """Asks the generator for an op for each free worker in turn and hands each op out; the
+        time the generator next wants to be asked (at most POLL_S away)."""
+        now = self.clock.s()
+        wake = now + POLL_S
+        for _ in range(len(phase.free)):
+            w = phase.free.popleft()
+            try:
+                step = phase.ask(w.thread, self._ctx(phase, w.thread, w.process, now))
+                if step is None:
+                    phase.free.appendleft(w)
+                    return now
+                if isinstance(step, Template):
+                    self._hand_out(phase, w, step)
+                    now = self.clock.s()
                     continue
-                with w.lock:
-                    inv = w.inflight
-                    if inv is None or w.abandoned or now <= w.deadline:
-                        continue
-                    w.abandoned = True
-                    self.record(Op(-1, self.clock.ns(), INFO, inv.process, inv.f, inv.key, inv.value,
-                                   inv.node, error="timeout",
-                                   meta={"timeout_s": self.op_timeout, "by": "controller"}))
+            except Exception as e:
+                phase.free.appendleft(w)
+                self._failed(phase, w, e)
+                return now
+            phase.free.append(w)
+            if step.until is not None:
+                wake = min(wake, step.until)
+        return wake
 
-    def _start(self, w: Worker) -> Callable[[Template], Op]:
-        def start(tpl: Template) -> Op:
-            w.invokes += 1
-            return self.record(self._declare(Op(-1, self.clock.ns(), INVOKE, w.process, tpl.f, tpl.key,
-                                                tpl.value, tpl.node or w.node, None,
-                                                dict(tpl.meta) if tpl.meta else {})))
-        return start
+    def _hand_out(self, phase: Phase, w: Worker, tpl: Template) -> None:
+        """Records the invocation and gives it to the worker."""
+        w.invokes += 1
+        w.abandoned = False
+        inv = self.record(self._declare(Op(-1, self.clock.ns(), INVOKE, w.process, tpl.f, tpl.key, tpl.value,
+                                           tpl.node or w.node, None, dict(tpl.meta) if tpl.meta else {})))
+        phase.inflight[w.thread] = Done(w, inv, None)
+        phase.inboxes[w.thread].put(inv)
+
+    def _wait(self, phase: Phase, until: float) -> None:
+        """Waits for a completion until `until` or the next look at the op timeouts."""
+        seconds = min(until, phase.next_timeout_check) - self.clock.s()
+        try:
+            d = phase.done.get(timeout=seconds) if seconds > 0 else phase.done.get_nowait()
+        except queue.Empty:
+            self._time_out(phase)
+            return
+        self._complete(phase, d)
+
+    def _take_completions(self, phase: Phase) -> None:
+        """Every completion already handed back, then the op timeouts."""
+        while True:
+            try:
+                d = phase.done.get_nowait()
+            except queue.Empty:
+                break
+            self._complete(phase, d)
+        self._time_out(phase)
+
+    def _complete(self, phase: Phase, d: Done) -> None:
+        """Records a completion unless it was already recorded info by timeout, moves a worker whose
+        op ended info to a fresh process, tells the generator; the worker is free again."""
+        w, inv = d.worker, d.invoke
+        phase.inflight.pop(w.thread, None)
+        try:
+            if d.error is not None or d.completion is None:
+                raise d.error or RuntimeError("a worker handed back no completion")
+            c = d.completion
+            if w.abandoned:
+                log.debug("late completion of op %d dropped (already info by timeout)", inv.index)
+                c = dataclasses.replace(c, type=INFO)
+            else:
+                self.append(c, tail=d.tail)
+            if c.type == OK:
+                w.oks += 1
+            process = w.process
+            if c.type == INFO and isinstance(process, int):
+                w.process = process + self.concurrency
+            phase.tell(w.thread, self._ctx(phase, w.thread, process, self.clock.s()), inv, c)
+        except Exception as e:
+            self._failed(phase, w, e)
+        phase.free.append(w)
+
+    def _time_out(self, phase: Phase) -> None:
+        """Records info for every client op that overran the op timeout (the worker's late answer
+        is then dropped, and it continues under a fresh process id). Looked at every
+        `timeout_check_s`, as a watchdog would, not at every op: that would cost as many steps as
+        there are workers."""
+        now = self.clock.s()
+        if now < phase.next_timeout_check:
+            return
+        phase.next_timeout_check = now + self.timeout_check_s
+        for d in phase.inflight.values():
+            w = d.worker
+            inv = w.inflight
+            if inv is None or w.abandoned or now <= w.deadline:
+                continue
+            w.abandoned = True
+            self.record(Op(-1, self.clock.ns(), INFO, inv.process, inv.f, inv.key, inv.value, inv.node,
+                           error="timeout", meta={"timeout_s": self.op_timeout, "by": "controller"}))
+
+    def _finish(self, phase: Phase, client_s: float, nemesis_s: float) -> None:
+        """The generator is done: the ops in flight complete, clients' within `client_s` (the op
+        timeout plus a grace period) and the nemesis's within `nemesis_s`, longer (a restart, a
+        clock reset in progress: heal must not race it); what is still running then is abandoned."""
+        start = time.monotonic()
+        client_by = start + client_s
+        nemesis_by = start + nemesis_s
+        while phase.inflight:
+            now = time.monotonic()
+            if phase.interrupted_at is not None:  # the caller waits JOIN_GRACE_S, no longer
+                client_by = min(client_by, phase.interrupted_at + JOIN_GRACE_S)
+                nemesis_by = min(nemesis_by, phase.interrupted_at + JOIN_GRACE_S)
+            if now < client_by and any(t != NEMESIS for t in phase.inflight):
+                by = client_by
+            elif now < nemesis_by and NEMESIS in phase.inflight:
+                by = nemesis_by
+            else:
+                break
+            with contextlib.suppress(queue.Empty):
+                self._complete(phase, phase.done.get(timeout=min(by - now, POLL_S)))
+            self._time_out(phase)
+        if phase.inflight:
+            log.warning("workers still blocked after the phase ended, abandoned: %s",
+                        ", ".join(sorted(str(t) for t in phase.inflight)))
+
+    def _release(self, phase: Phase, tasks: dict[Thread, Task], seconds: float) -> None:
+        """Tells every worker the phase is over and lets the idle ones end (one still in its op is
+        abandoned)."""
+        for inbox in phase.inboxes.values():
+            inbox.put(None)
+        deadline = time.monotonic() + seconds
+        for thread, t in tasks.items():
+            if thread not in phase.inflight:
+                t.join(max(0.0, deadline - time.monotonic()))
+
+    def _failed(self, phase: Phase, w: Worker, e: Exception) -> None:
+        """A failure outside invoke (a generator bug, the history unwritable) ends the phase for
+        everyone and fails the run: a silently shortened test would be a lie."""
+        self.note_failure(w, e)
+        phase.stopped = True
+
+    def _ctx(self, phase: Phase, thread: Thread, process: int | str, now: float) -> Context:
+        return Context(now, thread, process, self.rng, phase.threads, phase.busy, self.nodes)
 
     def _declare(self, op: Op) -> Op:
         """A nemesis op of a declared fault carries the declaration (nemeses.faults.mark)."""
         kind = self.declared.get(op.f) if op.process == NEMESIS else None
         return faults.mark(op, kind) if kind is not None else op
 
-    def _done(self, w: Worker, inv: Op, comp: Op) -> Callable[[], tuple[int | str, Op, Op]]:
-        """Records a completion unless the watchdog already recorded info for it; moves a worker
-        whose op ended info to a fresh process."""
-        comp.time = self.clock.ns()
-        tail = comp._json_tail()  # encoded before the driver's lock is taken
+    # ---- a worker: performs the ops it is handed, nothing else ----------------------------------
 
-        def done() -> tuple[int | str, Op, Op]:
-            c = comp
-            with w.lock:
-                w.inflight = None
-                abandoned = w.abandoned
-                if not abandoned:
-                    self.append(c, tail=tail)
-            if abandoned:
-                log.debug("late completion of op %d dropped (already info by timeout)", inv.index)
-                c = dataclasses.replace(c, type=INFO)
-            if c.type == OK:
-                w.oks += 1
-            process = w.process
-            if c.type == INFO and isinstance(process, int):
-                w.process = process + self.concurrency
-            return process, inv, c
-        return done
-
-    async def next_op(self, w: Worker, phase: Any, finished: tuple[Op, Op] | None) -> Op | None:
-        """Blocks in the driver: the completion recorded and the next op started under its lock."""
-        done = None
-        if finished is not None:
-            done = self._done(w, *finished)
-            if w.open_failed:  # a node that refuses connections is not asked again at once
+    def _serve(self, w: Worker, phase: Phase) -> None:
+        """The worker's thread: takes an op from its queue, performs it, hands the completion back."""
+        inbox = phase.inboxes[w.thread]
+        while True:
+            inv = inbox.get()
+            if inv is None:
+                return
+            try:
+                comp = self._perform(w, inv)
+                comp.time = self.clock.ns()
+                d = Done(w, inv, comp, comp._json_tail())
+            except Exception as e:
+                d = Done(w, inv, None, error=e)
+            if w.open_failed:
                 w.open_failed = False
-                self.clock.sleep(0.05)
-        return phase.next(w, self._start(w), done)  # type: ignore[no-any-return]
+                self.clock.sleep(OPEN_BACKOFF_S)
+            phase.done.put(d)
 
-    async def perform(self, w: Worker, inv: Op) -> Op:
-        """Blocks in the client (the watchdog turns an overrun into info) or the nemesis."""
+    def _perform(self, w: Worker, inv: Op) -> Op:
+        """Blocks in the client (the loop turns an overrun into info) or the nemesis."""
         if w is self.nemesis_worker:
             assert self.nemesis is not None
             try:
@@ -306,19 +393,11 @@ class Interpreter(WorkerPool):
         except Exception as e:
             w.open_failed = True
             return self.open_failed(inv, e)
-        with w.lock:
-            w.inflight = inv
-            w.deadline = self.clock.s() + self.op_timeout
-            w.abandoned = False
+        w.deadline = self.clock.s() + self.op_timeout
+        w.inflight = inv  # after the deadline: the loop never sees an op in flight with a stale one
         try:
             return normalize(client.invoke(self.test, copy_op(inv)), inv)
         except Exception as e:
             return self.invoke_failed(w, inv, e)
-
-    def worker_failed(self, w: Worker, phase: Any, e: Exception) -> None:
-        """A failure outside invoke (a generator bug, the history unwritable) ends the phase for
-        everyone and fails the run: a silently shortened test would be a lie."""
-        if isinstance(e, RuntimeError) and "history writer is closed" in str(e) and phase.stopped:
-            return  # an abandoned worker finishing after the run ended
-        self.note_failure(w, e)
-        phase.stop()
+        finally:
+            w.inflight = None

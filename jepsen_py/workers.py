@@ -5,15 +5,15 @@ A worker holds one client per node it used, opened for its current process. As i
 whose op ended info continues as a new process, and a new process gets new clients unless its
 clients say they are reusable (`client_reusable`): a connection left holding an unanswered request
 must not hold the worker's later ops behind it. A client whose invoke raised is reopened. The
-threaded interpreter (jepsen_py.interpreter) and the simulator's (jepsen_py.sim.interpreter) differ
-only in how a worker waits and runs an op: threads and wall time, or coroutines in virtual time.
+threaded interpreter (jepsen_py.interpreter: one loop owns the generator, a thread per worker
+performs) and the simulator's (jepsen_py.sim.interpreter: coroutines in virtual time) differ in how
+ops reach a worker and how it waits.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,9 +27,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(eq=False)
 class Worker:
-    """One client thread's state: its process, its node, its clients (one per node it used, opened
-    for process `clients_process`) and the op in flight (watched for the op timeout where a
-    watchdog does so)."""
+    """One client worker's state: its process, its node, its clients (one per node it used, opened
+    for process `clients_process`) and the op in its client (`inflight` from `deadline` on, watched
+    for the op timeout by the threaded interpreter's loop; `abandoned` once recorded info)."""
 
     thread: Thread
     process: int | str
@@ -38,7 +38,6 @@ class Worker:
     clients_process: int | str | None = None
     invokes: int = 0
     oks: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
     inflight: Op | None = None
     deadline: float = 0.0
     abandoned: bool = False
@@ -51,26 +50,14 @@ def copy_op(op: Op) -> Op:
               dict(op.meta) if op.meta else {})
 
 
-def run_to_end(coro: Coroutine[Any, Any, None]) -> None:
-    """Runs a coroutine whose every wait blocks (a worker thread's, the real engine's phases) to its
-    end, without an event loop; RuntimeError if it suspends after all."""
-    try:
-        coro.send(None)
-    except StopIteration:
-        return
-    coro.close()
-    raise RuntimeError("a coroutine meant to block suspended, and there is no event loop to resume it")
-
-
 class WorkerPool:
     """The workers of one run, `concurrency` client workers and the nemesis's. They persist across
     phases, as Jepsen's do: the final reads of a run continue the process numbering of its main
     phase.
 
-    `work` is every worker's loop, for both engines: finish the previous op and take the next one
-    from the generator (`next_op`), perform it (`perform`), again until the phase ends. An engine
-    says how each step waits: a thread blocks in it (the coroutine then never suspends and runs
-    in its thread by `run_to_end`), a simulated worker awaits virtual time."""
+    How ops reach them is the interpreter's: the threaded one's loop owns the generator and hands
+    each op to a worker's thread; the simulator's workers are coroutines on one loop that take
+    turns at the generator."""
 
     def __init__(self, test: Test, client: Any, concurrency: int) -> None:
         self.test = test
@@ -86,32 +73,6 @@ class WorkerPool:
         # A worker stopped by what the user gave (a plugin generator's bad op): the run ends with it,
         # one line and 254, not as a framework failure.
         self.bad_input: BadInput | None = None
-
-    async def work(self, w: Worker, phase: Any) -> None:
-        """One worker's loop until the phase is over for it; a failure outside invoke ends the
-        phase for everyone (`worker_failed`)."""
-        finished: tuple[Op, Op] | None = None
-        try:
-            while True:
-                inv = await self.next_op(w, phase, finished)
-                if inv is None:
-                    return
-                finished = (inv, await self.perform(w, inv))
-        except Exception as e:
-            self.worker_failed(w, phase, e)
-
-    async def next_op(self, w: Worker, phase: Any, finished: tuple[Op, Op] | None) -> Op | None:
-        """Records `finished` (the invoke and completion of the worker's previous op) and tells the
-        generator, then the worker's next invocation, recorded; None when the phase is over."""
-        raise NotImplementedError
-
-    async def perform(self, w: Worker, inv: Op) -> Op:
-        """The completion of `inv`, by the worker's client or, for the nemesis's worker, the nemesis."""
-        raise NotImplementedError
-
-    def worker_failed(self, w: Worker, phase: Any, e: Exception) -> None:
-        """Notes the failure and stops the phase."""
-        raise NotImplementedError
 
     def counts(self) -> tuple[int, int]:
         """(client invocations, ok completions) so far."""
@@ -190,9 +151,9 @@ class WorkerPool:
 
 class GeneratorPhase:
     """One generator being driven, as both interpreters hand it out: who is busy, whether it is
-    exhausted or stopped. Only one worker at a time asks or tells it (under the threaded
-    interpreter's lock; on the simulator's one loop, between two awaits), as in Jepsen's
-    interpreter, where one thread owns the generator."""
+    exhausted or stopped. One thread only asks and tells it, as in Jepsen's interpreter: the
+    threaded interpreter's loop, or the simulator's one event loop (a worker coroutine between
+    two awaits)."""
 
     def __init__(self, g: Generator, threads: Sequence[Thread]) -> None:
         self.gen = g

@@ -3,7 +3,9 @@
 Each name stands for a `BackendKind`, what the rest of the code asks instead of comparing names:
 whether the backend is simulated (virtual time in this process: a fault acts at once, a schedule
 replays exactly), and, for one that builds its own DB, clients and nemesis (the simulator), the
-function that runs a spec on it and the check of the command line it refuses.
+function that runs a spec on it, the checks of the command line and the spec it refuses, and its
+in-process detection matrix. Callers (run, db-check, test-all) ask the chosen backend's kind for
+these; only this module names the simulator's modules.
 
 Implementations load lazily so `jepsen-py --help` and tests of other parts never import the docker
 SDK or paramiko. Backend-specific command-line options land in `TestSpec.options` (keyed by their
@@ -18,6 +20,7 @@ import importlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from jepsen_py.errors import BadInput
@@ -27,7 +30,8 @@ from jepsen_py.protocols import Backend, TestSpec
 @dataclass(frozen=True)
 class BackendKind:
     """What the registry knows of a backend before it is built: where its class lives and what
-    it can do. `runs` and `checks_args` are "module:function" references, loaded when asked."""
+    it can do. `runs`, `checks_args` and `checks_spec` are "module:function" references and
+    `matrix` a module name, loaded when asked."""
 
     name: str
     module: str
@@ -40,6 +44,10 @@ class BackendKind:
     checks_args: str | None = None
     #: provisions real nodes a DB is installed on (db-check tries its hooks there)
     provisions: bool = True
+    #: refuses a spec this backend's own run function cannot honour, before anything is created
+    checks_spec: str | None = None
+    #: runs test-all's detection matrix in this process (sweep_cells, runnable, plan, run_matrix)
+    matrix: str | None = None
 
     @property
     def faults_take_time(self) -> bool:
@@ -54,6 +62,15 @@ class BackendKind:
         if self.checks_args:
             _load(self.checks_args)(args)
 
+    def check_spec(self, spec: TestSpec) -> None:
+        """BadInput (one line) for what this backend's own run cannot honour; nothing otherwise."""
+        if self.checks_spec:
+            _load(self.checks_spec)(spec)
+
+    def matrix_runner(self) -> ModuleType | None:
+        """The module that runs test-all's matrix in this process on this backend, or None."""
+        return importlib.import_module(self.matrix) if self.matrix else None
+
 
 def _load(ref: str) -> Any:
     module_name, attr = ref.split(":")
@@ -66,7 +83,8 @@ KINDS: dict[str, BackendKind] = {k.name: k for k in (
     BackendKind("local", "jepsen_py.backends.local", "LocalBackend"),
     BackendKind("none", "jepsen_py.backends.none", "NoneBackend", provisions=False),
     BackendKind("sim", "jepsen_py.sim.backend", "SimBackend", simulated=True, provisions=False,
-                runs="jepsen_py.sim.run:run_sim", checks_args="jepsen_py.sim.backend:check_args"),
+                runs="jepsen_py.sim.run:run_sim", checks_args="jepsen_py.sim.backend:check_args",
+                checks_spec="jepsen_py.sim.run:check_spec", matrix="jepsen_py.sim.matrix"),
 )}
 
 # name -> (module, class); each class is constructed as Cls(spec).

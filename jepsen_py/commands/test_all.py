@@ -13,9 +13,10 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 from jepsen_py import matrix as mx
-from jepsen_py.backends import is_simulated, simulator
+from jepsen_py.backends import backend_kind, is_simulated, simulator
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import check_room, path
 from jepsen_py.numbers import MAX_SECONDS, check_seeds, integer, number
@@ -149,12 +150,15 @@ def _run_with_progress(cells: list[mx.Cell], args: argparse.Namespace, test_coun
 
 
 def _run_sim(cells: list[mx.Cell], bugs: list[str] | None, args: argparse.Namespace, test_count: int) -> int:
-    """The matrix in the simulator (jepsen_py.sim.matrix): the same cells, table, summary and exit
-    code; the correct build also over the sweep, with --correct-runs runs in all."""
+    """The matrix in the simulator (the backend kind's in-process matrix runner): the same cells,
+    table, summary and exit code; the correct build also over the sweep, with --correct-runs runs
+    in all."""
     from dataclasses import replace
 
     from jepsen_py import store
-    from jepsen_py.sim import matrix as smx
+
+    smx = backend_kind(args.backend).matrix_runner()
+    assert smx is not None  # is_simulated: the simulator's kind has one
 
     sweep = args.sweep if args.sweep is not None else not args.quick
     if sweep and (not bugs or mx.CORRECT in bugs):
@@ -188,12 +192,12 @@ def _run_sim(cells: list[mx.Cell], bugs: list[str] | None, args: argparse.Namesp
           "on_tally": lambda rows, records: write(rows, records, False)}
     total = sum(p.runs for p in planned)
     if args.no_progress or not sys.stderr.isatty():
-        def plain(cell: mx.Cell, i: int, rec: smx.SimRunRecord | None, status: object) -> None:
+        def plain(cell: mx.Cell, i: int, rec: mx.RunRecord | None, status: object) -> None:
             if rec is not None:
                 print(f"test-all: {_sim_run_line(cell, i, rec)}", file=sys.stderr, flush=True)
         rows, records = smx.run_matrix(planned, on_run=plain, **kw)
     else:
-        rows, records = _sim_with_bar(planned, total, kw)
+        rows, records = _sim_with_bar(smx, planned, total, kw)
     summary = write(rows, records, True)
     _print_table(rows, summary, summary_path)
     if records and all(r.error is not None for r in records):
@@ -211,11 +215,11 @@ def _sim_run_line(cell: mx.Cell, i: int, rec: mx.RunRecord) -> str:
             + f"{rec.wall_s:.0f} s" + (f"; {rec.error}" if rec.error else ""))
 
 
-def _sim_with_bar(planned: list, total: int, kw: dict) -> tuple[list[mx.Row], list[mx.RunRecord]]:
-    """The bar over every run, and under it the live line of the run in progress (in-process runs)."""
+def _sim_with_bar(smx: ModuleType, planned: list, total: int,
+                  kw: dict) -> tuple[list[mx.Row], list[mx.RunRecord]]:
+    """The bar over every run, and under it the live line of the run in progress (in-process runs
+    by `smx`, the backend kind's matrix runner)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from jepsen_py.sim import matrix as smx
 
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("{task.fields[live]}", markup=False),
@@ -227,7 +231,7 @@ def _sim_with_bar(planned: list, total: int, kw: dict) -> tuple[list[mx.Row], li
             status = current[0]
             bar.update(task, live="" if status is None else status.line())
 
-        def step(cell: mx.Cell, i: int, rec: smx.SimRunRecord | None, status: object) -> None:
+        def step(cell: mx.Cell, i: int, rec: mx.RunRecord | None, status: object) -> None:
             if rec is None:
                 current[0] = status
                 bar.update(task, description=f"{cell.label} ({i + 1})")

@@ -136,6 +136,20 @@ class SimInterpreter(WorkerPool):
 
     # ---- one worker -----------------------------------------------------------------------------
 
+    async def work(self, w: Worker, phase: _Phase) -> None:
+        """One worker's loop until the phase is over for it: finish the previous op and take the
+        next one from the generator (`next_op`), perform it (`perform`), again; a failure outside
+        invoke ends the phase for everyone (`worker_failed`)."""
+        finished: tuple[Op, Op] | None = None
+        try:
+            while True:
+                inv = await self.next_op(w, phase, finished)
+                if inv is None:
+                    return
+                finished = (inv, await self.perform(w, inv))
+        except Exception as e:
+            self.worker_failed(w, phase, e)
+
     def _ctx(self, phase: _Phase, thread: Thread, process: int | str) -> Context:
         return Context(self.now_ns() / 1e9, thread, process, self.rng, phase.threads, phase.busy,
                        tuple(self.test.nodes))

@@ -382,7 +382,8 @@ def test_a_slow_node_does_not_thin_out_the_others_samples(tmp_path: Path) -> Non
 
 def test_the_clock_and_the_scheduler_are_injected(tmp_path: Path) -> None:
     """A simulator supplies its own time and tasks: history times come from the given clock, and
-    every worker, the nemesis and the watchdog are started through the given scheduler."""
+    every worker, the nemesis and the interpreter's own loop (which owns the generator and watches
+    the op timeouts) are started through the given scheduler."""
     from jepsen_py.interpreter import Clock, MonotonicClock, Scheduler, Task, ThreadScheduler
 
     class LateClock(MonotonicClock):
@@ -408,7 +409,7 @@ def test_the_clock_and_the_scheduler_are_injected(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.results
     history = read_history(out.run_dir / "history.jsonl")
     assert history and all(op.time >= 3600 * 10**9 for op in history)
-    assert sorted(sched.names) == ["nemesis", "op-timeouts", "worker-0", "worker-1", "worker-2"]
+    assert sorted(sched.names) == ["interpreter", "nemesis", "worker-0", "worker-1", "worker-2"]
 
 
 class Freezer:

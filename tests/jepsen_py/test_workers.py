@@ -1,17 +1,13 @@
-"""The pieces both interpreters share (jepsen_py.workers): the generator handoff, and the one worker
-loop run as a blocking coroutine in a thread."""
+"""The pieces both interpreters share (jepsen_py.workers): the generator handoff."""
 
 from __future__ import annotations
 
-import asyncio
 import random
-
-import pytest
 
 from jepsen_py import generator as gen
 from jepsen_py.generator import Context, Pending, Template
 from jepsen_py.history import INVOKE, OK, Op
-from jepsen_py.workers import GeneratorPhase, run_to_end
+from jepsen_py.workers import GeneratorPhase
 
 
 def ctx(phase: GeneratorPhase, thread: int, t: float = 0.0) -> Context:
@@ -32,19 +28,3 @@ def test_a_wait_is_handed_back_and_leaves_the_thread_free() -> None:
     phase = GeneratorPhase(gen.sleep(5.0), [0])
     step = phase.ask(0, ctx(phase, 0))
     assert isinstance(step, Pending) and step.until == 5.0 and phase.busy == set()
-
-
-def test_a_blocking_coroutine_runs_to_its_end_and_one_that_suspends_is_refused() -> None:
-    seen: list[int] = []
-
-    async def blocks() -> None:
-        seen.append(1)
-
-    run_to_end(blocks())
-    assert seen == [1]
-
-    async def suspends() -> None:
-        await asyncio.sleep(0)
-
-    with pytest.raises(RuntimeError, match="suspended"):
-        run_to_end(suspends())
