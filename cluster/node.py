@@ -30,14 +30,12 @@ from .raft.errors import ProposalDropped, RaftError
 from .raft.messages import LEADER, Entry, HardState, Message, Ready
 from .raft.rawnode import RawNode
 from .raft.storage import MemoryStorage
+from .readmodes import READ_MODES
 from .realio import real_env
 from .state_machine import MetadataState
 from .transport import Transport, describe_stats
 from .wal import WAL, WALError
 
-#: How a node serves reads: ReadIndex (a heartbeat round per batch of reads, linearizable), a lease
-#: (linearizable while clocks drift less than the margin), or its own applied state (stale allowed).
-READ_MODES = ("read-index", "lease", "local")
 MAX_PENDING = 20_000
 
 

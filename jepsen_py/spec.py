@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.backends import default_backend
-from jepsen_py.cluster.node import READ_MODES
+from jepsen_py.cluster.readmodes import READ_MODES
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import allow_empty, path_text
 from jepsen_py.nodenames import check_node_name

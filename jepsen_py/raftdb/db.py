@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.cluster.bugs import NAMES as BUG_NAMES
-from jepsen_py.cluster.node import READ_MODES
+from jepsen_py.cluster.readmodes import READ_MODES
 from jepsen_py.errors import BadInput, FrameworkFailure
 from jepsen_py.protocols import Client, Remote, Test, TestSpec
 
