@@ -131,6 +131,15 @@ def _import(module_name: str, option: str, ref: str) -> Any:
         raise BadInput(f"{option}: {ref}: importing {module_name} raised {describe(e)}") from None
 
 
+def declared_bugs(db: str) -> tuple[str, ...]:
+    """The --bug names the DB named `db` declares with a `known_bugs()` static method; () if none."""
+    cls = load_object(db, option="--db")
+    declared = getattr(cls, "known_bugs", None)
+    if not callable(declared):
+        return ()
+    return plugin_call("--db", db, "known_bugs()", lambda: tuple(declared()))
+
+
 def load_object(ref: str, *, option: str = "--db") -> Any:
     """The object named by `module:attr` (attr may be dotted), or by an entry point name in the
     option's group. A module that fails to import (a syntax error, a missing dependency, an

@@ -21,6 +21,7 @@ from rich.live import Live
 from rich.text import Text
 
 from jepsen_py.backends import simulator
+from jepsen_py.bugs import check_bugs
 from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_INVALID, EXIT_VALID, BadInput
 from jepsen_py.explore import schedule as sched
 from jepsen_py.explore.harden import Rate, harden, in_kind_key, kind_rates, steadier_kinds, timing_seeds
@@ -124,15 +125,6 @@ def _replace(space: Space, **kw: Any) -> Space:
     from dataclasses import replace
 
     return replace(space, **kw)
-
-
-def check_bugs(bugs: list[str]) -> None:
-    from jepsen_py.sim.run import known_bugs
-
-    known = known_bugs()
-    for b in bugs:
-        if b not in known:
-            raise BadInput(f"--bug {b}: unknown bug (choose from {', '.join(known)})")
 
 
 @dataclass

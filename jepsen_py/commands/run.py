@@ -20,6 +20,7 @@ from typing import Any
 
 from jepsen_py import spec as specmod
 from jepsen_py.backends import BACKENDS, add_backend_arguments, backend_kind, backend_options, get_backend
+from jepsen_py.bugs import check_bugs
 from jepsen_py.dbversion import db_version
 from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, BadInput, RunInterrupted
 from jepsen_py.flags import check_output_file, check_room, path_text
@@ -103,25 +104,17 @@ def check_names(spec: TestSpec) -> None:
     check_nemesis_names(list(spec.nemesis))
     if spec.backend not in BACKENDS:
         raise BadInput(f"--backend: unknown backend {spec.backend!r} (choose from {', '.join(BACKENDS)})")
-    check_bugs(spec)
+    check_db_bugs(spec)
 
 
-def check_bugs(spec: TestSpec) -> None:
+def check_db_bugs(spec: TestSpec) -> None:
     """--bug names the DB does not know: refused before anything is provisioned. A DB declares its
     bugs with a `known_bugs()` static method; one that declares none takes no --bug at all."""
     if not spec.bugs:
         return
-    from jepsen_py.plugins import load_object, plugin_call
+    from jepsen_py.plugins import declared_bugs
 
-    cls = load_object(spec.db, option="--db")
-    declared = getattr(cls, "known_bugs", None)
-    known: tuple[Any, ...] = ()
-    if callable(declared):
-        known = plugin_call("--db", spec.db, "known_bugs()", lambda: tuple(declared()))
-    unknown = [b for b in spec.bugs if b not in known]
-    if unknown:
-        raise BadInput(f"--bug: unknown bug {', '.join(map(repr, unknown))} for {spec.db} "
-                       f"(known: {', '.join(known) or 'none'})")
+    check_bugs(spec.bugs, declared_bugs(spec.db), db=spec.db)
 
 
 def check_outputs(args: argparse.Namespace) -> None:

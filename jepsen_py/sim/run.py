@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from jepsen_py.analysis import PostRun
+from jepsen_py.bugs import check_bugs, node_bugs
 from jepsen_py.errors import BadInput
 from jepsen_py.generator import Generator
 from jepsen_py.nodenames import check_node_names
@@ -61,10 +62,7 @@ def check_spec(spec: TestSpec) -> None:
         raise BadInput("--leave-db-running: simulated nodes end with the run; there is nothing to leave "
                        "running (--backend sim)")
     check_names(spec.nemesis)
-    known = known_bugs()
-    unknown = [b for b in spec.bugs if b not in known]
-    if unknown:
-        raise BadInput(f"--bug {unknown[0]}: unknown bug (choose from {', '.join(known)})")
+    check_bugs(spec.bugs, db=spec.db)
     if spec.concurrency < 1:
         raise BadInput(f"concurrency must be at least 1, got {spec.concurrency}")
     check_node_names(spec.nodes, "nodes")
@@ -73,24 +71,6 @@ def check_spec(spec: TestSpec) -> None:
     if CONTROLLER in spec.nodes:
         raise BadInput(f"nodes: {CONTROLLER!r} is the simulator's own name for the controller; "
                        f"name the node otherwise")
-
-
-def known_bugs() -> tuple[str, ...]:
-    """The seed bugs the node knows (its registry, cluster.bugs; older builds list them in node)."""
-    try:
-        from jepsen_py.cluster.bugs import NAMES
-    except ImportError:
-        from jepsen_py.cluster.node import KNOWN_BUGS as NAMES  # type: ignore[attr-defined,no-redef]
-    return tuple(NAMES)
-
-
-def node_bugs(names: Sequence[str]) -> Any:
-    """The node's bug setting for `names` (the Bugs record; older builds took the names)."""
-    try:
-        from jepsen_py.cluster.bugs import Bugs
-    except ImportError:
-        return tuple(names)
-    return Bugs.parse(names)
 
 
 # spec.options key: a seed for the simulated cluster's own randomness alone (network delays, disk,
