@@ -28,6 +28,7 @@ from jepsen_py.errors import BadInput
 from jepsen_py.generator import Context, Pending, Template
 from jepsen_py.history import FAIL, INFO, INVOKE, OK, Op
 from jepsen_py.protocols import DB, Backend, Remote, Test, TestSpec, capabilities
+from jepsen_py.seeds import test_rng
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ class Checker:
         self.timeout = timeout
         self.caps = capabilities(db)
         self.test = Test(spec=spec, store_dir=store_dir, log=logging.getLogger("jepsen_py.test"),
-                         rng=random.Random(spec.seed), backend=backend, db=db)
+                         rng=test_rng(spec.seed), backend=backend, db=db)
         self.report = Report(spec.db, spec.backend, sorted(self.caps))
 
     # ---- helpers ------------------------------------------------------------------------------

@@ -33,7 +33,6 @@ jepsen_py.analysis.
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +58,7 @@ from jepsen_py.history import INFO, INVOKE, NEMESIS, HistoryWriter, Op
 from jepsen_py.interpreter import Clock, Scheduler
 from jepsen_py.nodenames import check_node_names
 from jepsen_py.protocols import DB, Backend, Nemesis, Test, TestSpec, has_capability
+from jepsen_py.seeds import generator_rng, test_rng
 from jepsen_py.verdict import Valid
 from jepsen_py.workload import Workload
 
@@ -138,13 +138,13 @@ class Run:
         self.clock = engine.clock
         self.saw = saw
         self.test = Test(spec=spec, store_dir=run_dir, log=logging.getLogger("jepsen_py.test"),
-                         rng=random.Random(spec.seed), backend=backend, db=db)
+                         rng=test_rng(spec.seed), backend=backend, db=db)
         # Generators get their own stream, so a nemesis drawing from test.rng in its own thread
         # cannot shift the ops the clients are handed.
         self.interpreter = engine.interpreter(
             self.test, client=client, nemesis=nemesis, record=self.record, append=writer.append,
             concurrency=spec.concurrency, op_timeout=spec.op_timeout,
-            rng=random.Random(f"generator:{spec.seed}"))
+            rng=generator_rng(spec.seed))
         self.phases: list[str] = []
         self.observer: Any = None
         self.nemesis_set_up = False

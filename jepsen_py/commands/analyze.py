@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import random
 import sys
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from jepsen_py.errors import BadInput
 from jepsen_py.flags import check_output_file, path_text
 from jepsen_py.history import Op, load_jsonl, validate
 from jepsen_py.protocols import Test
+from jepsen_py.seeds import test_rng
 from jepsen_py.verdict import exit_code
 
 NAME = "analyze"
@@ -78,7 +78,7 @@ def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:
                        f"(known: {', '.join(sorted(workloads)) or 'none'})")
     workload = build_workload(spec, workloads)  # outside workloads and --checker ones too
     test = Test(spec=spec, store_dir=run_dir, log=logging.getLogger("jepsen_py.test"),
-                rng=random.Random(spec.seed))
+                rng=test_rng(spec.seed))
     old: dict[str, Any] = {}
     if (run_dir / store.RESULTS).exists():
         try:

@@ -25,6 +25,7 @@ from jepsen_py.dbversion import db_version
 from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, BadInput, RunInterrupted
 from jepsen_py.flags import check_output_file, check_room, path_text
 from jepsen_py.protocols import TestSpec
+from jepsen_py.seeds import run_seed
 from jepsen_py.verdict import exit_code, merge
 
 NAME = "run"
@@ -206,7 +207,7 @@ def _run(args: argparse.Namespace) -> int:
     store.remove_stale_temps(spec.results_dir)
     outcomes = []
     for i in range(spec.test_count):
-        s = specmod.with_seed(spec, spec.seed + i) if i else spec
+        s = specmod.with_seed(spec, run_seed(spec.seed, i)) if i else spec
         try:
             outcome = build_and_run(s, show_progress=not args.no_progress)
         except RunInterrupted as e:

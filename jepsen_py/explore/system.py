@@ -12,7 +12,6 @@ import contextlib
 import json
 import logging
 import os
-import random
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -42,6 +41,7 @@ from jepsen_py.generator import Context, Generator, Step
 from jepsen_py.generator import rate as limit_rate
 from jepsen_py.history import Op
 from jepsen_py.protocols import TestSpec
+from jepsen_py.seeds import recorder_rng
 from jepsen_py.spec import DEFAULT_DB, DEFAULT_RATE
 from jepsen_py.store import LATEST
 from jepsen_py.workload import Workload
@@ -290,7 +290,7 @@ class SimSystem:
             spec.fault_targets = list(config.targets)
         workload = _build_workload(spec)
         clock, tape, final = PhaseClock(), Tape(), Tape()
-        private = random.Random(config.seed ^ 0x5EED)
+        private = recorder_rng(config.seed)
         workload.generator = Recorder(limit_rate(rate, workload.generator), clock, tape, rng=private)
         if workload.final_generator is not None:
             workload.final_generator = Recorder(workload.final_generator, PhaseClock(), final, timed=False,

@@ -29,6 +29,7 @@ from jepsen_py.cluster.bugs import NAMES as BUG_NAMES
 from jepsen_py.cluster.readmodes import READ_MODES
 from jepsen_py.errors import BadInput, FrameworkFailure
 from jepsen_py.protocols import Client, Remote, Test, TestSpec
+from jepsen_py.seeds import node_seed
 
 
 class RaftMetadataDB:
@@ -99,7 +100,7 @@ class RaftMetadataDB:
                 "--data-dir", self._path(test, node, "data"),
                 "--client-port", str(self.CLIENT_PORT), "--client-host", "0.0.0.0",
                 "--read-mode", self.spec.read_mode, "--log-file", self.logfile(test, node),
-                "--seed", str(self.spec.seed * 1000 + test.nodes.index(node))]
+                "--seed", str(node_seed(self.spec.seed, test.nodes.index(node)))]
         for bug in self.spec.bugs:
             argv += ["--bug", bug]
         return argv

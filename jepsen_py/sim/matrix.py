@@ -31,6 +31,7 @@ from typing import Any
 from jepsen_py import matrix as mx
 from jepsen_py.errors import BadInput, JepsenError
 from jepsen_py.lifetime import die_with_parent
+from jepsen_py.seeds import run_seed
 from jepsen_py.sim.progress import SimStatus
 
 #: the read modes a correct build must be linearizable under (`local` is unsafe by design)
@@ -255,10 +256,11 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
             status = SimStatus(cell.time_limit)
             on_run(cell, i, None, status)
             try:
-                rec = run_cell_sim(cell, i, results_dir, matrix, node_count, seed + i, status, limit(cell))
+                rec = run_cell_sim(cell, i, results_dir, matrix, node_count, run_seed(seed, i), status,
+                                   limit(cell))
             except Exception as e:  # the controller broke: record it, keep the matrix going
                 rec = SimRunRecord(cell=cell.label, iteration=i, exit_code=255, verdict="framework-failure",
-                                   wall_s=0.0, seed=seed + i, error=f"{type(e).__name__}: {e}"[:300])
+                                   wall_s=0.0, seed=run_seed(seed, i), error=f"{type(e).__name__}: {e}"[:300])
             finish(k, cell, i, rec)
         return tally()
 
@@ -270,7 +272,8 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
                                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         futures = {}
         for k, cell, i in jobs:
-            fut = pool.submit(_in_child, cell, i, results_dir, matrix, node_count, seed + i, limit(cell))
+            fut = pool.submit(_in_child, cell, i, results_dir, matrix, node_count, run_seed(seed, i),
+                              limit(cell))
             futures[fut] = (k, cell, i)
         for _, cell, i in jobs[:parallel]:
             on_run(cell, i, None, None)
@@ -281,7 +284,7 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
                 rec = fut.result()
             except Exception as e:  # the worker process died
                 rec = SimRunRecord(cell=cell.label, iteration=i, exit_code=255, verdict="framework-failure",
-                                   wall_s=0.0, seed=seed + i, error=f"{type(e).__name__}: {e}"[:300])
+                                   wall_s=0.0, seed=run_seed(seed, i), error=f"{type(e).__name__}: {e}"[:300])
             finish(k, cell, i, rec)
             if pending:
                 _, nxt_cell, nxt_i = pending.pop(0)

@@ -39,6 +39,7 @@ from jepsen_py.generator import Generator
 from jepsen_py.nodenames import check_node_names
 from jepsen_py.protocols import TestSpec
 from jepsen_py.runner import run_test
+from jepsen_py.seeds import cluster_seed
 from jepsen_py.sim.backend import SimBackend
 from jepsen_py.sim.client import SimClient
 from jepsen_py.sim.engine import SimEngine, SimOutcome
@@ -92,7 +93,7 @@ def make_cluster(spec: TestSpec) -> Any:
         return sim_node_config(node, nodes, spec.seed, read_mode=spec.read_mode, bugs=bugs)
 
     timing = spec.options.get(TIMING_SEED)
-    return SimCluster(spec.seed if timing is None else int(timing), nodes, config)
+    return SimCluster(cluster_seed(spec.seed, timing), nodes, config)
 
 
 def build_workload(spec: TestSpec) -> Workload:
