@@ -190,7 +190,7 @@ def build(test: JepsenTest) -> dict[str, Any]:
 
 def run(test: JepsenTest) -> RunOutcome:
     """Runs the test once and returns its outcome (the verdict, results and run directory)."""
-    from jepsen_py.analysis import export_parquet, render_pictures
+    from jepsen_py.postrun import export_parquet, render_pictures
     from jepsen_py.runner import run_test
 
     parts = build(test)

@@ -85,10 +85,9 @@ def claimed_workloads(db: Any, spec: TestSpec, known: list[str]) -> list[str]:
 
 def first_ops(spec: TestSpec, workload: str, nodes: list[str]) -> list[Template]:
     """The first op of each kind (f) the workload's main generator hands one client thread."""
-    from jepsen_py.commands.run import workload_registry
-    from jepsen_py.plugins import build_workload
+    from jepsen_py.plugins import build_workload, builtin_workloads
 
-    w = build_workload(dataclasses.replace(spec, workload=workload), workload_registry())
+    w = build_workload(dataclasses.replace(spec, workload=workload), builtin_workloads())
     rng = random.Random(1)
     seen: dict[str, Template] = {}
     t = 0.0
@@ -403,11 +402,10 @@ def _processes(remote: Remote) -> set[str]:
 def check_real(spec: TestSpec, *, workloads: list[str] | None, timeout: float) -> Report:
     """The steps on a real backend for the DB spec.db names."""
     from jepsen_py.backends import get_backend
-    from jepsen_py.commands.run import workload_registry
-    from jepsen_py.plugins import load_db
+    from jepsen_py.plugins import builtin_workloads, load_db
 
     db = load_db(spec.db, spec)
-    known = sorted(workload_registry())
+    known = sorted(builtin_workloads())
     chosen = workloads or claimed_workloads(db, spec, known)
     backend = get_backend(spec.backend, spec)
     with tempfile.TemporaryDirectory(prefix="jepsen-py-db-check-") as tmp:
@@ -417,12 +415,12 @@ def check_real(spec: TestSpec, *, workloads: list[str] | None, timeout: float) -
 def check_sim(spec: TestSpec, *, workloads: list[str] | None, time_limit: float = 8.0) -> Report:
     """Our cluster in the simulator: a short run of each workload under kill and pause faults, each
     step read from its history (nothing is provisioned, so nothing can be left behind)."""
-    from jepsen_py.commands.run import workload_registry
+    from jepsen_py.plugins import builtin_workloads
     from jepsen_py.raftdb import RaftMetadataDB
     from jepsen_py.sim.run import check_spec, run_sim
 
     db = RaftMetadataDB(spec)
-    known = sorted(workload_registry())
+    known = sorted(builtin_workloads())
     chosen = workloads or claimed_workloads(db, spec, known)
     report = Report(spec.db, spec.backend, sorted(capabilities(db)))
     report.add("capabilities", True, f"{', '.join(report.capabilities)}; workloads: {', '.join(chosen)}")

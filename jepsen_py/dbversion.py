@@ -38,7 +38,7 @@ def db_version(db_ref: str, explicit: str | None = None) -> str:
     """The version to record for the DB named `db_ref` (MODULE:CLASS)."""
     if explicit:
         return explicit
-    from jepsen_py.plugins import canonical_db
+    from jepsen_py.references import canonical_db
 
     module = canonical_db(db_ref).split(":", 1)[0]
     if module not in UPLOADED_FROM_CHECKOUT:

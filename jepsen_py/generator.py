@@ -65,6 +65,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from jepsen_py.errors import describe
 from jepsen_py.history import INFO, NEMESIS, OK, Op
 
 Thread = int | str
@@ -790,8 +791,6 @@ class Checked(Generator):
         except BadInput as e:
             raise BadInput(f"{self.label}: {e}") from None
         except Exception as e:
-            from jepsen_py.plugins import describe
-
             raise BadInput(f"{self.label}: its generator raised {describe(e)}") from None
         if step is None or isinstance(step, Pending):
             return step

@@ -125,7 +125,7 @@ class HistoryWriter:
 
     def __init__(self, path: Path | str, *, fsync: bool = False) -> None:
         self.path = Path(path)
-        from jepsen_py.store import create_file
+        from jepsen_py.files import create_file
 
         # long-lived; made with the store's file mode, whatever the umask
         self._file: TextIO = os.fdopen(create_file(self.path, append=True), "a", encoding="utf-8")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.errors import EnvironmentProblem
-from jepsen_py.store import create_file, make_dirs
+from jepsen_py.files import create_file, make_dirs
 
 MAX_BODY = 20_000
 VERDICT_CASE = "verdict"
@@ -148,6 +148,11 @@ def build_junit(runs: list[RunReport]) -> ET.ElementTree:
 def write_junit(results: dict[str, Any], path: Path, *, run_dir: Path | None = None) -> None:
     """Writes the report of one run to `path`."""
     write_junit_runs([RunReport(results, None if run_dir is None else Path(run_dir))], path)
+
+
+def write_junit_outcomes(outcomes: list[Any], path: Path) -> None:
+    """The report of runs as run_test returned them (an interrupted one too): one suite per run."""
+    write_junit_runs([RunReport(o.results, Path(o.run_dir)) for o in outcomes], path)
 
 
 def write_junit_runs(runs: list[RunReport], path: Path) -> None:

@@ -27,8 +27,11 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from jepsen_py.errors import BadInput, quote
+from jepsen_py.errors import BadInput, describe, quote
+from jepsen_py.nemeses import NEMESES
 from jepsen_py.protocols import DB, Checker, Nemesis, TestSpec
+from jepsen_py.references import canonical_db, check_reference
+from jepsen_py.workloads import WORKLOADS
 
 if TYPE_CHECKING:
     from jepsen_py.generator import Generator
@@ -43,31 +46,6 @@ GROUPS = {
     "--checker": "jepsen_py.checker",
     "--generator": "jepsen_py.generator",
 }
-
-
-#: Older names that keep working: our cluster's DB lived in the node's package before it moved to the
-#: controller's side.
-DB_ALIASES = {"cluster.db:RaftMetadataDB": "jepsen_py.raftdb:RaftMetadataDB"}
-
-
-def canonical_db(ref: str) -> str:
-    """`ref` with an older name replaced by the current one."""
-    return DB_ALIASES.get(ref.strip(), ref)
-
-
-def check_reference(ref: str, option: str) -> str:
-    """`ref` if its MODULE (of MODULE:NAME) is a dotted Python module name and NAME a dotted
-    attribute: a path (`../etc/passwd:x`) or a relative import (`.x:y`) is refused with one line
-    here, not as importlib's TypeError. A name without a colon (an entry point) passes as given."""
-    if ":" not in ref:
-        return ref
-    module_name, _, attr = ref.partition(":")
-    if module_name and not all(p.isidentifier() for p in module_name.split(".")):
-        raise BadInput(f"{option}: {module_name!r} is not a Python module name "
-                       "(MODULE is dotted, like mypkg.db, never a path)")
-    if attr and not all(p.isidentifier() for p in attr.split(".")):
-        raise BadInput(f"{option}: {attr!r} is not a Python name (in {ref!r})")
-    return ref
 
 
 def current_dir_importable() -> None:
@@ -85,18 +63,6 @@ def entry_point_names(option: str) -> list[str]:
 def is_reference(name: str, option: str) -> bool:
     """True if `name` is MODULE:NAME or an installed entry point of the option's group."""
     return ":" in name or name in entry_point_names(option)
-
-
-def describe(e: BaseException) -> str:
-    """What a plugin's exception says, on one line: its type and message (a syntax error with its
-    file and line), whitespace folded and cut short, for a refusal that names the plugin."""
-    if isinstance(e, SyntaxError):
-        where = f" ({os.path.basename(e.filename or '?')}, line {e.lineno})" if e.filename else ""
-        text = f"{type(e).__name__}: {e.msg}{where}"
-    else:
-        text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-    text = " ".join(text.split())
-    return text if len(text) <= 300 else text[:300] + "..."
 
 
 class PluginFailed(BadInput):
@@ -201,21 +167,14 @@ def _construct(ref: str, option: str, what: str, spec: TestSpec) -> Any:
         raise BadInput(f"{option}: cannot build {what} from {ref}(spec): {describe(e.cause)}") from None
 
 
-def builtin_workloads() -> dict[str, Any]:
+def builtin_workloads() -> dict[str, Callable[[TestSpec], Workload]]:
     """The workloads shipped with jepsen-py: name -> factory(spec)."""
-    try:
-        mod = importlib.import_module("jepsen_py.workloads")
-    except ModuleNotFoundError:
-        return {}
-    return dict(getattr(mod, "WORKLOADS", {}) or {})
+    return dict(WORKLOADS)
 
 
 def builtin_nemeses() -> list[str]:
-    try:
-        mod = importlib.import_module("jepsen_py.nemeses")
-    except ModuleNotFoundError:
-        return []
-    return list(getattr(mod, "NEMESES", []) or [])
+    """The nemesis names shipped with jepsen-py."""
+    return list(NEMESES)
 
 
 def check_workload_name(name: str, known: dict[str, Any] | None = None) -> None:

@@ -35,7 +35,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +50,7 @@ from jepsen_py.analysis import (
     unique_name,
     write_results,
 )
-from jepsen_py.engine import Engine, RealEngine
+from jepsen_py.engine import Engine, RealEngine, RunOutcome
 from jepsen_py.errors import EXIT_BAD_INPUT, BadInput, FrameworkFailure, RunInterrupted
 from jepsen_py.generator import Generator
 from jepsen_py.history import INFO, INVOKE, NEMESIS, HistoryWriter, Op
@@ -59,7 +58,6 @@ from jepsen_py.interpreter import Clock, Scheduler
 from jepsen_py.nodenames import check_node_names
 from jepsen_py.protocols import DB, Backend, Nemesis, Test, TestSpec, has_capability
 from jepsen_py.seeds import generator_rng, test_rng
-from jepsen_py.verdict import Valid
 from jepsen_py.workload import Workload
 
 log = logging.getLogger(__name__)
@@ -94,25 +92,6 @@ def cleanup_step(failures: list[str]) -> Callable[[str, Callable[[], None]], Non
             failures.append(f"{what}: {type(e).__name__}: {e}")
 
     return step
-
-
-@dataclass
-class RunOutcome:
-    """What one run produced; the CLI prints it and exits with `exit_code`."""
-
-    run_dir: Path
-    valid: Valid
-    results: dict[str, Any]
-    exit_code: int
-    invokes: int = 0
-    oks: int = 0
-    anomalies: int = 0
-    error: str | None = None
-    phases: list[str] = field(default_factory=list)
-
-    @property
-    def ok_fraction(self) -> float:
-        return self.oks / self.invokes if self.invokes else 0.0
 
 
 class Run:

@@ -38,7 +38,7 @@ from jepsen_py.spark.export import HISTORY, TEST_JSON, export_run, needs_export
 from jepsen_py.spark.schema import GROUP_COLUMNS, NO_BUG, OPS_FILE, PARQUET_DIR, RUN_FILE
 
 from jepsen_py.errors import BadInput
-from jepsen_py.store import make_dirs
+from jepsen_py.files import make_dirs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

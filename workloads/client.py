@@ -27,7 +27,7 @@ from jepsen_py.history import FAIL, INFO, OK, Op
 from jepsen_py.protocols import Client, Test
 
 if TYPE_CHECKING:
-    from jepsen_py.raftdb.client import ClusterError
+    from jepsen_py.cluster.client import ClusterError
 
 FS = ("commit", "fetch", "create", "describe", "list", "txn")
 DEFAULT_PORT = 9092
@@ -74,7 +74,7 @@ class MetadataClient:
         return max(0.5, min(5.0, 0.8 * float(getattr(test.spec, "op_timeout", 10.0))))
 
     def _conn(self, test: Test, node: str) -> Any:
-        from jepsen_py.raftdb.client import ClusterClient
+        from jepsen_py.cluster.client import ClusterClient
 
         c = self._conns.get(node)
         if c is None:
@@ -87,7 +87,7 @@ class MetadataClient:
         return c
 
     def invoke(self, test: Test, op: Op) -> Op:
-        from jepsen_py.raftdb.client import ClusterError
+        from jepsen_py.cluster.client import ClusterError
 
         node = op.node or self.node
         if node is None:

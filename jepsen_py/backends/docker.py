@@ -31,7 +31,8 @@ from jepsen_py.backends.common import (
     tar_of,
     untar_to,
 )
-from jepsen_py.errors import EnvironmentProblem, FrameworkFailure
+from jepsen_py.backends.image import docker_client
+from jepsen_py.errors import FrameworkFailure
 from jepsen_py.protocols import ExecResult, Remote, Test, TestSpec
 
 log = logging.getLogger(__name__)
@@ -53,32 +54,6 @@ def add_arguments(group: Any) -> None:
         "--docker-image", metavar="IMAGE", default=None,
         help="run the nodes from this existing image instead of building the node image",
     )
-
-
-def docker_client() -> Any:
-    """A connected docker SDK client, or one clear EnvironmentProblem line when no engine answers."""
-    try:
-        import docker
-        import docker.errors
-    except ImportError as e:  # pragma: no cover - a dependency of the package
-        raise EnvironmentProblem("the docker Python SDK is not installed (pip install docker)") from e
-    try:
-        client = docker.from_env(timeout=120)
-        client.ping()
-    except docker.errors.DockerException as e:
-        raise EnvironmentProblem(
-            f"no Docker engine reachable ({_short(e)}): start the Docker engine (dockerd, or "
-            "systemctl start docker) or choose another --backend"
-        ) from e
-    except Exception as e:  # requests' connection errors surface under several types
-        raise EnvironmentProblem(f"no Docker engine reachable ({_short(e)}): start the Docker engine "
-                                 "(dockerd, or systemctl start docker) or choose another --backend") from e
-    return client
-
-
-def _short(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return text[-1][:200] if text else type(e).__name__
 
 
 class DockerRemote(Remote):

@@ -56,7 +56,7 @@ def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:
 
     A history cut off mid-line is refused (254, naming the line) unless `allow_truncated`: then
     the intact lines before it are checked, with a warning."""
-    from jepsen_py.commands.run import workload_registry
+    from jepsen_py.plugins import builtin_workloads
     from jepsen_py.runner import client_stats, run_checkers
 
     spec = store.load_spec(run_dir)
@@ -70,7 +70,7 @@ def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:
         print(f"jepsen-py: warning: {history_path}:{torn}: torn last line skipped "
               "(the writer stopped mid-write)", file=sys.stderr)
     validate(ops, locate=lambda op: f"{history_path}:{lines.get(id(op), '?')}")
-    workloads = workload_registry()
+    workloads = builtin_workloads()
     from jepsen_py.plugins import build_workload, is_reference
 
     if spec.workload not in workloads and not is_reference(spec.workload, "--workload"):
@@ -99,7 +99,8 @@ def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jepsen_py.analysis import CLI_POST_RUN, count_anomalies, run_post_steps
+    from jepsen_py.analysis import count_anomalies, run_post_steps
+    from jepsen_py.postrun import CLI_POST_RUN
     from jepsen_py.progress import print_summary
 
     if args.junit_xml:

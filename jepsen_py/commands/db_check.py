@@ -51,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_spec(args: argparse.Namespace) -> TestSpec:
     from jepsen_py import spec as specmod
-    from jepsen_py.plugins import canonical_db, check_db_flags
+    from jepsen_py.plugins import check_db_flags
+    from jepsen_py.references import canonical_db
 
     db = canonical_db(args.db)
     backend = args.backend or default_backend()

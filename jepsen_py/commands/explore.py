@@ -28,11 +28,12 @@ from jepsen_py.explore.harden import Rate, harden, in_kind_key, kind_rates, stea
 from jepsen_py.explore.search import Search, Trial, primary_kind
 from jepsen_py.explore.shrink import Shrinker
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, Space
+from jepsen_py.files import DIR_MODE, make_dirs
 from jepsen_py.flags import check_room, path_text
 from jepsen_py.lifetime import signal_name, signals_raise
 from jepsen_py.numbers import MAX_SECONDS, integer, number
 from jepsen_py.numbers import seed as seed_type
-from jepsen_py.store import DIR_MODE, make_dirs, write_text_atomic
+from jepsen_py.store import write_text_atomic
 
 NAME = "explore"
 HELP = "search fault schedules in simulation for a failing run, with no hint where; shrink what fails"
@@ -90,9 +91,9 @@ def _names(values: list[str] | None) -> list[str]:
 
 
 def build_space(args: argparse.Namespace) -> Space:
-    from jepsen_py.commands.run import workload_registry
+    from jepsen_py.plugins import builtin_workloads
 
-    registry = workload_registry()
+    registry = builtin_workloads()
     workloads = _names(args.workload) or [w for w in DEFAULT_WORKLOADS if w in registry]
     for w in workloads:
         if w not in DEFAULT_WORKLOADS:
@@ -455,7 +456,7 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
     if harden_budget > 0 and best.nemesis_events and report.reproduced:
         best, kind = _harden(best, kind, system, report, harden_budget, result.path if result else [], fdir)
     best = best.with_events(best.events, anomaly=kind)
-    from jepsen_py.analysis import CLI_POST_RUN
+    from jepsen_py.postrun import CLI_POST_RUN
 
     final = system.replay(best, keep=fdir, post_run=CLI_POST_RUN, name="shrunk")
     if final.run_dir is not None:

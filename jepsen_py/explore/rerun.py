@@ -20,11 +20,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from jepsen_py.analysis import PostRun
 from jepsen_py.errors import EXIT_BAD_INPUT, BadInput
 from jepsen_py.explore import schedule as sched
 from jepsen_py.explore.replay import REAL_MARGIN_S, for_real_backend
 from jepsen_py.explore.schedule import Schedule
 from jepsen_py.explore.system import anomaly_kinds, replay_in_kind, replay_run, run_real, run_sim, spec_for
+from jepsen_py.junit import write_junit_outcomes
 
 # `run` flags a schedule decides; given together with --schedule they are refused, not ignored.
 _DEFINED_BY_SCHEDULE = (("nemesis", "--nemesis"), ("bug", "--bug"), ("nodes", "--nodes"),
@@ -33,7 +35,8 @@ _DEFINED_BY_SCHEDULE = (("nemesis", "--nemesis"), ("bug", "--bug"), ("nodes", "-
                         ("db_option", "--db-option"))
 
 
-def run_schedule(args: argparse.Namespace) -> int:
+def run_schedule(args: argparse.Namespace, post_run: Sequence[PostRun] = ()) -> int:
+    """`run --schedule`: the schedule replayed on the backend asked for; `post_run` as for a run."""
     for attr, flag in _DEFINED_BY_SCHEDULE:
         if getattr(args, attr, None) is not None:
             raise BadInput(f"{flag}: the schedule file decides this (drop {flag} or --schedule)")
@@ -48,13 +51,11 @@ def run_schedule(args: argparse.Namespace) -> int:
     played = s if simulated else for_real_backend(s)
     check_played(s, played, args.schedule, override=bool(getattr(args, "ignore_machine_limits", False)))
     spec = spec_for(played, backend=backend, results_dir=Path(args.results_dir), name=name, db=args.db)
-    from jepsen_py.analysis import CLI_POST_RUN
-
     if simulated:
-        outcome: Any = replay_run(s, spec, run_sim, CLI_POST_RUN)
+        outcome: Any = replay_run(s, spec, run_sim, post_run)
     else:
         print(f"replaying on {backend}: {_plan(s, played)}")
-        outcome = replay_in_kind(s, spec, run_real, CLI_POST_RUN)
+        outcome = replay_in_kind(s, spec, run_real, post_run)
     if outcome.exit_code == EXIT_BAD_INPUT:
         print(f"jepsen-py: {outcome.error} (run stored in {outcome.run_dir})", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -67,9 +68,7 @@ def run_schedule(args: argparse.Namespace) -> int:
     if s.anomaly:
         print(replay_verdict(s, kinds, documented_kinds(s.bugs)))
     if args.junit_xml:
-        from jepsen_py.commands.run import write_junit
-
-        write_junit([outcome], Path(args.junit_xml))
+        write_junit_outcomes([outcome], Path(args.junit_xml))
     return int(outcome.exit_code)
 
 

@@ -226,7 +226,8 @@ def _order(e: Event) -> tuple[float, int, str]:
 
 
 def save(schedule: Schedule, path: Path) -> Path:
-    from jepsen_py.store import make_dirs, write_text
+    from jepsen_py.files import make_dirs
+    from jepsen_py.store import write_text
 
     make_dirs(path.parent)
     write_text(path, json.dumps(schedule.to_json(), indent=1, sort_keys=False) + "\n")

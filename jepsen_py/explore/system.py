@@ -103,10 +103,9 @@ def spec_for(s: Schedule, *, backend: str, results_dir: Path, name: str, db: str
 
 
 def _build_workload(spec: TestSpec) -> Workload:
-    from jepsen_py.commands.run import workload_registry
-    from jepsen_py.plugins import build_workload
+    from jepsen_py.plugins import build_workload, builtin_workloads
 
-    return build_workload(spec, workload_registry())
+    return build_workload(spec, builtin_workloads())
 
 
 def replay_run(s: Schedule, spec: TestSpec, run: RunFn, post_run: Sequence[Any] = (), *,

@@ -179,7 +179,7 @@ class RaftMetadataDB:
         The observer asks every node ~10 times a second, so each thread keeps one connection per
         node; a cached connection that fails gets one retry on a fresh one before the node counts
         as silent (it may have been restarted, which closes the old connection)."""
-        from jepsen_py.raftdb.client import ClusterClient, ClusterError, Timeout
+        from jepsen_py.cluster.client import ClusterClient, ClusterError, Timeout
 
         if test.backend is None:
             return None

@@ -37,6 +37,7 @@ from jepsen_py.bugs import check_bugs, node_bugs
 from jepsen_py.errors import BadInput
 from jepsen_py.generator import Generator
 from jepsen_py.nodenames import check_node_names
+from jepsen_py.plugins import builtin_workloads
 from jepsen_py.protocols import TestSpec
 from jepsen_py.runner import run_test
 from jepsen_py.seeds import cluster_seed
@@ -55,7 +56,7 @@ SIM_DB = "jepsen_py.raftdb:RaftMetadataDB"
 
 def check_spec(spec: TestSpec) -> None:
     """One line (exit 254) for what the simulator cannot honour, before anything is created."""
-    from jepsen_py.plugins import canonical_db
+    from jepsen_py.references import canonical_db
 
     if canonical_db(spec.db) != SIM_DB:
         raise BadInput(f"--db {spec.db}: the simulator runs this project's cluster only ({SIM_DB})")
@@ -99,13 +100,7 @@ def make_cluster(spec: TestSpec) -> Any:
 def build_workload(spec: TestSpec) -> Workload:
     from jepsen_py.plugins import build_workload as build
 
-    try:
-        from jepsen_py import workloads
-    except ModuleNotFoundError:
-        known: dict[str, Any] = {}
-    else:
-        known = dict(workloads.WORKLOADS)
-    return build(spec, known)
+    return build(spec, builtin_workloads())
 
 
 def run_sim(spec: TestSpec, *, workload: Workload | None = None,

@@ -18,7 +18,7 @@ from jepsen_py.cluster.realio import OSDisk, real_env
 from jepsen_py.cluster.state_machine import MetadataState, round_robin_leader
 from jepsen_py.cluster.wal import WAL
 
-from jepsen_py.raftdb.client import AlreadyExists, ClusterError, Unavailable
+from jepsen_py.cluster.client import AlreadyExists, ClusterError, Unavailable
 from jepsen_py.raftdb.local import LocalCluster
 from tests.cluster.test_transport import Endpoint, app, peers, until
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from jepsen_py.cluster.realio import OSDisk, real_env
 
-from jepsen_py.raftdb.client import ClusterError
+from jepsen_py.cluster.client import ClusterError
 from jepsen_py.raftdb.local import LocalCluster
 
 WRITERS = 6
