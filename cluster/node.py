@@ -32,6 +32,7 @@ from .raft.rawnode import RawNode
 from .raft.storage import MemoryStorage
 from .readmodes import READ_MODES
 from .realio import real_env
+from .server import ClientServer
 from .state_machine import MetadataState
 from .transport import Transport, describe_stats
 from .wal import WAL, WALError
@@ -641,8 +642,6 @@ class Node:
     # ---- running ------------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        from .server import ClientServer  # the server imports this module
-
         loop = asyncio.get_running_loop()
         self._loop = loop
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py import store
+from jepsen_py.checkers.stats import StatsChecker
 from jepsen_py.errors import EXIT_FRAMEWORK, BadInput, FrameworkFailure, JepsenError
 from jepsen_py.history import INVOKE, OK, Op, read_history, validate
 from jepsen_py.protocols import Checker, Test
@@ -41,8 +42,6 @@ def with_stats(checkers: Sequence[Checker]) -> list[Checker]:
 
     Jepsen's stats rule is what fails a run that did nothing (no client op, or none ever ok); an
     outside workload with no checkers, or none that look at outcomes, would otherwise pass it."""
-    from jepsen_py.checkers.stats import StatsChecker
-
     if any(isinstance(c, StatsChecker) for c in checkers):
         return list(checkers)
     return [*checkers, StatsChecker()]

@@ -24,11 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jepsen_py.backends import get_backend
 from jepsen_py.errors import BadInput
 from jepsen_py.generator import Context, Pending, Template
-from jepsen_py.history import FAIL, INFO, INVOKE, OK, Op
+from jepsen_py.history import FAIL, INFO, INVOKE, OK, Op, read_history
+from jepsen_py.plugins import build_workload, builtin_workloads, load_db
 from jepsen_py.protocols import DB, Backend, Remote, Test, TestSpec, capabilities
+from jepsen_py.raftdb import RaftMetadataDB
 from jepsen_py.seeds import test_rng
+from jepsen_py.sim.run import check_spec, run_sim
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +89,6 @@ def claimed_workloads(db: Any, spec: TestSpec, known: list[str]) -> list[str]:
 
 def first_ops(spec: TestSpec, workload: str, nodes: list[str]) -> list[Template]:
     """The first op of each kind (f) the workload's main generator hands one client thread."""
-    from jepsen_py.plugins import build_workload, builtin_workloads
-
     w = build_workload(dataclasses.replace(spec, workload=workload), builtin_workloads())
     rng = random.Random(1)
     seen: dict[str, Template] = {}
@@ -401,8 +403,6 @@ def _processes(remote: Remote) -> set[str]:
 
 def check_real(spec: TestSpec, *, workloads: list[str] | None, timeout: float) -> Report:
     """The steps on a real backend for the DB spec.db names."""
-    from jepsen_py.backends import get_backend
-    from jepsen_py.plugins import builtin_workloads, load_db
 
     db = load_db(spec.db, spec)
     known = sorted(builtin_workloads())
@@ -415,9 +415,6 @@ def check_real(spec: TestSpec, *, workloads: list[str] | None, timeout: float) -
 def check_sim(spec: TestSpec, *, workloads: list[str] | None, time_limit: float = 8.0) -> Report:
     """Our cluster in the simulator: a short run of each workload under kill and pause faults, each
     step read from its history (nothing is provisioned, so nothing can be left behind)."""
-    from jepsen_py.plugins import builtin_workloads
-    from jepsen_py.raftdb import RaftMetadataDB
-    from jepsen_py.sim.run import check_spec, run_sim
 
     db = RaftMetadataDB(spec)
     known = sorted(builtin_workloads())
@@ -443,7 +440,6 @@ def check_sim(spec: TestSpec, *, workloads: list[str] | None, time_limit: float 
                 setup_ok = False
                 report.add(f"workload {w}", False, f"the run failed: {outcome.error}")
                 continue
-            from jepsen_py.history import read_history
 
             history = read_history(Path(outcome.run_dir) / "history.jsonl")
             samples += [op for op in history if op.process == "observer"]

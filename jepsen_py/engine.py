@@ -25,7 +25,9 @@ from jepsen_py import store
 from jepsen_py.errors import BadInput, FrameworkFailure, JepsenError
 from jepsen_py.generator import Generator
 from jepsen_py.interpreter import Clock, Interpreter, MonotonicClock, Scheduler
+from jepsen_py.nemeses.faults import declared
 from jepsen_py.observer import Observer
+from jepsen_py.plugins import check_capabilities as check
 from jepsen_py.progress import Progress
 from jepsen_py.protocols import DB, Nemesis, Test, TestSpec, has_capability
 from jepsen_py.verdict import Valid
@@ -127,8 +129,6 @@ def check_capabilities(db: DB, nemesis: Nemesis | None, spec: TestSpec) -> None:
     refused here, before anything is created."""
     if nemesis is None:
         return
-    from jepsen_py.nemeses.faults import declared
-    from jepsen_py.plugins import check_capabilities as check
 
     check(db, nemesis, db_name=spec.db or type(db).__name__)
     try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jepsen_py.analysis import checker_tally
 from jepsen_py.errors import EnvironmentProblem
 from jepsen_py.files import create_file, make_dirs
 
@@ -51,8 +52,6 @@ class RunReport:
 def _summary(name: str, result: dict[str, Any]) -> str:
     anomalies = [a for a in result.get("anomalies") or [] if isinstance(a, dict)]
     if anomalies:
-        from jepsen_py.analysis import checker_tally
-
         # Lead with an anomaly that fails the checker, not one it only reports.
         tally = checker_tally(result)
         first = next((a for a in anomalies if a.get("kind") in tally.failing), anomalies[0])

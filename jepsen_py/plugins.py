@@ -28,9 +28,14 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from jepsen_py.errors import BadInput, describe, quote
+from jepsen_py.generator import Template, any_of, checked, is_nemesis_thread, on_threads
 from jepsen_py.nemeses import NEMESES
-from jepsen_py.protocols import DB, Checker, Nemesis, TestSpec
+from jepsen_py.nemeses import build as build_builtin_nemesis
+from jepsen_py.nemeses.compose import ComposedNemesis, Family, FaultSchedule
+from jepsen_py.nemeses.faults import declared
+from jepsen_py.protocols import CAPABILITIES, DB, Checker, Nemesis, TestSpec
 from jepsen_py.references import canonical_db, check_reference
+from jepsen_py.workload import Workload
 from jepsen_py.workloads import WORKLOADS
 
 if TYPE_CHECKING:
@@ -198,8 +203,6 @@ def check_nemesis_names(names: list[str]) -> None:
 
 def load_workload(ref: str, spec: TestSpec) -> Workload:
     """An outside workload, its generators checked op by op (generator.Checked)."""
-    from jepsen_py.generator import checked
-    from jepsen_py.workload import Workload
 
     w = _construct(ref, "--workload", "a workload", spec)
     if not isinstance(w, Workload):
@@ -224,8 +227,6 @@ def load_checker(ref: str, spec: TestSpec) -> Checker:
 
 def load_generator(ref: str, spec: TestSpec) -> Generator:
     """An outside generator, checked op by op (generator.Checked)."""
-    from jepsen_py.generator import checked
-
     g = _construct(ref, "--generator", "a generator", spec)
     try:
         return checked(f"--generator: {ref}", g)
@@ -259,8 +260,6 @@ def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
     """The schedule of a nemesis object: its own `generator(spec)` when it has one, else each fault
     it declares (`faults()`, nemeses.faults) toggled as the built-in families are, else its
     start*/stop* pair toggled every nemesis interval."""
-    from jepsen_py.generator import checked, is_nemesis_thread, on_threads
-
     missing = [m for m in ("fs", "setup", "invoke", "heal", "teardown")
                if not callable(getattr(nem, m, None))]
     if missing:
@@ -270,8 +269,6 @@ def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
         sched = plugin_call("--nemesis", label, "generator(spec)", own, spec)
         own_gen = plugin_call("--nemesis", label, "its generator", checked, f"--nemesis: {label}", sched)
         return on_threads(is_nemesis_thread, own_gen)
-    from jepsen_py.nemeses.compose import FaultSchedule
-    from jepsen_py.nemeses.faults import declared
 
     try:
         kinds = list(dict.fromkeys(declared(nem).values()))
@@ -297,8 +294,6 @@ def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
 
 def _family(name: str, start: str, stop: str) -> Family:
     """A schedule family that starts with op `start` and stops with op `stop`."""
-    from jepsen_py.generator import Template
-    from jepsen_py.nemeses.compose import Family
 
     return Family(name, lambda rng: Template(start), lambda rng: Template(stop))
 
@@ -307,8 +302,6 @@ def build_nemesis(names: list[Any], spec: TestSpec) -> tuple[Nemesis | None, Gen
     """Built-in and outside nemeses as one: the built-ins as `nemeses.build` combines them, each
     outside one beside them on its own schedule (whichever is due acts first). Items are names,
     references, or (from the Python API) nemesis objects."""
-    from jepsen_py.generator import any_of
-
     if not names:
         return None, None
     refs = [n for n in names if isinstance(n, str)]
@@ -320,8 +313,7 @@ def build_nemesis(names: list[Any], spec: TestSpec) -> tuple[Nemesis | None, Gen
     members: list[Nemesis] = []
     schedules: list[Generator] = []
     if builtin:
-        nemeses = importlib.import_module("jepsen_py.nemeses")
-        nem, sched = nemeses.build(builtin, spec)
+        nem, sched = build_builtin_nemesis(builtin, spec)
         members.append(nem)
         schedules.append(sched)
     for ref in outside:
@@ -333,7 +325,6 @@ def build_nemesis(names: list[Any], spec: TestSpec) -> tuple[Nemesis | None, Gen
         schedules.append(nemesis_schedule(obj, type(obj).__name__, spec))
     if len(members) == 1:
         return members[0], schedules[0]
-    from jepsen_py.nemeses.compose import ComposedNemesis
 
     try:
         composed = ComposedNemesis(members)
@@ -382,8 +373,6 @@ def check_capabilities(db: object, nemesis: object, *, db_name: str) -> None:
     """One line (exit 254) when the nemesis needs an optional DB capability the DB lacks, e.g.
     --nemesis kill with a DB that cannot kill and start, or partition-leader with a leaderless one.
     A nemesis says what it needs with `needs()` -> {capability: what needs it}."""
-    from jepsen_py.protocols import CAPABILITIES
-
     needs_fn = getattr(nemesis, "needs", None)
     label = type(nemesis).__name__
     needs = plugin_call("--nemesis", label, "needs()", lambda: dict(needs_fn())) if callable(needs_fn) else {}

@@ -50,12 +50,14 @@ from jepsen_py.analysis import (
     unique_name,
     write_results,
 )
+from jepsen_py.backends import get_backend
 from jepsen_py.engine import Engine, RealEngine, RunOutcome
 from jepsen_py.errors import EXIT_BAD_INPUT, BadInput, FrameworkFailure, RunInterrupted
 from jepsen_py.generator import Generator
 from jepsen_py.history import INFO, INVOKE, NEMESIS, HistoryWriter, Op
 from jepsen_py.interpreter import Clock, Scheduler
 from jepsen_py.nodenames import check_node_names
+from jepsen_py.plugins import plugin_call
 from jepsen_py.protocols import DB, Backend, Nemesis, Test, TestSpec, has_capability
 from jepsen_py.seeds import generator_rng, test_rng
 from jepsen_py.workload import Workload
@@ -334,14 +336,10 @@ def run_test(
     check_node_names(spec.nodes, "nodes", at_least_one=False)
     engine.check(db, nemesis, spec)
     if backend is None:
-        from jepsen_py.backends import get_backend
-
         backend = get_backend(spec.backend, spec)
     if client is None:
         client = workload.client
     if client is None:
-        from jepsen_py.plugins import plugin_call
-
         db_name = spec.db or type(db).__name__
         client = plugin_call("--db", db_name, f"client({workload.name!r})", db.client, workload.name)
 

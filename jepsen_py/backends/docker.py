@@ -31,7 +31,7 @@ from jepsen_py.backends.common import (
     tar_of,
     untar_to,
 )
-from jepsen_py.backends.image import docker_client
+from jepsen_py.backends.image import ROUTES, default_route, docker_client, ensure_image
 from jepsen_py.errors import FrameworkFailure
 from jepsen_py.protocols import ExecResult, Remote, Test, TestSpec
 
@@ -42,8 +42,6 @@ CAPS = ["NET_ADMIN", "NET_RAW", "SYS_PTRACE"]
 
 def add_arguments(group: Any) -> None:
     """The Docker backend's options on `jepsen-py run` (values land in TestSpec.options)."""
-    from jepsen_py.backends.image import ROUTES, default_route
-
     group.add_argument(
         "--image-base", choices=ROUTES, default=default_route(),
         help="how the node image is built: debootstrap (Debian packages + docker import, no registry "
@@ -181,8 +179,6 @@ class DockerBackend:
         return sorted({int(p) for p in [*ports, *self.extra_ports]})
 
     def setup(self, test: Test | None) -> dict[str, Remote]:
-        from jepsen_py.backends.image import ensure_image
-
         self.client = docker_client()
         image = self.image or ensure_image(self.image_base, client=self.client)
         nodes = list(self.spec.nodes)

@@ -13,16 +13,30 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py import spec as specmod
+from jepsen_py import store
 from jepsen_py.backends import BACKENDS, add_backend_arguments, backend_kind, backend_options, get_backend
 from jepsen_py.bugs import check_bugs
 from jepsen_py.dbversion import db_version
 from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, BadInput, RunInterrupted
+from jepsen_py.explore.rerun import run_schedule
 from jepsen_py.flags import check_output_file, check_room, path_text
 from jepsen_py.junit import write_junit_outcomes
-from jepsen_py.plugins import builtin_workloads
+from jepsen_py.plugins import (
+    build_nemesis,
+    build_workload,
+    builtin_workloads,
+    check_db_flags,
+    check_nemesis_names,
+    check_workload_name,
+    declared_bugs,
+    load_db,
+)
 from jepsen_py.postrun import CLI_POST_RUN
+from jepsen_py.progress import print_summary
 from jepsen_py.protocols import TestSpec
+from jepsen_py.runner import run_test
 from jepsen_py.seeds import run_seed
+from jepsen_py.spec import DEFAULT_DB, db_options_text
 from jepsen_py.verdict import exit_code, merge
 from jepsen_py.workloads import add_workload_arguments, workload_options
 
@@ -59,8 +73,6 @@ def collect_options(args: argparse.Namespace) -> dict[str, Any]:
 def check_names(spec: TestSpec) -> None:
     """Unknown workload, nemesis or backend: one line naming it and the choices. Outside ones
     (MODULE:NAME or an entry point) are looked up by jepsen_py.plugins."""
-    from jepsen_py.plugins import check_db_flags, check_nemesis_names, check_workload_name
-
     check_db_flags(spec)
     check_workload_name(spec.workload, builtin_workloads())
     check_nemesis_names(list(spec.nemesis))
@@ -74,7 +86,6 @@ def check_db_bugs(spec: TestSpec) -> None:
     bugs with a `known_bugs()` static method; one that declares none takes no --bug at all."""
     if not spec.bugs:
         return
-    from jepsen_py.plugins import declared_bugs
 
     check_bugs(spec.bugs, declared_bugs(spec.db), db=spec.db)
 
@@ -93,9 +104,6 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
     """One run: the workload, db, nemesis and backend built fresh from the spec's names."""
-    from jepsen_py.plugins import build_nemesis, build_workload, load_db
-    from jepsen_py.postrun import CLI_POST_RUN
-    from jepsen_py.runner import run_test
 
     own_run = backend_kind(spec.backend).run_function()
     if own_run is not None:  # a backend that builds its own cluster (the simulator, in virtual time)
@@ -111,8 +119,6 @@ def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
 
 def db_label(spec: TestSpec) -> str:
     """What configured the DB, for the summary's title: its options and read mode, "" if neither."""
-    from jepsen_py.spec import DEFAULT_DB, db_options_text
-
     parts = [db_options_text(spec.db_options)]
     if spec.read_mode is not None and spec.db != DEFAULT_DB:
         parts.append(f"read-mode={spec.read_mode}")
@@ -142,11 +148,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from jepsen_py.progress import print_summary
-
     if args.schedule is not None:
-        from jepsen_py.explore.rerun import run_schedule
-
         check_outputs(args)
 
         return run_schedule(args, CLI_POST_RUN)
@@ -156,7 +158,6 @@ def _run(args: argparse.Namespace) -> int:
     check_names(spec)
     backend_kind(spec.backend).check_args(args)
     check_outputs(args)
-    from jepsen_py import store
 
     store.remove_stale_temps(spec.results_dir)
     outcomes = []

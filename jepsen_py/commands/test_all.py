@@ -15,11 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jepsen_py import matrix as mx
+from jepsen_py import store
 from jepsen_py.backends import is_simulated, simulator
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import check_room, path
 from jepsen_py.numbers import MAX_SECONDS, check_seeds, integer, number
 from jepsen_py.numbers import seed as seed_type
+from jepsen_py.sim import matrix as smx
 
 NAME = "test-all"
 HELP = "run the bug x workload x nemesis detection matrix and check it against the expectations"
@@ -153,8 +155,6 @@ def _run_sim(cells: list[mx.Cell], bugs: list[str] | None, args: argparse.Namesp
     code; the correct build also over the sweep, with --correct-runs runs in all."""
     from dataclasses import replace
 
-    from jepsen_py import store
-    from jepsen_py.sim import matrix as smx
 
     sweep = args.sweep if args.sweep is not None else not args.quick
     if sweep and (not bugs or mx.CORRECT in bugs):
@@ -214,8 +214,6 @@ def _sim_run_line(cell: mx.Cell, i: int, rec: mx.RunRecord) -> str:
 def _sim_with_bar(planned: list, total: int, kw: dict) -> tuple[list[mx.Row], list[mx.RunRecord]]:
     """The bar over every run, and under it the live line of the run in progress (in-process runs)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from jepsen_py.sim import matrix as smx
 
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("{task.fields[live]}", markup=False),

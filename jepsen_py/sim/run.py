@@ -37,12 +37,16 @@ from jepsen_py.bugs import check_bugs, node_bugs
 from jepsen_py.errors import BadInput
 from jepsen_py.generator import Generator
 from jepsen_py.nodenames import check_node_names
-from jepsen_py.plugins import builtin_workloads
+from jepsen_py.plugins import build_nemesis, builtin_workloads
+from jepsen_py.plugins import build_workload as build
 from jepsen_py.protocols import TestSpec
+from jepsen_py.raftdb import RaftMetadataDB
+from jepsen_py.references import canonical_db
 from jepsen_py.runner import run_test
 from jepsen_py.seeds import cluster_seed
 from jepsen_py.sim.backend import SimBackend
 from jepsen_py.sim.client import SimClient
+from jepsen_py.sim.cluster import CONTROLLER, SimCluster, sim_node_config
 from jepsen_py.sim.engine import SimEngine, SimOutcome
 from jepsen_py.sim.interrupts import between_events
 from jepsen_py.sim.nemesis import SimDB, SimNemesis, check_names
@@ -56,8 +60,6 @@ SIM_DB = "jepsen_py.raftdb:RaftMetadataDB"
 
 def check_spec(spec: TestSpec) -> None:
     """One line (exit 254) for what the simulator cannot honour, before anything is created."""
-    from jepsen_py.references import canonical_db
-
     if canonical_db(spec.db) != SIM_DB:
         raise BadInput(f"--db {spec.db}: the simulator runs this project's cluster only ({SIM_DB})")
     if spec.leave_db_running:
@@ -68,7 +70,6 @@ def check_spec(spec: TestSpec) -> None:
     if spec.concurrency < 1:
         raise BadInput(f"concurrency must be at least 1, got {spec.concurrency}")
     check_node_names(spec.nodes, "nodes")
-    from jepsen_py.sim.cluster import CONTROLLER
 
     if CONTROLLER in spec.nodes:
         raise BadInput(f"nodes: {CONTROLLER!r} is the simulator's own name for the controller; "
@@ -85,8 +86,6 @@ TIMING_SEED = "sim_timing_seed"
 def make_cluster(spec: TestSpec) -> Any:
     """The simulated cluster for `spec`: its nodes configured as RaftMetadataDB starts them on Docker
     (ports, per-node seeds; the read mode and bugs asked for)."""
-    from jepsen_py.sim.cluster import SimCluster, sim_node_config
-
     nodes = list(spec.nodes)
     bugs = node_bugs(spec.bugs)
 
@@ -98,8 +97,6 @@ def make_cluster(spec: TestSpec) -> Any:
 
 
 def build_workload(spec: TestSpec) -> Workload:
-    from jepsen_py.plugins import build_workload as build
-
     return build(spec, builtin_workloads())
 
 
@@ -117,8 +114,6 @@ def run_sim(spec: TestSpec, *, workload: Workload | None = None,
     any other failure is in the outcome."""
     wall0, cpu0 = time.monotonic(), time.process_time()
     check_spec(spec)
-    from jepsen_py.plugins import build_nemesis
-    from jepsen_py.raftdb import RaftMetadataDB
 
     if workload is None:
         workload = build_workload(spec)
