@@ -6,7 +6,7 @@ with p50/p99, and the ratio to the targets (>= 2,000 commits/s, p99 < 50 ms on 2
     python3 bench/bench_cluster.py [--clients 32] [--seconds 10] [--nodes 3] [--target leader|all]
 
 The load generator is one asyncio loop speaking the client protocol directly (the same frames as
-jepsen_py.raftdb.client.ClusterClient), so 32 clients cost the benchmark process little CPU. Every request is
+jepsen_py.cluster.client.ClusterClient), so 32 clients cost the benchmark process little CPU. Every request is
 bounded in time and the run stops by itself; all traffic stays on 127.0.0.1.
 """
 

@@ -30,14 +30,13 @@ from .raft.errors import ProposalDropped, RaftError
 from .raft.messages import LEADER, Entry, HardState, Message, Ready
 from .raft.rawnode import RawNode
 from .raft.storage import MemoryStorage
+from .readmodes import READ_MODES
 from .realio import real_env
+from .server import ClientServer
 from .state_machine import MetadataState
 from .transport import Transport, describe_stats
 from .wal import WAL, WALError
 
-#: How a node serves reads: ReadIndex (a heartbeat round per batch of reads, linearizable), a lease
-#: (linearizable while clocks drift less than the margin), or its own applied state (stale allowed).
-READ_MODES = ("read-index", "lease", "local")
 MAX_PENDING = 20_000
 
 
@@ -643,8 +642,6 @@ class Node:
     # ---- running ------------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        from .server import ClientServer  # the server imports this module
-
         loop = asyncio.get_running_loop()
         self._loop = loop
         for sig in (signal.SIGTERM, signal.SIGINT):

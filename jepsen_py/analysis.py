@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py import store
+from jepsen_py.checkers.stats import StatsChecker
 from jepsen_py.errors import EXIT_FRAMEWORK, BadInput, FrameworkFailure, JepsenError
 from jepsen_py.history import INVOKE, OK, Op, read_history, validate
 from jepsen_py.protocols import Checker, Test
@@ -41,8 +42,6 @@ def with_stats(checkers: Sequence[Checker]) -> list[Checker]:
 
     Jepsen's stats rule is what fails a run that did nothing (no client op, or none ever ok); an
     outside workload with no checkers, or none that look at outcomes, would otherwise pass it."""
-    from jepsen_py.checkers.stats import StatsChecker
-
     if any(isinstance(c, StatsChecker) for c in checkers):
         return list(checkers)
     return [*checkers, StatsChecker()]
@@ -231,22 +230,3 @@ def analyse(history_path: Path, *, checkers: Sequence[Checker], test: Test | Non
 def write_results(run_dir: Path, results: dict[str, Any]) -> None:
     store.write_json(run_dir / store.RESULTS, results)
     log.info("verdict: valid=%s", results["valid"])
-
-
-def render_pictures(run_dir: Path) -> None:
-    """timeline.html, perf.html, and linearizability.html / isolation.html when a checker found
-    non-linearizable keys / isolation anomalies."""
-    from jepsen_py.checkers.pictures.render import render_run
-
-    render_run(run_dir)
-
-
-def export_parquet(run_dir: Path) -> None:
-    """The run's ops and verdicts as Parquet, ready for `jepsen-py aggregate`."""
-    from jepsen_py.spark.export import export_run
-
-    export_run(run_dir)
-
-
-#: What the CLI (`run`, `analyze`) passes as post-run steps; tests driving run_test pass none.
-CLI_POST_RUN: tuple[PostRun, ...] = (render_pictures, export_parquet)

@@ -28,10 +28,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jepsen_py.backends import default_backend, get_backend
 from jepsen_py.errors import BadInput
+from jepsen_py.generator import checked
 from jepsen_py.nodenames import check_node_names
+from jepsen_py.numbers import check_seeds
+from jepsen_py.plugins import (
+    build_nemesis,
+    build_workload,
+    check_db_flags,
+    load_checker,
+    load_db,
+    load_generator,
+    plugin_call,
+)
+from jepsen_py.postrun import export_parquet, render_pictures
 from jepsen_py.protocols import TestSpec
-from jepsen_py.runner import RunOutcome
+from jepsen_py.runner import RunOutcome, run_test
+from jepsen_py.spec import check_size, default_test_name, parse_concurrency
 from jepsen_py.workload import Workload
 
 DEFAULT_NODES = 3
@@ -73,10 +87,6 @@ class JepsenTest:
         """The TestSpec this map stands for (what test.json records)."""
         import secrets
 
-        from jepsen_py.backends import default_backend
-        from jepsen_py.numbers import check_seeds
-        from jepsen_py.plugins import check_db_flags
-        from jepsen_py.spec import check_size, default_test_name, parse_concurrency
 
         if isinstance(self.nodes, int):
             if self.nodes < 1:
@@ -136,22 +146,15 @@ def _label(x: Any) -> str:
 
 
 def _db(test: JepsenTest, spec: TestSpec) -> Any:
-    from jepsen_py.plugins import load_db
-
     db = test.db
     if isinstance(db, str):
         return load_db(db, spec)
     if isinstance(db, type) or (callable(db) and not callable(getattr(db, "setup", None))):
-        from jepsen_py.plugins import plugin_call
-
         return plugin_call("db", _label(db), f"{_label(db)}(spec)", db, spec)  # a class or a factory
     return db
 
 
 def _workload(test: JepsenTest, spec: TestSpec) -> Workload:
-    from jepsen_py.generator import checked
-    from jepsen_py.plugins import build_workload
-
     if isinstance(test.workload, str):
         w = build_workload(spec)  # also adds the referenced checkers and generator
     else:
@@ -160,8 +163,6 @@ def _workload(test: JepsenTest, spec: TestSpec) -> Workload:
             raise BadInput(f"workload: {_label(test.workload)} gave {type(w).__name__}, not a Workload")
         w = dataclasses.replace(w, checkers=list(w.checkers))
         if spec.options.get("checkers") or spec.options.get("generator"):
-            from jepsen_py.plugins import load_checker, load_generator
-
             w.checkers += [load_checker(r, spec) for r in spec.options.get("checkers") or []]
             if spec.options.get("generator"):
                 w.generator = load_generator(spec.options["generator"], spec)
@@ -176,8 +177,6 @@ def _workload(test: JepsenTest, spec: TestSpec) -> Workload:
 
 def build(test: JepsenTest) -> dict[str, Any]:
     """The live parts of a test: spec, db, workload, nemesis and its schedule, backend."""
-    from jepsen_py.backends import get_backend
-    from jepsen_py.plugins import build_nemesis
 
     spec = test.spec()
     workload = _workload(test, spec)
@@ -190,8 +189,6 @@ def build(test: JepsenTest) -> dict[str, Any]:
 
 def run(test: JepsenTest) -> RunOutcome:
     """Runs the test once and returns its outcome (the verdict, results and run directory)."""
-    from jepsen_py.analysis import export_parquet, render_pictures
-    from jepsen_py.runner import run_test
 
     parts = build(test)
     post = [step for step, on in ((render_pictures, test.pictures), (export_parquet, test.parquet)) if on]

@@ -27,8 +27,11 @@ from typing import Any
 from jepsen_py.backends import backend_kind, get_backend
 from jepsen_py.errors import BadInput
 from jepsen_py.generator import Context, Pending, Template
-from jepsen_py.history import FAIL, INFO, INVOKE, OK, Op
+from jepsen_py.history import FAIL, INFO, INVOKE, OK, Op, read_history
+from jepsen_py.plugins import build_workload, builtin_workloads, load_db
 from jepsen_py.protocols import DB, Backend, Remote, Test, TestSpec, capabilities
+from jepsen_py.raftdb import RaftMetadataDB
+from jepsen_py.seeds import test_rng
 
 log = logging.getLogger(__name__)
 
@@ -85,10 +88,7 @@ def claimed_workloads(db: Any, spec: TestSpec, known: list[str]) -> list[str]:
 
 def first_ops(spec: TestSpec, workload: str, nodes: list[str]) -> list[Template]:
     """The first op of each kind (f) the workload's main generator hands one client thread."""
-    from jepsen_py.commands.run import workload_registry
-    from jepsen_py.plugins import build_workload
-
-    w = build_workload(dataclasses.replace(spec, workload=workload), workload_registry())
+    w = build_workload(dataclasses.replace(spec, workload=workload), builtin_workloads())
     rng = random.Random(1)
     seen: dict[str, Template] = {}
     t = 0.0
@@ -124,7 +124,7 @@ class Checker:
         self.timeout = timeout
         self.caps = capabilities(db)
         self.test = Test(spec=spec, store_dir=store_dir, log=logging.getLogger("jepsen_py.test"),
-                         rng=random.Random(spec.seed), backend=backend, db=db)
+                         rng=test_rng(spec.seed), backend=backend, db=db)
         self.report = Report(spec.db, spec.backend, sorted(self.caps))
 
     # ---- helpers ------------------------------------------------------------------------------
@@ -402,11 +402,9 @@ def _processes(remote: Remote) -> set[str]:
 
 def check_real(spec: TestSpec, *, workloads: list[str] | None, timeout: float) -> Report:
     """The steps on a real backend for the DB spec.db names."""
-    from jepsen_py.commands.run import workload_registry
-    from jepsen_py.plugins import load_db
 
     db = load_db(spec.db, spec)
-    known = sorted(workload_registry())
+    known = sorted(builtin_workloads())
     chosen = workloads or claimed_workloads(db, spec, known)
     backend = get_backend(spec.backend, spec)
     with tempfile.TemporaryDirectory(prefix="jepsen-py-db-check-") as tmp:
@@ -417,15 +415,13 @@ def check_sim(spec: TestSpec, *, workloads: list[str] | None, time_limit: float 
     """Our cluster in the simulator: a short run of each workload under kill and pause faults, each
     step read from its history (nothing is provisioned, so nothing can be left behind). The runs
     and the spec's check are the chosen backend kind's own (jepsen_py.backends)."""
-    from jepsen_py.commands.run import workload_registry
-    from jepsen_py.raftdb import RaftMetadataDB
 
     kind = backend_kind(spec.backend)
     run_sim = kind.run_function()
     if run_sim is None:
         raise BadInput(f"--backend {spec.backend}: it runs no test of its own in this process")
     db = RaftMetadataDB(spec)
-    known = sorted(workload_registry())
+    known = sorted(builtin_workloads())
     chosen = workloads or claimed_workloads(db, spec, known)
     report = Report(spec.db, spec.backend, sorted(capabilities(db)))
     report.add("capabilities", True, f"{', '.join(report.capabilities)}; workloads: {', '.join(chosen)}")
@@ -448,7 +444,6 @@ def check_sim(spec: TestSpec, *, workloads: list[str] | None, time_limit: float 
                 setup_ok = False
                 report.add(f"workload {w}", False, f"the run failed: {outcome.error}")
                 continue
-            from jepsen_py.history import read_history
 
             history = read_history(Path(outcome.run_dir) / "history.jsonl")
             samples += [op for op in history if op.process == "observer"]

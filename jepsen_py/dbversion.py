@@ -12,6 +12,8 @@ import importlib.util
 import subprocess
 from pathlib import Path
 
+from jepsen_py.references import canonical_db
+
 UNVERSIONED = "unversioned"
 # The DB whose code is uploaded from this checkout (spec.DEFAULT_DB names it for the command line).
 UPLOADED_FROM_CHECKOUT = ("jepsen_py.raftdb", "jepsen_py.cluster.db")
@@ -38,7 +40,6 @@ def db_version(db_ref: str, explicit: str | None = None) -> str:
     """The version to record for the DB named `db_ref` (MODULE:CLASS)."""
     if explicit:
         return explicit
-    from jepsen_py.plugins import canonical_db
 
     module = canonical_db(db_ref).split(":", 1)[0]
     if module not in UPLOADED_FROM_CHECKOUT:

@@ -17,6 +17,7 @@ import random
 import shutil
 import time
 from collections.abc import Coroutine
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,12 +25,15 @@ from jepsen_py import store
 from jepsen_py.errors import BadInput, FrameworkFailure, JepsenError
 from jepsen_py.generator import Generator
 from jepsen_py.interpreter import Clock, Interpreter, MonotonicClock, Scheduler
+from jepsen_py.nemeses.faults import declared
 from jepsen_py.observer import Observer
+from jepsen_py.plugins import check_capabilities as check
 from jepsen_py.progress import Progress
 from jepsen_py.protocols import DB, Nemesis, Test, TestSpec, has_capability
+from jepsen_py.verdict import Valid
 
 if TYPE_CHECKING:
-    from jepsen_py.runner import Run, RunOutcome
+    from jepsen_py.runner import Run
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +46,25 @@ class Now(Protocol):
 
     def s(self) -> float:
         """Seconds since the test began (deadlines)."""
+
+
+@dataclass
+class RunOutcome:
+    """What one run produced; the CLI prints it and exits with `exit_code`."""
+
+    run_dir: Path
+    valid: Valid
+    results: dict[str, Any]
+    exit_code: int
+    invokes: int = 0
+    oks: int = 0
+    anomalies: int = 0
+    error: str | None = None
+    phases: list[str] = field(default_factory=list)
+
+    @property
+    def ok_fraction(self) -> float:
+        return self.oks / self.invokes if self.invokes else 0.0
 
 
 class Engine(Protocol):
@@ -106,8 +129,6 @@ def check_capabilities(db: DB, nemesis: Nemesis | None, spec: TestSpec) -> None:
     refused here, before anything is created."""
     if nemesis is None:
         return
-    from jepsen_py.nemeses.faults import declared
-    from jepsen_py.plugins import check_capabilities as check
 
     check(db, nemesis, db_name=spec.db or type(db).__name__)
     try:
@@ -190,8 +211,6 @@ class RealEngine:
         return None
 
     def outcome(self, **fields: Any) -> RunOutcome:
-        from jepsen_py.runner import RunOutcome
-
         return RunOutcome(**fields)
 
     def _setup_db(self, run: Run) -> None:

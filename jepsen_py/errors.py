@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +62,15 @@ def quote(value: object, limit: int = 40) -> str:
         return f"{value[:limit]!r}... ({len(value)} characters)"
     text = repr(value)
     return text if len(text) <= limit + 2 else f"{text[:limit]}..."
+
+
+def describe(e: BaseException) -> str:
+    """What a plugin's exception says, on one line: its type and message (a syntax error with its
+    file and line), whitespace folded and cut short, for a refusal that names the plugin."""
+    if isinstance(e, SyntaxError):
+        where = f" ({os.path.basename(e.filename or '?')}, line {e.lineno})" if e.filename else ""
+        text = f"{type(e).__name__}: {e.msg}{where}"
+    else:
+        text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:300] + "..."

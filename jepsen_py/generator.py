@@ -66,6 +66,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from jepsen_py.errors import BadInput, describe, quote
 from jepsen_py.history import INFO, NEMESIS, OK, Op
 
 Thread = int | str
@@ -784,15 +785,11 @@ class Checked(Generator):
         self.gen = gen
 
     def op(self, ctx: Context) -> Step:
-        from jepsen_py.errors import BadInput, quote
-
         try:
             step = self.gen.op(ctx)
         except BadInput as e:
             raise BadInput(f"{self.label}: {e}") from None
         except Exception as e:
-            from jepsen_py.plugins import describe
-
             raise BadInput(f"{self.label}: its generator raised {describe(e)}") from None
         if step is None or isinstance(step, Pending):
             return step
@@ -810,8 +807,6 @@ class Checked(Generator):
 
 def template_problem(t: Template) -> str | None:
     """What makes `t` no op the history can record (None: nothing)."""
-    from jepsen_py.errors import quote
-
     if not isinstance(t.f, str) or not t.f:
         return f"f={quote(t.f)} (an op's f is a non-empty name)"
     if t.node is not None and not isinstance(t.node, str):

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from jepsen_py import inputfile
 from jepsen_py.errors import BadInput
+from jepsen_py.files import create_file
 from jepsen_py.numbers import finite_json
 
 INVOKE = "invoke"
@@ -125,8 +126,6 @@ class HistoryWriter:
 
     def __init__(self, path: Path | str, *, fsync: bool = False) -> None:
         self.path = Path(path)
-        from jepsen_py.store import create_file
-
         # long-lived; made with the store's file mode, whatever the umask
         self._file: TextIO = os.fdopen(create_file(self.path, append=True), "a", encoding="utf-8")
         self._fsync = fsync

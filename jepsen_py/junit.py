@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jepsen_py.analysis import checker_tally
 from jepsen_py.errors import EnvironmentProblem
-from jepsen_py.store import create_file, make_dirs
+from jepsen_py.files import create_file, make_dirs
 
 MAX_BODY = 20_000
 VERDICT_CASE = "verdict"
@@ -51,8 +52,6 @@ class RunReport:
 def _summary(name: str, result: dict[str, Any]) -> str:
     anomalies = [a for a in result.get("anomalies") or [] if isinstance(a, dict)]
     if anomalies:
-        from jepsen_py.analysis import checker_tally
-
         # Lead with an anomaly that fails the checker, not one it only reports.
         tally = checker_tally(result)
         first = next((a for a in anomalies if a.get("kind") in tally.failing), anomalies[0])
@@ -148,6 +147,11 @@ def build_junit(runs: list[RunReport]) -> ET.ElementTree:
 def write_junit(results: dict[str, Any], path: Path, *, run_dir: Path | None = None) -> None:
     """Writes the report of one run to `path`."""
     write_junit_runs([RunReport(results, None if run_dir is None else Path(run_dir))], path)
+
+
+def write_junit_outcomes(outcomes: list[Any], path: Path) -> None:
+    """The report of runs as run_test returned them (an interrupted one too): one suite per run."""
+    write_junit_runs([RunReport(o.results, Path(o.run_dir)) for o in outcomes], path)
 
 
 def write_junit_runs(runs: list[RunReport], path: Path) -> None:

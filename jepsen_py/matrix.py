@@ -25,6 +25,7 @@ from typing import Any
 
 from jepsen_py import store
 from jepsen_py.errors import BadInput
+from jepsen_py.seeds import run_seed
 
 DEFAULT_EXPECTATIONS = Path(__file__).with_name("expectations.toml")
 EXIT_NAMES = {0: "valid", 1: "invalid", 2: "unknown", 254: "bad-input", 255: "framework-failure"}
@@ -373,7 +374,8 @@ def run_matrix(cells: list[Cell], *, test_count: int, results_dir: Path, matrix:
             cell, i = job
             on_run(cell, i, None)
             try:
-                rec = run_cell(cell, i, results_dir, matrix, node_count, None if seed is None else seed + i)
+                rec = run_cell(cell, i, results_dir, matrix, node_count,
+                               None if seed is None else run_seed(seed, i))
             except Exception as e:  # the controller itself broke: record it, keep the matrix going
                 rec = RunRecord(cell=cell.label, iteration=i, exit_code=255, verdict="framework-failure",
                                 wall_s=0.0, error=f"{type(e).__name__}: {e}"[:300])

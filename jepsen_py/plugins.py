@@ -27,8 +27,16 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from jepsen_py.errors import BadInput, quote
-from jepsen_py.protocols import DB, Checker, Nemesis, TestSpec
+from jepsen_py.errors import BadInput, describe, quote
+from jepsen_py.generator import Template, any_of, checked, is_nemesis_thread, on_threads
+from jepsen_py.nemeses import NEMESES
+from jepsen_py.nemeses import build as build_builtin_nemesis
+from jepsen_py.nemeses.compose import ComposedNemesis, Family, FaultSchedule
+from jepsen_py.nemeses.faults import declared
+from jepsen_py.protocols import CAPABILITIES, DB, Checker, Nemesis, TestSpec
+from jepsen_py.references import canonical_db, check_reference
+from jepsen_py.workload import Workload
+from jepsen_py.workloads import WORKLOADS
 
 if TYPE_CHECKING:
     from jepsen_py.generator import Generator
@@ -43,31 +51,6 @@ GROUPS = {
     "--checker": "jepsen_py.checker",
     "--generator": "jepsen_py.generator",
 }
-
-
-#: Older names that keep working: our cluster's DB lived in the node's package before it moved to the
-#: controller's side.
-DB_ALIASES = {"cluster.db:RaftMetadataDB": "jepsen_py.raftdb:RaftMetadataDB"}
-
-
-def canonical_db(ref: str) -> str:
-    """`ref` with an older name replaced by the current one."""
-    return DB_ALIASES.get(ref.strip(), ref)
-
-
-def check_reference(ref: str, option: str) -> str:
-    """`ref` if its MODULE (of MODULE:NAME) is a dotted Python module name and NAME a dotted
-    attribute: a path (`../etc/passwd:x`) or a relative import (`.x:y`) is refused with one line
-    here, not as importlib's TypeError. A name without a colon (an entry point) passes as given."""
-    if ":" not in ref:
-        return ref
-    module_name, _, attr = ref.partition(":")
-    if module_name and not all(p.isidentifier() for p in module_name.split(".")):
-        raise BadInput(f"{option}: {module_name!r} is not a Python module name "
-                       "(MODULE is dotted, like mypkg.db, never a path)")
-    if attr and not all(p.isidentifier() for p in attr.split(".")):
-        raise BadInput(f"{option}: {attr!r} is not a Python name (in {ref!r})")
-    return ref
 
 
 def current_dir_importable() -> None:
@@ -85,18 +68,6 @@ def entry_point_names(option: str) -> list[str]:
 def is_reference(name: str, option: str) -> bool:
     """True if `name` is MODULE:NAME or an installed entry point of the option's group."""
     return ":" in name or name in entry_point_names(option)
-
-
-def describe(e: BaseException) -> str:
-    """What a plugin's exception says, on one line: its type and message (a syntax error with its
-    file and line), whitespace folded and cut short, for a refusal that names the plugin."""
-    if isinstance(e, SyntaxError):
-        where = f" ({os.path.basename(e.filename or '?')}, line {e.lineno})" if e.filename else ""
-        text = f"{type(e).__name__}: {e.msg}{where}"
-    else:
-        text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-    text = " ".join(text.split())
-    return text if len(text) <= 300 else text[:300] + "..."
 
 
 class PluginFailed(BadInput):
@@ -129,6 +100,15 @@ def _import(module_name: str, option: str, ref: str) -> Any:
                        f"{e.name or '?'!r}, which is not installed") from None
     except (Exception, SystemExit) as e:
         raise BadInput(f"{option}: {ref}: importing {module_name} raised {describe(e)}") from None
+
+
+def declared_bugs(db: str) -> tuple[str, ...]:
+    """The --bug names the DB named `db` declares with a `known_bugs()` static method; () if none."""
+    cls = load_object(db, option="--db")
+    declared = getattr(cls, "known_bugs", None)
+    if not callable(declared):
+        return ()
+    return plugin_call("--db", db, "known_bugs()", lambda: tuple(declared()))
 
 
 def load_object(ref: str, *, option: str = "--db") -> Any:
@@ -192,21 +172,14 @@ def _construct(ref: str, option: str, what: str, spec: TestSpec) -> Any:
         raise BadInput(f"{option}: cannot build {what} from {ref}(spec): {describe(e.cause)}") from None
 
 
-def builtin_workloads() -> dict[str, Any]:
+def builtin_workloads() -> dict[str, Callable[[TestSpec], Workload]]:
     """The workloads shipped with jepsen-py: name -> factory(spec)."""
-    try:
-        mod = importlib.import_module("jepsen_py.workloads")
-    except ModuleNotFoundError:
-        return {}
-    return dict(getattr(mod, "WORKLOADS", {}) or {})
+    return dict(WORKLOADS)
 
 
 def builtin_nemeses() -> list[str]:
-    try:
-        mod = importlib.import_module("jepsen_py.nemeses")
-    except ModuleNotFoundError:
-        return []
-    return list(getattr(mod, "NEMESES", []) or [])
+    """The nemesis names shipped with jepsen-py."""
+    return list(NEMESES)
 
 
 def check_workload_name(name: str, known: dict[str, Any] | None = None) -> None:
@@ -230,8 +203,6 @@ def check_nemesis_names(names: list[str]) -> None:
 
 def load_workload(ref: str, spec: TestSpec) -> Workload:
     """An outside workload, its generators checked op by op (generator.Checked)."""
-    from jepsen_py.generator import checked
-    from jepsen_py.workload import Workload
 
     w = _construct(ref, "--workload", "a workload", spec)
     if not isinstance(w, Workload):
@@ -256,8 +227,6 @@ def load_checker(ref: str, spec: TestSpec) -> Checker:
 
 def load_generator(ref: str, spec: TestSpec) -> Generator:
     """An outside generator, checked op by op (generator.Checked)."""
-    from jepsen_py.generator import checked
-
     g = _construct(ref, "--generator", "a generator", spec)
     try:
         return checked(f"--generator: {ref}", g)
@@ -291,8 +260,6 @@ def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
     """The schedule of a nemesis object: its own `generator(spec)` when it has one, else each fault
     it declares (`faults()`, nemeses.faults) toggled as the built-in families are, else its
     start*/stop* pair toggled every nemesis interval."""
-    from jepsen_py.generator import checked, is_nemesis_thread, on_threads
-
     missing = [m for m in ("fs", "setup", "invoke", "heal", "teardown")
                if not callable(getattr(nem, m, None))]
     if missing:
@@ -302,8 +269,6 @@ def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
         sched = plugin_call("--nemesis", label, "generator(spec)", own, spec)
         own_gen = plugin_call("--nemesis", label, "its generator", checked, f"--nemesis: {label}", sched)
         return on_threads(is_nemesis_thread, own_gen)
-    from jepsen_py.nemeses.compose import FaultSchedule
-    from jepsen_py.nemeses.faults import declared
 
     try:
         kinds = list(dict.fromkeys(declared(nem).values()))
@@ -329,8 +294,6 @@ def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
 
 def _family(name: str, start: str, stop: str) -> Family:
     """A schedule family that starts with op `start` and stops with op `stop`."""
-    from jepsen_py.generator import Template
-    from jepsen_py.nemeses.compose import Family
 
     return Family(name, lambda rng: Template(start), lambda rng: Template(stop))
 
@@ -339,8 +302,6 @@ def build_nemesis(names: list[Any], spec: TestSpec) -> tuple[Nemesis | None, Gen
     """Built-in and outside nemeses as one: the built-ins as `nemeses.build` combines them, each
     outside one beside them on its own schedule (whichever is due acts first). Items are names,
     references, or (from the Python API) nemesis objects."""
-    from jepsen_py.generator import any_of
-
     if not names:
         return None, None
     refs = [n for n in names if isinstance(n, str)]
@@ -352,8 +313,7 @@ def build_nemesis(names: list[Any], spec: TestSpec) -> tuple[Nemesis | None, Gen
     members: list[Nemesis] = []
     schedules: list[Generator] = []
     if builtin:
-        nemeses = importlib.import_module("jepsen_py.nemeses")
-        nem, sched = nemeses.build(builtin, spec)
+        nem, sched = build_builtin_nemesis(builtin, spec)
         members.append(nem)
         schedules.append(sched)
     for ref in outside:
@@ -365,7 +325,6 @@ def build_nemesis(names: list[Any], spec: TestSpec) -> tuple[Nemesis | None, Gen
         schedules.append(nemesis_schedule(obj, type(obj).__name__, spec))
     if len(members) == 1:
         return members[0], schedules[0]
-    from jepsen_py.nemeses.compose import ComposedNemesis
 
     try:
         composed = ComposedNemesis(members)
@@ -414,8 +373,6 @@ def check_capabilities(db: object, nemesis: object, *, db_name: str) -> None:
     """One line (exit 254) when the nemesis needs an optional DB capability the DB lacks, e.g.
     --nemesis kill with a DB that cannot kill and start, or partition-leader with a leaderless one.
     A nemesis says what it needs with `needs()` -> {capability: what needs it}."""
-    from jepsen_py.protocols import CAPABILITIES
-
     needs_fn = getattr(nemesis, "needs", None)
     label = type(nemesis).__name__
     needs = plugin_call("--nemesis", label, "needs()", lambda: dict(needs_fn())) if callable(needs_fn) else {}

@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from jepsen_py.analysis import checker_tally, tally_anomalies
+
 if TYPE_CHECKING:
     from jepsen_py.analysis import AnomalyTally
 
@@ -96,7 +98,6 @@ def print_summary(
     table.add_row("verdict", Text(str(valid).lower(), style=style))
     table.add_row("ops", str(invokes))
     table.add_row("ok", f"{oks / invokes:.1%}" if invokes else "-")
-    from jepsen_py.analysis import checker_tally, tally_anomalies
 
     # What the checkers say of their anomalies (failing or reported only) when they say it.
     tally = tally_anomalies({"checkers": checkers or {}})

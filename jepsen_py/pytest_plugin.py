@@ -24,6 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from jepsen_py.api import JepsenTest, failure_message, run
+from jepsen_py.errors import JepsenError
+from jepsen_py.numbers import seed
+
 if TYPE_CHECKING:
     from jepsen_py.api import JepsenTest
     from jepsen_py.runner import RunOutcome
@@ -32,8 +36,6 @@ MARKER = "jepsen"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from jepsen_py.numbers import seed
-
     g = parser.getgroup("jepsen-py", "jepsen-py tests (the jepsen fixture and marker)")
     g.addoption("--jepsen-seed", type=seed, default=None, metavar="N",
                 help="seed for every jepsen-py test (default: each test's own, else random and reported)")
@@ -60,8 +62,6 @@ class JepsenRunner:
 
     def test(self, **fields: Any) -> JepsenTest:
         """The test map: the marker's fields, then these, then the command line's overrides."""
-        from jepsen_py.api import JepsenTest
-
         merged: dict[str, Any] = {"results_dir": self.results_dir, **self.marker_fields, **fields}
         seed = self.config.getoption("--jepsen-seed")
         if seed is not None:
@@ -78,8 +78,6 @@ class JepsenRunner:
 
     def run(self, *, check: bool = True, **fields: Any) -> RunOutcome:
         """Runs the test; unless `check` is false, fails the pytest test when it is not valid."""
-        from jepsen_py.api import failure_message, run
-        from jepsen_py.errors import JepsenError
 
         try:
             outcome = run(self.test(**fields))

@@ -33,10 +33,8 @@ jepsen_py.analysis.
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,14 +50,16 @@ from jepsen_py.analysis import (
     unique_name,
     write_results,
 )
-from jepsen_py.engine import Engine, RealEngine
+from jepsen_py.backends import get_backend
+from jepsen_py.engine import Engine, RealEngine, RunOutcome
 from jepsen_py.errors import EXIT_BAD_INPUT, BadInput, FrameworkFailure, RunInterrupted
 from jepsen_py.generator import Generator
 from jepsen_py.history import INFO, INVOKE, NEMESIS, HistoryWriter, Op
 from jepsen_py.interpreter import Clock, Scheduler
 from jepsen_py.nodenames import check_node_names
+from jepsen_py.plugins import plugin_call
 from jepsen_py.protocols import DB, Backend, Nemesis, Test, TestSpec, has_capability
-from jepsen_py.verdict import Valid
+from jepsen_py.seeds import generator_rng, test_rng
 from jepsen_py.workload import Workload
 
 log = logging.getLogger(__name__)
@@ -96,25 +96,6 @@ def cleanup_step(failures: list[str]) -> Callable[[str, Callable[[], None]], Non
     return step
 
 
-@dataclass
-class RunOutcome:
-    """What one run produced; the CLI prints it and exits with `exit_code`."""
-
-    run_dir: Path
-    valid: Valid
-    results: dict[str, Any]
-    exit_code: int
-    invokes: int = 0
-    oks: int = 0
-    anomalies: int = 0
-    error: str | None = None
-    phases: list[str] = field(default_factory=list)
-
-    @property
-    def ok_fraction(self) -> float:
-        return self.oks / self.invokes if self.invokes else 0.0
-
-
 class Run:
     """The phases of one run, written once for every engine, and what each set up, so cleanup undoes
     exactly that."""
@@ -138,13 +119,13 @@ class Run:
         self.clock = engine.clock
         self.saw = saw
         self.test = Test(spec=spec, store_dir=run_dir, log=logging.getLogger("jepsen_py.test"),
-                         rng=random.Random(spec.seed), backend=backend, db=db)
+                         rng=test_rng(spec.seed), backend=backend, db=db)
         # Generators get their own stream, so a nemesis drawing from test.rng in its own thread
         # cannot shift the ops the clients are handed.
         self.interpreter = engine.interpreter(
             self.test, client=client, nemesis=nemesis, record=self.record, append=writer.append,
             concurrency=spec.concurrency, op_timeout=spec.op_timeout,
-            rng=random.Random(f"generator:{spec.seed}"))
+            rng=generator_rng(spec.seed))
         self.phases: list[str] = []
         self.observer: Any = None
         self.nemesis_set_up = False
@@ -355,14 +336,10 @@ def run_test(
     check_node_names(spec.nodes, "nodes", at_least_one=False)
     engine.check(db, nemesis, spec)
     if backend is None:
-        from jepsen_py.backends import get_backend
-
         backend = get_backend(spec.backend, spec)
     if client is None:
         client = workload.client
     if client is None:
-        from jepsen_py.plugins import plugin_call
-
         db_name = spec.db or type(db).__name__
         client = plugin_call("--db", db_name, f"client({workload.name!r})", db.client, workload.name)
 

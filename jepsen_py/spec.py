@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.backends import default_backend
-from jepsen_py.cluster.node import READ_MODES
+from jepsen_py.cluster.readmodes import READ_MODES
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import allow_empty, path_text
 from jepsen_py.nodenames import check_node_name
@@ -32,8 +32,8 @@ from jepsen_py.numbers import (
     number,
 )
 from jepsen_py.numbers import check as check_number
-from jepsen_py.plugins import canonical_db, check_reference
 from jepsen_py.protocols import TestSpec
+from jepsen_py.references import canonical_db, check_reference
 
 DEFAULT_NODE_COUNT = 5
 DEFAULT_CONCURRENCY = "2n"
@@ -341,9 +341,11 @@ def db_options_text(options: dict[str, str] | None) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted((options or {}).items()))
 
 
-def parse_fault_targets(text: str | None) -> list[str]:
-    from jepsen_py.nemeses.targets import TARGETS
+#: What --fault-targets may name: which nodes a fault hits (jepsen_py.nemeses.targets picks them).
+TARGETS = ("leader", "one", "random", "minority", "majority", "all")
 
+
+def parse_fault_targets(text: str | None) -> list[str]:
     kinds = parse_list([text]) if text else []
     unknown = [k for k in kinds if k not in TARGETS]
     if unknown:

@@ -20,6 +20,15 @@ nemesis and its schedule, a generator for the nemesis thread that toggles a faul
 
 from __future__ import annotations
 
+from jepsen_py.nemeses import faults
+from jepsen_py.nemeses.clock import ClockNemesis
+from jepsen_py.nemeses.compose import ComposedNemesis, Family, FaultSchedule, NoopNemesis
+from jepsen_py.nemeses.kill import KillNemesis
+from jepsen_py.nemeses.leader_clock import LeaderClockNemesis
+from jepsen_py.nemeses.partition import PartitionNemesis
+from jepsen_py.nemeses.pause import PauseNemesis
+from jepsen_py.nemeses.process import PROCESS_TARGETS
+
 from jepsen_py.errors import BadInput
 from jepsen_py.generator import Generator, Template, is_nemesis_thread, lift, on_threads
 from jepsen_py.protocols import Nemesis, TestSpec
@@ -61,14 +70,6 @@ def parse(names: list[str] | str) -> tuple[list[str], list[str]]:
 
 def build(names: list[str] | str, spec: TestSpec) -> tuple[Nemesis, Generator]:
     """The nemesis for `names` and its schedule (for the nemesis thread only)."""
-    from jepsen_py.nemeses import faults
-    from jepsen_py.nemeses.clock import ClockNemesis
-    from jepsen_py.nemeses.compose import ComposedNemesis, Family, FaultSchedule, NoopNemesis
-    from jepsen_py.nemeses.kill import KillNemesis
-    from jepsen_py.nemeses.leader_clock import LeaderClockNemesis
-    from jepsen_py.nemeses.partition import PartitionNemesis
-    from jepsen_py.nemeses.pause import PauseNemesis
-    from jepsen_py.nemeses.process import PROCESS_TARGETS
 
     shapes, families = parse(names)
     if not shapes and not families:

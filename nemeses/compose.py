@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from jepsen_py.nemeses.faults import FaultKind, declared, own_duration
 
+from jepsen_py.backends import KINDS
 from jepsen_py.generator import Context, Generator, Pending, Step, Template
 from jepsen_py.history import Op
 from jepsen_py.protocols import Nemesis, Test, TestSpec
@@ -61,8 +62,6 @@ class FaultSchedule(Generator):
     @classmethod
     def for_spec(cls, families: Sequence[Family], spec: TestSpec) -> FaultSchedule:
         """The run's schedule: its interval and mode, held from effect unless in the simulator."""
-        from jepsen_py.backends import KINDS
-
         kind = KINDS.get(spec.backend)
         return cls(families, spec.nemesis_interval, spec.nemesis_schedule,
                    hold_from_effect=kind is None or kind.faults_take_time)

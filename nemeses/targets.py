@@ -11,8 +11,7 @@ import random
 from collections.abc import Sequence
 
 from jepsen_py.protocols import Test, has_capability
-
-TARGETS = ("leader", "one", "random", "minority", "majority", "all")
+from jepsen_py.spec import TARGETS
 
 
 def majority(n: int) -> int:

@@ -34,11 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jepsen_py.spark.export import HISTORY, TEST_JSON, export_run, needs_export
+from jepsen_py.spark.dashboard import write_dashboard
+from jepsen_py.spark.export import HISTORY, TEST_JSON, export_run, needs_export, write_table
 from jepsen_py.spark.schema import GROUP_COLUMNS, NO_BUG, OPS_FILE, PARQUET_DIR, RUN_FILE
+from jepsen_py.spark.session import Progress, get_session
 
 from jepsen_py.errors import BadInput
-from jepsen_py.store import make_dirs
+from jepsen_py.files import make_dirs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -282,7 +284,6 @@ def compute(spark: SparkSession, parquet_dirs: list[Path]) -> tuple[DataFrame, D
 
 def _write_rows(rows: list[dict[str, Any]], path: Path) -> None:
     import pyarrow as pa
-    from jepsen_py.spark.export import write_table
 
     if not rows:
         write_table(pa.table({}), path)
@@ -321,8 +322,6 @@ def run_aggregate(
     """
     import time
 
-    from jepsen_py.spark.session import Progress, get_session
-
     say = progress or Progress()
     results_dir = Path(results_dir)
     out = Path(out_dir) if out_dir is not None else results_dir / "aggregate"
@@ -350,8 +349,6 @@ def run_aggregate(
     op_count = int(sum(r["invokes"] or 0 for r in runs))
     page: Path | None = None
     if dashboard:
-        from jepsen_py.spark.dashboard import write_dashboard
-
         page = write_dashboard(out / DASHBOARD, summary, trends, runs)
         say(f"dashboard {page}")
     return AggregateResult(

@@ -15,7 +15,8 @@ import plotly.graph_objects as go
 from jepsen_py.spark.schema import NO_BUG, group_label
 from plotly.offline import get_plotlyjs
 
-from jepsen_py.store import make_dirs, write_text
+from jepsen_py.files import make_dirs
+from jepsen_py.store import write_text
 
 
 def _label(r: dict[str, Any]) -> str:

@@ -29,6 +29,10 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jepsen_py.checkers.linearizable import Budget, check_key, get_model, merge_key_results, split_by_key
+from jepsen_py.checkers.linearizable.model import Model
+from jepsen_py.spark.session import get_session, is_connect_session
+
 from jepsen_py.errors import BadInput
 from jepsen_py.history import NEMESIS, Op, validate
 
@@ -44,8 +48,6 @@ SHIPPED_PACKAGES = ("jepsen_py", "jepsen_py.checkers", "jepsen_py.spark")
 def _model(model_name: str, init: Any, options: dict[str, Any]) -> Any:
     """The model, built once per executor process (models are rebuilt from name + init, so nothing
     the driver holds needs to be picklable)."""
-    from jepsen_py.checkers.linearizable import get_model
-
     ident = json.dumps([model_name, init, options], sort_keys=True, default=str)
     m = _MODEL_CACHE.get(ident)
     if m is None:
@@ -63,8 +65,6 @@ def _check_task(
     model_name: str, init: Any, options: dict[str, Any], budget: Budget
 ) -> Callable[[tuple[int, Hashable, list[tuple[Any, ...]]]], tuple[int, dict[str, Any]]]:
     def run(item: tuple[int, Hashable, list[tuple[Any, ...]]]) -> tuple[int, dict[str, Any]]:
-        from jepsen_py.checkers.linearizable import check_key
-
         i, key, rows = item
         ops = [Op(*r) for r in rows]
         return i, check_key(_model(model_name, init, options), key, ops, budget)
@@ -88,8 +88,6 @@ def ship_code(spark: SparkSession) -> None:
     (removing it right after addPyFile fails every task with "Stream ... was not found"). A Spark
     Connect server gets the zip as a Python artifact of the session.
     """
-    from jepsen_py.spark.session import is_connect_session
-
     if is_connect_session(spark):
         if id(spark) not in _SHIPPED:
             zpath = _code_zip()
@@ -128,7 +126,6 @@ def _code_zip() -> Path:
 def _session(spark: SparkSession | None, master: str | None) -> SparkSession:
     if spark is not None:
         return spark
-    from jepsen_py.spark.session import get_session
 
     s = get_session(master, app_name="jepsen-py check")
     ship_code(s)
@@ -153,8 +150,6 @@ def check_distributed(
     "spark", "master" and "partitions". BadInput for an unknown model or a history that breaks
     Jepsen's rules (the same checks as the local checker).
     """
-    from jepsen_py.checkers.linearizable import Budget, merge_key_results, split_by_key
-
     options = dict(model_options or {})
     model = _model(model_name, init, options)  # unknown model names fail here, on the driver
     validate([op for op in ops if op.process != NEMESIS], source=source)
@@ -166,7 +161,6 @@ def check_distributed(
         out.update(engine="spark", master=None, partitions=0)
         return out
     session = _session(spark, master)
-    from jepsen_py.spark.session import is_connect_session
 
     if is_connect_session(session):
         return _check_connect(session, groups, model, model_name, init, options, budget, partitions, master)
@@ -196,7 +190,6 @@ def _check_arrow_task(
         import pickle
 
         import pyarrow as pa
-        from jepsen_py.checkers.linearizable import check_key
 
         model = _model(model_name, init, options)
         for batch in batches:
@@ -218,8 +211,6 @@ def _check_connect(
     """check_distributed on a Spark Connect server: no RDDs there, so the keys travel as a DataFrame
     of pickled sub-histories and are checked with mapInArrow on the server's executors."""
     import pickle
-
-    from jepsen_py.checkers.linearizable import merge_key_results
 
     n = partitions or max(1, min(len(groups), 4 * (os.cpu_count() or 2)))
     items = [(i, pickle.dumps((key, [_as_row(op) for op in ops]))) for i, (key, ops) in enumerate(groups)]
@@ -254,8 +245,6 @@ def _check_groups_task(
     model_name: str, init: Any, options: dict[str, Any], budget: Budget
 ) -> Callable[[Iterator[Any]], Iterator[tuple[str, str, dict[str, Any]]]]:
     def run(groups: Iterator[Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
-        from jepsen_py.checkers.linearizable import check_key, split_by_key
-
         model = _model(model_name, init, options)
         for g in groups:
             ops = _ops_from_rows(g["ops"])
@@ -282,8 +271,6 @@ def check_distributed_parquet(
     than the op's key (e.g. multi-register, which checks the whole history as one) get one group
     per run instead, which is still correct, only not spread out.
     """
-    from jepsen_py.checkers.linearizable import Budget, merge_key_results
-    from jepsen_py.checkers.linearizable.model import Model
     from pyspark.sql import functions as F
 
     options = dict(model_options or {})

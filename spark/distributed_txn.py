@@ -19,6 +19,15 @@ import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from jepsen_py.checkers.elle.budget import Deadline
+from jepsen_py.checkers.elle.checker import WORKLOADS, conclude, validated
+from jepsen_py.checkers.elle.found import Found
+from jepsen_py.checkers.elle.graph import EdgeList
+from jepsen_py.checkers.elle.perkey import infer_key, merge, split_by_key
+from jepsen_py.checkers.elle.txn import transactions
+from jepsen_py.spark.distributed_check import _session
+from jepsen_py.spark.session import is_connect_session
+
 from jepsen_py.history import Op
 
 if TYPE_CHECKING:
@@ -33,9 +42,6 @@ def _infer_task(workload: str, nodes: int, until: float,
     """One key's inference, with what is left of the budget when the task starts."""
 
     def run(item: Item) -> tuple[int, KeyResult]:
-        from jepsen_py.checkers.elle.budget import Deadline
-        from jepsen_py.checkers.elle.perkey import infer_key
-
         i, _key, rows = item
         return i, infer_key(workload, rows, nodes, Deadline(until - time.time()), process_keys)
 
@@ -56,12 +62,6 @@ def check_txn_distributed(
 ) -> dict[str, Any]:
     """checkers.elle.check's result for `ops`, with every key's inference on a Spark executor,
     plus "engine": "spark", "master", "partitions" and "keys". BadInput as the local check."""
-    from jepsen_py.checkers.elle.budget import Deadline
-    from jepsen_py.checkers.elle.checker import WORKLOADS, conclude, validated
-    from jepsen_py.checkers.elle.found import Found
-    from jepsen_py.checkers.elle.graph import EdgeList
-    from jepsen_py.checkers.elle.perkey import merge, split_by_key
-    from jepsen_py.checkers.elle.txn import transactions
 
     wanted = validated(workload, consistency_models)
     deadline = Deadline(time_s)
@@ -73,8 +73,6 @@ def check_txn_distributed(
     used_master: str | None = None
     n = 0
     if groups:
-        from jepsen_py.spark.distributed_check import _session
-        from jepsen_py.spark.session import is_connect_session
 
         session = _session(spark, master)
         items: list[Item] = [(i, k, rows) for i, (k, rows) in enumerate(groups)]

@@ -35,8 +35,8 @@ from jepsen_py.spark.schema import (
 )
 
 from jepsen_py.errors import BadInput
+from jepsen_py.files import file_mode, make_dirs
 from jepsen_py.history import INFO, INVOKE, OK, SAMPLE_PROCESSES, Op, iter_history
-from jepsen_py.store import file_mode, make_dirs
 
 HISTORY = "history.jsonl"
 TEST_JSON = "test.json"

@@ -27,6 +27,19 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from jepsen_py.workloads import knobs
+from jepsen_py.workloads.append import append_workload
+from jepsen_py.workloads.client import MetadataClient
+from jepsen_py.workloads.common import replication_factor
+from jepsen_py.workloads.describe import describe_workload
+from jepsen_py.workloads.metadata import metadata_workload
+from jepsen_py.workloads.offsets import offsets_workload
+from jepsen_py.workloads.queues import queue_workload
+from jepsen_py.workloads.register import register_workload
+from jepsen_py.workloads.sets import set_workload
+from jepsen_py.workloads.topics import topics_workload
+from jepsen_py.workloads.txn import list_append_workload, rw_register_workload
+
 from jepsen_py.errors import BadInput
 from jepsen_py.numbers import MAX_SECONDS, number
 from jepsen_py.protocols import Client, TestSpec
@@ -34,62 +47,42 @@ from jepsen_py.workload import Workload
 
 
 def _offsets(spec: TestSpec) -> Workload:
-    from jepsen_py.workloads.offsets import offsets_workload
-
     return offsets_workload(spec)
 
 
 def _topics(spec: TestSpec) -> Workload:
-    from jepsen_py.workloads.topics import topics_workload
-
     return topics_workload(spec)
 
 
 def _describe(spec: TestSpec) -> Workload:
-    from jepsen_py.workloads.describe import describe_workload
-
     return describe_workload(spec)
 
 
 def _metadata(spec: TestSpec) -> Workload:
-    from jepsen_py.workloads.metadata import metadata_workload
-
     return metadata_workload(spec)
 
 
 def _register(spec: TestSpec) -> Workload:
-    from jepsen_py.workloads.register import register_workload
-
     return register_workload(spec)
 
 
 def _set(spec: TestSpec) -> Workload:
-    from jepsen_py.workloads.sets import set_workload
-
     return set_workload(spec)
 
 
 def _append(spec: TestSpec) -> Workload:
-    from jepsen_py.workloads.append import append_workload
-
     return append_workload(spec)
 
 
 def _queue(spec: TestSpec) -> Workload:
-    from jepsen_py.workloads.queues import queue_workload
-
     return queue_workload(spec)
 
 
 def _list_append(spec: TestSpec) -> Workload:
-    from jepsen_py.workloads.txn import list_append_workload
-
     return list_append_workload(spec)
 
 
 def _rw_register(spec: TestSpec) -> Workload:
-    from jepsen_py.workloads.txn import rw_register_workload
-
     return rw_register_workload(spec)
 
 
@@ -118,16 +111,12 @@ def min_nodes(workload_name: str, node_count: int) -> int:
     thing on: its creates asked for as many copies as the cluster then allowed, and a cluster smaller
     than that refuses them (a different failure from whatever the run showed)."""
     if workload_name in CREATES_TOPICS:
-        from jepsen_py.workloads.common import replication_factor
-
         return replication_factor(node_count)
     return 1
 
 
 def cluster_client(workload_name: str, db: Any) -> Client:
     """The client template for our metadata cluster for `workload_name`."""
-    from jepsen_py.workloads.client import MetadataClient
-
     if workload_name not in (*CLUSTER_WORKLOADS, *CLUSTER_TXN_WORKLOADS):
         raise BadInput(f"--workload: the cluster has no client for {workload_name!r} "
                        f"(choose from {', '.join((*CLUSTER_WORKLOADS, *CLUSTER_TXN_WORKLOADS))})")
@@ -169,8 +158,6 @@ WORKLOAD_OPTIONS = ("availability_max_recovery_s", "availability_min_ok_fraction
 
 def workload_options(args: argparse.Namespace) -> dict[str, Any]:
     """The parsed values of the flags `add_workload_arguments` added (for TestSpec.options)."""
-    from jepsen_py.workloads import knobs
-
     out = {d: getattr(args, d) for d in WORKLOAD_OPTIONS if hasattr(args, d)}
     if getattr(args, "checkers", None):
         out["checkers"] = list(args.checkers)

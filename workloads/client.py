@@ -22,12 +22,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from jepsen_py.cluster.client import ClusterClient, ClusterError
+
 from jepsen_py.errors import BadInput
 from jepsen_py.history import FAIL, INFO, OK, Op
 from jepsen_py.protocols import Client, Test
 
 if TYPE_CHECKING:
-    from jepsen_py.raftdb.client import ClusterError
+    from jepsen_py.cluster.client import ClusterError
 
 FS = ("commit", "fetch", "create", "describe", "list", "txn")
 DEFAULT_PORT = 9092
@@ -74,8 +76,6 @@ class MetadataClient:
         return max(0.5, min(5.0, 0.8 * float(getattr(test.spec, "op_timeout", 10.0))))
 
     def _conn(self, test: Test, node: str) -> Any:
-        from jepsen_py.raftdb.client import ClusterClient
-
         c = self._conns.get(node)
         if c is None:
             if test.backend is None:
@@ -87,8 +87,6 @@ class MetadataClient:
         return c
 
     def invoke(self, test: Test, op: Op) -> Op:
-        from jepsen_py.raftdb.client import ClusterError
-
         node = op.node or self.node
         if node is None:
             raise BadInput("client used before open(): no node to talk to")

@@ -7,6 +7,7 @@ from typing import Any
 
 from jepsen_py.checkers.availability import AvailabilityChecker, Thresholds
 from jepsen_py.checkers.crash import CrashChecker
+from jepsen_py.checkers.linearizable import LinearizableChecker
 from jepsen_py.checkers.scoped import Scoped
 from jepsen_py.checkers.stats import StatsChecker
 
@@ -47,8 +48,6 @@ class Linearizable:
         self.init = init
 
     def check(self, test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
-        from jepsen_py.checkers.linearizable import LinearizableChecker
-
         inner = LinearizableChecker(self.model, self.init)
         return Scoped(inner, self.fs, name=self.name).check(test, history)
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from jepsen_py.checkers.elle import ElleChecker
 from jepsen_py.workloads.common import run_checkers
 
 from jepsen_py.errors import BadInput
@@ -114,6 +113,8 @@ def consistency_models(options: dict[str, Any]) -> list[str]:
 
 def txn_workload(name: str, spec: TestSpec) -> Workload:
     """The list-append or rw-register workload (`name`), knobs from spec.options."""
+    from jepsen_py.checkers.elle import ElleChecker
+
     o = spec.options
     state = TxnGen(WRITE_F[name],
                    key_count=int(o.get("key_count", 3 if name == "list-append" else 4)),

@@ -17,6 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jepsen_py.checkers.linearizable.calls import build_calls
+from jepsen_py.checkers.linearizable.models import get_model
 from jepsen_py.checkers.pictures.plotpage import page, verdict_badge
 from jepsen_py.checkers.pictures.runview import NS, RunView, load_run
 
@@ -50,8 +52,6 @@ def replay_states(view: RunView, res: dict[str, Any], failure: dict[str, Any],
                   by_index: dict[int, Pair]) -> list[Any] | None:
     """The model state after each step of the longest linearization, or None when the replay
     through the named model does not reproduce the checker's reported end state."""
-    from jepsen_py.checkers.linearizable.calls import build_calls
-    from jepsen_py.checkers.linearizable.models import get_model
 
     order = [i for i in failure.get("longest_linearization") or [] if isinstance(i, int)]
     if not order:

@@ -11,17 +11,16 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from jepsen_py.checkers.linearizable.visualization import render_failures
+from jepsen_py.checkers.pictures.isolation import render_isolation
+from jepsen_py.checkers.pictures.perf import render_perf
 from jepsen_py.checkers.pictures.runview import RunView, load_run
+from jepsen_py.checkers.pictures.timeline import render_timeline
 
 log = logging.getLogger(__name__)
 
 
 def _renderers() -> list[tuple[str, Callable[[RunView], Path | None]]]:
-    from jepsen_py.checkers.linearizable.visualization import render_failures
-    from jepsen_py.checkers.pictures.isolation import render_isolation
-    from jepsen_py.checkers.pictures.perf import render_perf
-    from jepsen_py.checkers.pictures.timeline import render_timeline
-
     return [("timeline", render_timeline), ("perf", render_perf), ("linearizability", render_failures),
             ("isolation", render_isolation)]
 

@@ -141,13 +141,7 @@ def get_backend(name: str, spec: TestSpec) -> Backend:
     """The backend called `name`, constructed for `spec`; BadInput for an unknown name."""
     kind = backend_kind(name)
     module_name, cls_name = kind.module, kind.cls
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name == module_name:
-            raise BadInput(f"--backend: the {name} backend is not available in this build") from None
-        raise
-    return getattr(module, cls_name)(spec)
+    return getattr(importlib.import_module(module_name), cls_name)(spec)
 
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
@@ -159,10 +153,7 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("backend options")
     before = len(group._group_actions)
     for module_name, _ in BACKENDS.values():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError:
-            continue
+        module = importlib.import_module(module_name)
         hook = getattr(module, "add_arguments", None)
         if callable(hook):
             hook(group)

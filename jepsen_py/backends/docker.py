@@ -31,7 +31,8 @@ from jepsen_py.backends.common import (
     tar_of,
     untar_to,
 )
-from jepsen_py.errors import EnvironmentProblem, FrameworkFailure
+from jepsen_py.backends.image import ROUTES, default_route, docker_client, ensure_image
+from jepsen_py.errors import FrameworkFailure
 from jepsen_py.protocols import ExecResult, Remote, Test, TestSpec
 
 log = logging.getLogger(__name__)
@@ -41,8 +42,6 @@ CAPS = ["NET_ADMIN", "NET_RAW", "SYS_PTRACE"]
 
 def add_arguments(group: Any) -> None:
     """The Docker backend's options on `jepsen-py run` (values land in TestSpec.options)."""
-    from jepsen_py.backends.image import ROUTES, default_route
-
     group.add_argument(
         "--image-base", choices=ROUTES, default=default_route(),
         help="how the node image is built: debootstrap (Debian packages + docker import, no registry "
@@ -53,32 +52,6 @@ def add_arguments(group: Any) -> None:
         "--docker-image", metavar="IMAGE", default=None,
         help="run the nodes from this existing image instead of building the node image",
     )
-
-
-def docker_client() -> Any:
-    """A connected docker SDK client, or one clear EnvironmentProblem line when no engine answers."""
-    try:
-        import docker
-        import docker.errors
-    except ImportError as e:  # pragma: no cover - a dependency of the package
-        raise EnvironmentProblem("the docker Python SDK is not installed (pip install docker)") from e
-    try:
-        client = docker.from_env(timeout=120)
-        client.ping()
-    except docker.errors.DockerException as e:
-        raise EnvironmentProblem(
-            f"no Docker engine reachable ({_short(e)}): start the Docker engine (dockerd, or "
-            "systemctl start docker) or choose another --backend"
-        ) from e
-    except Exception as e:  # requests' connection errors surface under several types
-        raise EnvironmentProblem(f"no Docker engine reachable ({_short(e)}): start the Docker engine "
-                                 "(dockerd, or systemctl start docker) or choose another --backend") from e
-    return client
-
-
-def _short(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return text[-1][:200] if text else type(e).__name__
 
 
 class DockerRemote(Remote):
@@ -206,8 +179,6 @@ class DockerBackend:
         return sorted({int(p) for p in [*ports, *self.extra_ports]})
 
     def setup(self, test: Test | None) -> dict[str, Remote]:
-        from jepsen_py.backends.image import ensure_image
-
         self.client = docker_client()
         image = self.image or ensure_image(self.image_base, client=self.client)
         nodes = list(self.spec.nodes)

@@ -29,6 +29,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from jepsen_py.errors import BadInput, EnvironmentProblem
 
@@ -126,9 +127,33 @@ def _build_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _docker() -> object:
-    from jepsen_py.backends.docker import docker_client
+def docker_client() -> Any:
+    """A connected docker SDK client, or one clear EnvironmentProblem line when no engine answers."""
+    try:
+        import docker
+        import docker.errors
+    except ImportError as e:  # pragma: no cover - a dependency of the package
+        raise EnvironmentProblem("the docker Python SDK is not installed (pip install docker)") from e
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except docker.errors.DockerException as e:
+        raise EnvironmentProblem(
+            f"no Docker engine reachable ({_short(e)}): start the Docker engine (dockerd, or "
+            "systemctl start docker) or choose another --backend"
+        ) from e
+    except Exception as e:  # requests' connection errors surface under several types
+        raise EnvironmentProblem(f"no Docker engine reachable ({_short(e)}): start the Docker engine "
+                                 "(dockerd, or systemctl start docker) or choose another --backend") from e
+    return client
 
+
+def _short(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[-1][:200] if text else type(e).__name__
+
+
+def _docker() -> object:
     return docker_client()
 
 

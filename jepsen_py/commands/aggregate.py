@@ -13,6 +13,7 @@ from pathlib import Path
 
 from jepsen_py.errors import EXIT_VALID, BadInput
 from jepsen_py.flags import path
+from jepsen_py.spark.session import LOG_ENV, Progress
 
 NAME = "aggregate"
 HELP = ("aggregate many runs with PySpark: verdicts, detection rate, anomalies, latency, availability "
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from jepsen_py.spark.aggregate import render_table, run_aggregate
-    from jepsen_py.spark.session import LOG_ENV, Progress
+
 
     if args.spark_log:
         import os

@@ -9,17 +9,23 @@ from __future__ import annotations
 
 import argparse
 import logging
-import random
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from jepsen_py import store
+from jepsen_py.analysis import count_anomalies, run_post_steps
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import check_output_file, path_text
 from jepsen_py.history import Op, load_jsonl, validate
+from jepsen_py.junit import write_junit
+from jepsen_py.plugins import build_workload, builtin_workloads, is_reference
+from jepsen_py.postrun import CLI_POST_RUN
+from jepsen_py.progress import print_summary
 from jepsen_py.protocols import Test
+from jepsen_py.runner import client_stats, run_checkers
+from jepsen_py.seeds import test_rng
 from jepsen_py.verdict import exit_code
 
 NAME = "analyze"
@@ -56,8 +62,6 @@ def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:
 
     A history cut off mid-line is refused (254, naming the line) unless `allow_truncated`: then
     the intact lines before it are checked, with a warning."""
-    from jepsen_py.commands.run import workload_registry
-    from jepsen_py.runner import client_stats, run_checkers
 
     spec = store.load_spec(run_dir)
     history_path = run_dir / store.HISTORY
@@ -70,15 +74,14 @@ def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:
         print(f"jepsen-py: warning: {history_path}:{torn}: torn last line skipped "
               "(the writer stopped mid-write)", file=sys.stderr)
     validate(ops, locate=lambda op: f"{history_path}:{lines.get(id(op), '?')}")
-    workloads = workload_registry()
-    from jepsen_py.plugins import build_workload, is_reference
+    workloads = builtin_workloads()
 
     if spec.workload not in workloads and not is_reference(spec.workload, "--workload"):
         raise BadInput(f"{run_dir / store.TEST_JSON}: workload {spec.workload!r} is not registered here "
                        f"(known: {', '.join(sorted(workloads)) or 'none'})")
     workload = build_workload(spec, workloads)  # outside workloads and --checker ones too
     test = Test(spec=spec, store_dir=run_dir, log=logging.getLogger("jepsen_py.test"),
-                rng=random.Random(spec.seed))
+                rng=test_rng(spec.seed))
     old: dict[str, Any] = {}
     if (run_dir / store.RESULTS).exists():
         try:
@@ -99,9 +102,6 @@ def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jepsen_py.analysis import CLI_POST_RUN, count_anomalies, run_post_steps
-    from jepsen_py.progress import print_summary
-
     if args.junit_xml:
         check_output_file("--junit-xml", args.junit_xml)
     run_dir = store.resolve_run_dir(Path(args.run_dir))
@@ -109,8 +109,6 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_render:
         run_post_steps(CLI_POST_RUN, run_dir)
     if args.junit_xml:
-        from jepsen_py.junit import write_junit
-
         write_junit(results, Path(args.junit_xml), run_dir=run_dir)
     stats = results.get("stats", {})
     print_summary(valid=results["valid"], invokes=stats.get("invokes", 0), oks=stats.get("ok", 0),

@@ -14,9 +14,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jepsen_py.errors import BadInput, EnvironmentProblem
+from jepsen_py.checkers.linearizable import Budget, check, get_model
+from jepsen_py.checkers.linearizable.budget import DEFAULT_MEMORY_MB, DEFAULT_TIME_S
+from jepsen_py.checkers.linearizable.calls import build_calls
+from jepsen_py.checkers.linearizable.checker import nothing_checked
+from jepsen_py.checkers.linearizable.models import MODELS
+from jepsen_py.errors import BadInput
 from jepsen_py.flags import path
 from jepsen_py.history import INVOKE, NEMESIS, SAMPLE_PROCESSES, depth_ok
+from jepsen_py.importers import FORMATS, check_rules, is_independent, load_history, unwrap_independent
 from jepsen_py.lifetime import signals_raise
 from jepsen_py.numbers import MAX_SECONDS, MAX_WORKERS, integer, number
 from jepsen_py.numbers import check as check_number
@@ -39,10 +45,6 @@ _FORMAT_DEFAULTS: dict[str, dict[str, str]] = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from jepsen_py.checkers.linearizable.budget import DEFAULT_MEMORY_MB, DEFAULT_TIME_S
-    from jepsen_py.checkers.linearizable.models import MODELS
-    from jepsen_py.importers import FORMATS
-
     parser.add_argument("file", type=path, help="the history file")
     parser.add_argument("--model", required=True, choices=(*MODELS, *TXN_MODELS),
                         help="the data type's model, or a transactional workload (list-append, rw-register)")
@@ -88,9 +90,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from jepsen_py.checkers.linearizable import Budget, check, get_model
-    from jepsen_py.importers import check_rules, is_independent, load_history, unwrap_independent
-
     check_number("--time-limit", args.time_limit, lo=0, hi=MAX_SECONDS, lo_open=True)
     if args.model in TXN_MODELS:
         return _run_txn(args)
@@ -111,10 +110,8 @@ def _run(args: argparse.Namespace) -> int:
     options = _model_options(args, fmt)
     budget = Budget(args.time_limit, args.memory_limit)
     if args.engine == "spark":
-        try:
-            from jepsen_py.spark.distributed_check import check_distributed
-        except ImportError as e:
-            raise EnvironmentProblem(f"--engine spark needs spark.distributed_check ({e})") from None
+        from jepsen_py.spark.distributed_check import check_distributed
+
         result = check_distributed(ops, args.model, init, master=args.master, budget=budget,
                                    model_options=options, source=str(args.file))
     else:
@@ -138,8 +135,6 @@ def _judged_something(result: dict[str, Any], ops: list[Any], args: argparse.Nam
     """Zero ops checked is never "linearizable". No op of the model at all means the history and
     --model do not belong together (or the file has no client ops): bad input, one line. Model ops
     that all dropped out (every one failed) are a real history with nothing to judge: unknown."""
-    from jepsen_py.checkers.linearizable.checker import nothing_checked
-
     why = nothing_checked(result)
     if why is None:
         return
@@ -166,7 +161,6 @@ def _no_model_ops(ops: list[Any], args: argparse.Namespace) -> BadInput:
 def _run_txn(args: argparse.Namespace) -> int:
     """A transactional history: Elle-style inference, cycles, the models it rules out."""
     from jepsen_py.checkers.elle import check
-    from jepsen_py.importers import check_rules, load_history
 
     for flag, value in (("--init", args.init), ("--nil-read", args.nil_read),
                         ("--failed-cas", args.failed_cas), ("--workers", args.workers)):
@@ -182,10 +176,8 @@ def _run_txn(args: argparse.Namespace) -> int:
     check_rules(ops, lines, args.file)
     wanted = [m.strip() for m in args.consistency_models.split(",") if m.strip()]
     if args.engine == "spark":
-        try:
-            from jepsen_py.spark.distributed_txn import check_txn_distributed
-        except ImportError as e:
-            raise EnvironmentProblem(f"--engine spark needs spark.distributed_txn ({e})") from None
+        from jepsen_py.spark.distributed_txn import check_txn_distributed
+
         result = check_txn_distributed(ops, args.model, wanted, time_s=args.time_limit,
                                        process_keys=args.process_keys, master=args.master)
     else:
@@ -219,8 +211,6 @@ def _misfit(ops: list[Any], lines: list[int], args: argparse.Namespace, init: An
     """The one line for values the model cannot take (an append of a number to a string, a set
     read that is not a collection, an --init of the wrong shape): replays the ok ops in order from
     the initial state and names the first one the model chokes on."""
-    from jepsen_py.checkers.linearizable import get_model
-    from jepsen_py.checkers.linearizable.calls import build_calls
 
     why = f"{type(error).__name__}: {str(error)[:120]}"
     model = get_model(args.model, init, **_model_options(args, "jsonl"))

@@ -15,7 +15,15 @@ import shutil
 import subprocess
 from typing import Any
 
+from jepsen_py.backends import ssh
+from jepsen_py.backends.common import LABEL, RUN_LABEL
+from jepsen_py.backends.docker import docker_client, remove_labelled
+from jepsen_py.backends.local import cleanup_local
+from jepsen_py.backends.ssh import SSHBackend
 from jepsen_py.errors import EnvironmentProblem
+from jepsen_py.nemeses import net
+from jepsen_py.nemeses.net import CHAIN, labelled_rules
+from jepsen_py.protocols import TestSpec
 
 NAME = "cleanup"
 HELP = "remove every container, network, iptables rule and process jepsen-py made (after a crash)"
@@ -35,7 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ssh-nodes", metavar="N1,N2,...", default=None,
                         help="also remove the iptables rules jepsen-py left on these SSH hosts "
                              "(with the --ssh-* options below; the next run's DB setup wipes the rest)")
-    from jepsen_py.backends import ssh
 
     ssh.add_arguments(parser.add_argument_group("ssh options (with --ssh-nodes)"))
 
@@ -44,7 +51,6 @@ def host_iptables() -> list[str]:
     """Deletes every rule commented jepsen-py from this host's iptables; returns them."""
     if shutil.which("iptables") is None:
         return []
-    from jepsen_py.nemeses.net import CHAIN, labelled_rules
 
     listing = subprocess.run(["iptables", "-w", "5", "-S"], capture_output=True, text=True)
     if listing.returncode != 0:
@@ -62,14 +68,9 @@ def host_iptables() -> list[str]:
 
 
 def docker_resources(run: str | None, images: bool) -> dict[str, list[str]]:
-    from jepsen_py.backends.common import RUN_LABEL
-    from jepsen_py.backends.docker import docker_client, remove_labelled
-
     client = docker_client()
     removed = remove_labelled(client, {RUN_LABEL: run} if run else None)
     if images:
-        from jepsen_py.backends.common import LABEL
-
         removed["images"] = []
         for img in client.images.list(filters={"label": LABEL}):
             for tag in img.tags or [img.id]:
@@ -82,9 +83,6 @@ def ssh_iptables(nodes: list[str], options: dict[str, Any]) -> list[str]:
     """Removes the labelled iptables rules on each SSH host; returns "node: count" lines."""
     from pathlib import Path
 
-    from jepsen_py.backends.ssh import SSHBackend
-    from jepsen_py.nemeses import net
-    from jepsen_py.protocols import TestSpec
 
     spec = TestSpec(name="cleanup", workload="", nemesis=[], nodes=nodes, time_limit=1, concurrency=1,
                     rate=0, nemesis_interval=1, seed=0, backend="ssh", read_mode="read-index", bugs=[],
@@ -106,12 +104,7 @@ def cleanup(run: str | None = None, images: bool = False) -> dict[str, Any]:
         out["docker"] = f"skipped: {e}"
     if run is None:
         out["iptables"] = host_iptables()
-        try:
-            from jepsen_py.backends import local
-        except ImportError:
-            local = None  # type: ignore[assignment]
-        if local is not None and hasattr(local, "cleanup_local"):
-            out.update(local.cleanup_local())
+        out.update(cleanup_local())
     return out
 
 

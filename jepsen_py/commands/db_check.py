@@ -14,19 +14,21 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from jepsen_py.backends import add_backend_arguments, backend_options, default_backend
+from jepsen_py import spec as specmod
+from jepsen_py.backends import KINDS, add_backend_arguments, backend_options, default_backend
 from jepsen_py.dbcheck import Report, check_real, check_sim
 from jepsen_py.errors import EXIT_INVALID, EXIT_VALID, BadInput
 from jepsen_py.numbers import MAX_SECONDS, integer, number
+from jepsen_py.plugins import check_db_flags
 from jepsen_py.protocols import TestSpec
+from jepsen_py.references import canonical_db
+from jepsen_py.spec import DEFAULT_DB, READ_MODES
 
 NAME = "db-check"
 HELP = "check a DB plugin: setup, clients, faults, status and teardown on a small cluster"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from jepsen_py.spec import DEFAULT_DB, READ_MODES
-
     parser.epilog = ("example: jepsen-py db-check --db mypkg.db:MyDB --db-option reads=replica. "
                      "Exit codes: 0 every declared step works, 1 one does not, 254 bad arguments.")
     parser.add_argument("--db", default=DEFAULT_DB, metavar="MODULE:CLASS",
@@ -50,9 +52,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_spec(args: argparse.Namespace) -> TestSpec:
-    from jepsen_py import spec as specmod
-    from jepsen_py.plugins import canonical_db, check_db_flags
-
     db = canonical_db(args.db)
     backend = args.backend or default_backend()
     spec = TestSpec(
@@ -88,8 +87,6 @@ def print_report(report: Report, console: Console | None = None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jepsen_py.backends import KINDS
-
     spec = build_spec(args)
     kind = KINDS.get(spec.backend)
     if kind is not None and kind.simulated:

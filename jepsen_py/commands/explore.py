@@ -20,18 +20,24 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from jepsen_py.backends import simulator
+from jepsen_py.backends import is_simulated, simulator
+from jepsen_py.bugs import check_bugs
 from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_INVALID, EXIT_VALID, BadInput
 from jepsen_py.explore import schedule as sched
 from jepsen_py.explore.harden import Rate, harden, in_kind_key, kind_rates, steadier_kinds, timing_seeds
 from jepsen_py.explore.search import Search, Trial, primary_kind
 from jepsen_py.explore.shrink import Shrinker
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, Space
+from jepsen_py.explore.system import SimSystem
+from jepsen_py.files import DIR_MODE, make_dirs
 from jepsen_py.flags import check_room, path_text
 from jepsen_py.lifetime import signal_name, signals_raise
 from jepsen_py.numbers import MAX_SECONDS, integer, number
 from jepsen_py.numbers import seed as seed_type
-from jepsen_py.store import DIR_MODE, make_dirs, write_text_atomic
+from jepsen_py.plugins import builtin_workloads
+from jepsen_py.postrun import CLI_POST_RUN
+from jepsen_py.spec import READ_MODES, parse_list
+from jepsen_py.store import timestamp, write_text_atomic
 
 NAME = "explore"
 HELP = "search fault schedules in simulation for a failing run, with no hint where; shrink what fails"
@@ -83,15 +89,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _names(values: list[str] | None) -> list[str]:
-    from jepsen_py.spec import parse_list
-
     return parse_list(values)
 
 
 def build_space(args: argparse.Namespace) -> Space:
-    from jepsen_py.commands.run import workload_registry
-
-    registry = workload_registry()
+    registry = builtin_workloads()
     workloads = _names(args.workload) or [w for w in DEFAULT_WORKLOADS if w in registry]
     for w in workloads:
         if w not in DEFAULT_WORKLOADS:
@@ -106,7 +108,6 @@ def build_space(args: argparse.Namespace) -> Space:
         if f not in FAMILY_NAMES:
             raise BadInput(f"--nemesis: {f!r} is not a fault family (choose from {', '.join(FAMILY_NAMES)}, "
                            "or none)")
-    from jepsen_py.spec import READ_MODES
 
     read_modes = _names(args.read_mode) or list(SAFE_READ_MODES)
     for m in read_modes:
@@ -124,15 +125,6 @@ def _replace(space: Space, **kw: Any) -> Space:
     from dataclasses import replace
 
     return replace(space, **kw)
-
-
-def check_bugs(bugs: list[str]) -> None:
-    from jepsen_py.sim.run import known_bugs
-
-    known = known_bugs()
-    for b in bugs:
-        if b not in known:
-            raise BadInput(f"--bug {b}: unknown bug (choose from {', '.join(known)})")
 
 
 @dataclass
@@ -210,8 +202,6 @@ class _View:
 def run(args: argparse.Namespace) -> int:
     import secrets
 
-    from jepsen_py.backends import is_simulated
-    from jepsen_py.explore.system import SimSystem
 
     if not is_simulated(args.backend):
         raise BadInput(f"--backend {args.backend}: explore runs trials in simulation only (--backend sim); "
@@ -221,7 +211,6 @@ def run(args: argparse.Namespace) -> int:
     check_bugs(bugs)
     space = build_space(args)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
-    from jepsen_py.store import timestamp
 
     check_room("--results-dir", args.results_dir)
     out_dir = Path(args.results_dir) / "explore" / timestamp()
@@ -463,7 +452,6 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
     if harden_budget > 0 and best.nemesis_events and report.reproduced:
         best, kind = _harden(best, kind, system, report, harden_budget, result.path if result else [], fdir)
     best = best.with_events(best.events, anomaly=kind)
-    from jepsen_py.analysis import CLI_POST_RUN
 
     final = system.replay(best, keep=fdir, post_run=CLI_POST_RUN, name="shrunk")
     if final.run_dir is not None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import time
 
+from jepsen_py.backends.docker import docker_client
+from jepsen_py.backends.image import ROUTES, ImageRecipe, default_route, ensure_image, image_exists
+
 NAME = "image"
 HELP = "build the Docker node image (cached by the hash of its inputs) and print its tag"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from jepsen_py.backends.image import ROUTES, default_route
-
     parser.add_argument("--image-base", choices=ROUTES, default=default_route(),
                         help="debootstrap (Debian packages + docker import; no registry needed) or "
                              "debian (FROM debian:bookworm-slim; needs a pull). Default from "
@@ -25,10 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jepsen_py.backends.image import ImageRecipe, ensure_image, image_exists
-
     recipe = ImageRecipe(args.image_base)
-    from jepsen_py.backends.docker import docker_client
 
     client = docker_client()
     cached = image_exists(client, recipe.tag) and not args.rebuild

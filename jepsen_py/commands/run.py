@@ -1,15 +1,9 @@
-"""`jepsen-py run`: build a test from names (workload, nemeses, db, backend) and run it.
-
-Registries are imported here, lazily, so the controller works (and its tests run) whatever state
-the workload, nemesis and cluster packages are in.
-"""
+"""`jepsen-py run`: build a test from names (workload, nemeses, db, backend) and run it."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
-import importlib.util
 import logging
 import signal
 import sys
@@ -19,12 +13,32 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py import spec as specmod
+from jepsen_py import store
 from jepsen_py.backends import BACKENDS, add_backend_arguments, backend_kind, backend_options, get_backend
+from jepsen_py.bugs import check_bugs
 from jepsen_py.dbversion import db_version
 from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, BadInput, RunInterrupted
+from jepsen_py.explore.rerun import run_schedule
 from jepsen_py.flags import check_output_file, check_room, path_text
+from jepsen_py.junit import write_junit_outcomes
+from jepsen_py.plugins import (
+    build_nemesis,
+    build_workload,
+    builtin_workloads,
+    check_db_flags,
+    check_nemesis_names,
+    check_workload_name,
+    declared_bugs,
+    load_db,
+)
+from jepsen_py.postrun import CLI_POST_RUN
+from jepsen_py.progress import print_summary
 from jepsen_py.protocols import TestSpec
+from jepsen_py.runner import run_test
+from jepsen_py.seeds import run_seed
+from jepsen_py.spec import DEFAULT_DB, db_options_text
 from jepsen_py.verdict import exit_code, merge
+from jepsen_py.workloads import add_workload_arguments, workload_options
 
 NAME = "run"
 HELP = "run a test: provision nodes, drive clients and faults, record and check the history"
@@ -46,82 +60,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "builds are aggregated apart (default: for our cluster the git describe "
                              "of the uploaded code, else unversioned)")
     add_backend_arguments(parser)
-    for module, hook, _ in _OPTION_HOOKS:
-        fn = _hook(module, hook)
-        if fn is not None:
-            fn(parser)
-
-
-# Packages that add their own `run` flags: (module, adds the flags, collects their values into
-# TestSpec.options). Both hooks are optional; the packages are ours and always present, so a failed
-# import is an error, never a silently missing flag.
-_OPTION_HOOKS = (
-    ("jepsen_py.workloads", "add_workload_arguments", "workload_options"),
-    ("jepsen_py.nemeses", "add_nemesis_arguments", "nemesis_options"),
-)
-
-
-def _hook(module: str, name: str) -> Any:
-    mod = importlib.import_module(module)
-    fn = getattr(mod, name, None)
-    return fn if callable(fn) else None
+    add_workload_arguments(parser)
 
 
 def collect_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Everything that goes into TestSpec.options: backend, workload and nemesis flags."""
+    """Everything that goes into TestSpec.options: backend and workload flags."""
     options = backend_options(args)
-    for module, _, collect in _OPTION_HOOKS:
-        fn = _hook(module, collect)
-        if fn is not None:
-            options.update(fn(args) or {})
+    options.update(workload_options(args) or {})
     return options
-
-
-def workload_registry() -> dict[str, Any]:
-    try:
-        mod = importlib.import_module("jepsen_py.workloads")
-    except ModuleNotFoundError:
-        return {}
-    return dict(getattr(mod, "WORKLOADS", {}) or {})
-
-
-def nemesis_names() -> list[str]:
-    try:
-        mod = importlib.import_module("jepsen_py.nemeses")
-    except ModuleNotFoundError:
-        return []
-    return list(getattr(mod, "NEMESES", []) or [])
 
 
 def check_names(spec: TestSpec) -> None:
     """Unknown workload, nemesis or backend: one line naming it and the choices. Outside ones
     (MODULE:NAME or an entry point) are looked up by jepsen_py.plugins."""
-    from jepsen_py.plugins import check_db_flags, check_nemesis_names, check_workload_name
-
     check_db_flags(spec)
-    check_workload_name(spec.workload, workload_registry())
+    check_workload_name(spec.workload, builtin_workloads())
     check_nemesis_names(list(spec.nemesis))
     if spec.backend not in BACKENDS:
         raise BadInput(f"--backend: unknown backend {spec.backend!r} (choose from {', '.join(BACKENDS)})")
-    check_bugs(spec)
+    check_db_bugs(spec)
 
 
-def check_bugs(spec: TestSpec) -> None:
+def check_db_bugs(spec: TestSpec) -> None:
     """--bug names the DB does not know: refused before anything is provisioned. A DB declares its
     bugs with a `known_bugs()` static method; one that declares none takes no --bug at all."""
     if not spec.bugs:
         return
-    from jepsen_py.plugins import load_object, plugin_call
 
-    cls = load_object(spec.db, option="--db")
-    declared = getattr(cls, "known_bugs", None)
-    known: tuple[Any, ...] = ()
-    if callable(declared):
-        known = plugin_call("--db", spec.db, "known_bugs()", lambda: tuple(declared()))
-    unknown = [b for b in spec.bugs if b not in known]
-    if unknown:
-        raise BadInput(f"--bug: unknown bug {', '.join(map(repr, unknown))} for {spec.db} "
-                       f"(known: {', '.join(known) or 'none'})")
+    check_bugs(spec.bugs, declared_bugs(spec.db), db=spec.db)
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -138,14 +104,11 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
     """One run: the workload, db, nemesis and backend built fresh from the spec's names."""
-    from jepsen_py.analysis import CLI_POST_RUN
-    from jepsen_py.plugins import build_nemesis, build_workload, load_db
-    from jepsen_py.runner import run_test
 
     own_run = backend_kind(spec.backend).run_function()
     if own_run is not None:  # a backend that builds its own cluster (the simulator, in virtual time)
         return own_run(spec, post_run=CLI_POST_RUN, show_progress=show_progress)
-    workload = build_workload(spec, workload_registry())
+    workload = build_workload(spec, builtin_workloads())
     db = load_db(spec.db, spec)
     nemesis, nemesis_gen = build_nemesis(list(spec.nemesis), spec)
     backend = get_backend(spec.backend, spec)
@@ -156,19 +119,10 @@ def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
 
 def db_label(spec: TestSpec) -> str:
     """What configured the DB, for the summary's title: its options and read mode, "" if neither."""
-    from jepsen_py.spec import DEFAULT_DB, db_options_text
-
     parts = [db_options_text(spec.db_options)]
     if spec.read_mode is not None and spec.db != DEFAULT_DB:
         parts.append(f"read-mode={spec.read_mode}")
     return ", ".join(p for p in parts if p)
-
-
-def write_junit(outcomes: list[Any], path: Path) -> None:
-    """The JUnit report: one suite per run, each with its verdict (jepsen_py.junit)."""
-    from jepsen_py.junit import RunReport, write_junit_runs
-
-    write_junit_runs([RunReport(o.results, Path(o.run_dir)) for o in outcomes], path)
 
 
 @contextlib.contextmanager
@@ -194,32 +148,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from jepsen_py.progress import print_summary
-
     if args.schedule is not None:
-        from jepsen_py.explore.rerun import run_schedule
-
         check_outputs(args)
 
-        return run_schedule(args)
+        return run_schedule(args, CLI_POST_RUN)
 
     spec = specmod.from_args(args, collect_options(args))
     spec.options["db_version"] = db_version(spec.db, args.db_version)
     check_names(spec)
     backend_kind(spec.backend).check_args(args)
     check_outputs(args)
-    from jepsen_py import store
 
     store.remove_stale_temps(spec.results_dir)
     outcomes = []
     for i in range(spec.test_count):
-        s = specmod.with_seed(spec, spec.seed + i) if i else spec
+        s = specmod.with_seed(spec, run_seed(spec.seed, i)) if i else spec
         try:
             outcome = build_and_run(s, show_progress=not args.no_progress)
         except RunInterrupted as e:
             # The interrupted run's verdict is unknown: a gate that reads only the report sees it.
             if args.junit_xml:
-                write_junit([*outcomes, e], Path(args.junit_xml))
+                write_junit_outcomes([*outcomes, e], Path(args.junit_xml))
             raise
         outcomes.append(outcome)
         if outcome.exit_code == EXIT_BAD_INPUT:
@@ -227,7 +176,7 @@ def _run(args: argparse.Namespace) -> int:
             # line, and no point in running the remaining tests.
             print(f"jepsen-py: {outcome.error} (run stored in {outcome.run_dir})", file=sys.stderr)
             if args.junit_xml:  # a gate reading only the report sees this run's unknown verdict too
-                write_junit(outcomes, Path(args.junit_xml))
+                write_junit_outcomes(outcomes, Path(args.junit_xml))
             return EXIT_BAD_INPUT
         title = f"{s.name} (seed {s.seed}{'; ' + db_label(s) if db_label(s) else ''})"
         if spec.test_count > 1:
@@ -242,7 +191,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"overall: {str(merged).lower()} over {len(outcomes)} runs ({valid_n} valid, "
               f"{invalid_n} invalid, {len(outcomes) - valid_n - invalid_n} unknown)")
     if args.junit_xml:
-        write_junit(outcomes, Path(args.junit_xml))
+        write_junit_outcomes(outcomes, Path(args.junit_xml))
     failures = [o.exit_code for o in outcomes if o.exit_code in (EXIT_BAD_INPUT, EXIT_FRAMEWORK)]
     if failures:
         return max(failures)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from jepsen_py.errors import BadInput
 from jepsen_py.flags import path_text
 from jepsen_py.numbers import MAX_SECONDS, integer, number
+from jepsen_py.web import IDLE_TIMEOUT_S, MAX_CONNECTIONS, make_server, server_url
 
 NAME = "serve"
 HELP = "serve a web UI over the results directory: every run, newest first, with its pictures and files"
@@ -31,9 +33,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jepsen_py.errors import BadInput
-    from jepsen_py.web import IDLE_TIMEOUT_S, MAX_CONNECTIONS, make_server, server_url
-
     if not 0 <= args.port <= 65535:
         raise BadInput(f"--port {args.port}: not a TCP port (0-65535)")
     server = make_server(args.results_dir, args.host, args.port, allow_hosts=tuple(args.allow_host),

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from jepsen_py import matrix as mx
+from jepsen_py import store
 from jepsen_py.backends import backend_kind, is_simulated, simulator
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import check_room, path
@@ -154,8 +155,6 @@ def _run_sim(cells: list[mx.Cell], bugs: list[str] | None, args: argparse.Namesp
     table, summary and exit code; the correct build also over the sweep, with --correct-runs runs
     in all."""
     from dataclasses import replace
-
-    from jepsen_py import store
 
     smx = backend_kind(args.backend).matrix_runner()
     assert smx is not None  # is_simulated: the simulator's kind has one

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from jepsen_py.errors import BadInput, FrameworkFailure
 from jepsen_py.flags import path_text
 
 NAME = "timeline"
@@ -23,7 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from jepsen_py.checkers.pictures.render import render_run
-    from jepsen_py.errors import BadInput, FrameworkFailure
 
     path = Path(args.run_dir)
     if not path.is_dir():

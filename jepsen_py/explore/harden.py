@@ -32,7 +32,6 @@ whose tail was overwritten).
 from __future__ import annotations
 
 import json
-import random
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
@@ -41,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from jepsen_py.explore.schedule import Event, Schedule
 from jepsen_py.explore.search import severity_rank
 from jepsen_py.nemeses.faults import KILL, PAUSE_F
+from jepsen_py.seeds import timing_rng
 
 #: How many nodes each target hits, narrowest first (leader, one and random hit one node).
 TARGET_WIDTH: dict[str, int] = {"leader": 0, "one": 0, "random": 0, "minority": 1, "majority": 2, "all": 3}
@@ -90,7 +90,7 @@ class HardenResult:
 
 def timing_seeds(schedule: Schedule, n: int = TIMINGS) -> list[int]:
     """`n` timing seeds, fixed for a schedule (so a rate measured twice is the same rate)."""
-    rng = random.Random(f"timing:{schedule.seed}")
+    rng = timing_rng(schedule.seed)
     return [rng.getrandbits(48) for _ in range(n)]
 
 

@@ -22,6 +22,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from jepsen_py.checkers.crash import CrashChecker
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule
 from jepsen_py.generator import AnyOf, Context, Generator, Pending, Sleep, Step, Template, lift
 from jepsen_py.history import Op
@@ -192,8 +193,6 @@ def watch_after_heal(gen: Generator | None, hold: float) -> Generator:
 def watch_after_heal_s() -> float:
     """How long a real-backend replay observes the cluster after the heal: a second more than the
     crash checker needs to call a node still silent then down for good."""
-    from jepsen_py.checkers.crash import CrashChecker
-
     return CrashChecker().down_at_end / 1e9 + 1.0
 
 

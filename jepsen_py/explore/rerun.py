@@ -20,11 +20,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from jepsen_py.analysis import PostRun
+from jepsen_py.backends import backend_kind, default_backend
 from jepsen_py.errors import EXIT_BAD_INPUT, BadInput
 from jepsen_py.explore import schedule as sched
 from jepsen_py.explore.replay import REAL_MARGIN_S, for_real_backend
 from jepsen_py.explore.schedule import Schedule
 from jepsen_py.explore.system import anomaly_kinds, replay_in_kind, replay_run, run_real, run_sim, spec_for
+from jepsen_py.junit import write_junit_outcomes
+from jepsen_py.matrix import DEFAULT_EXPECTATIONS, TUNED, load_expectations
+from jepsen_py.progress import print_summary
+from jepsen_py.spec import TIME_LIMIT, check_size
 
 # `run` flags a schedule decides; given together with --schedule they are refused, not ignored.
 _DEFINED_BY_SCHEDULE = (("nemesis", "--nemesis"), ("bug", "--bug"), ("nodes", "--nodes"),
@@ -33,14 +39,14 @@ _DEFINED_BY_SCHEDULE = (("nemesis", "--nemesis"), ("bug", "--bug"), ("nodes", "-
                         ("db_option", "--db-option"))
 
 
-def run_schedule(args: argparse.Namespace) -> int:
+def run_schedule(args: argparse.Namespace, post_run: Sequence[PostRun] = ()) -> int:
+    """`run --schedule`: the schedule replayed on the backend asked for; `post_run` as for a run."""
     for attr, flag in _DEFINED_BY_SCHEDULE:
         if getattr(args, attr, None) is not None:
             raise BadInput(f"{flag}: the schedule file decides this (drop {flag} or --schedule)")
     if getattr(args, "test_count", 1) != 1:
         raise BadInput("--test-count: a schedule is one run (replay it again for another)")
     s = sched.load(args.schedule)
-    from jepsen_py.backends import backend_kind, default_backend
 
     backend = args.backend or default_backend()
     simulated = backend_kind(backend).simulated
@@ -48,17 +54,14 @@ def run_schedule(args: argparse.Namespace) -> int:
     played = s if simulated else for_real_backend(s)
     check_played(s, played, args.schedule, override=bool(getattr(args, "ignore_machine_limits", False)))
     spec = spec_for(played, backend=backend, results_dir=Path(args.results_dir), name=name, db=args.db)
-    from jepsen_py.analysis import CLI_POST_RUN
-
     if simulated:
-        outcome: Any = replay_run(s, spec, run_sim, CLI_POST_RUN)
+        outcome: Any = replay_run(s, spec, run_sim, post_run)
     else:
         print(f"replaying on {backend}: {_plan(s, played)}")
-        outcome = replay_in_kind(s, spec, run_real, CLI_POST_RUN)
+        outcome = replay_in_kind(s, spec, run_real, post_run)
     if outcome.exit_code == EXIT_BAD_INPUT:
         print(f"jepsen-py: {outcome.error} (run stored in {outcome.run_dir})", file=sys.stderr)
         return EXIT_BAD_INPUT
-    from jepsen_py.progress import print_summary
 
     print_summary(valid=outcome.valid, invokes=outcome.invokes, oks=outcome.oks, anomalies=outcome.anomalies,
                   run_dir=outcome.run_dir, checkers=outcome.results.get("checkers"), error=outcome.error,
@@ -67,9 +70,7 @@ def run_schedule(args: argparse.Namespace) -> int:
     if s.anomaly:
         print(replay_verdict(s, kinds, documented_kinds(s.bugs)))
     if args.junit_xml:
-        from jepsen_py.commands.run import write_junit
-
-        write_junit([outcome], Path(args.junit_xml))
+        write_junit_outcomes([outcome], Path(args.junit_xml))
     return int(outcome.exit_code)
 
 
@@ -77,8 +78,6 @@ def check_played(s: Schedule, played: Schedule, where: str, *, override: bool = 
     """What the replay runs within what `run` allows from its flags: the machine's node and client
     limits (--ignore-machine-limits lifts them, as for a run), and a main phase no longer than
     --time-limit's bound once a real backend's replay has stretched it."""
-    from jepsen_py.spec import TIME_LIMIT, check_size
-
     for x in (s, played):
         check_size(len(x.nodes), x.concurrency, override=override, where=where)
     if played is not s:
@@ -88,8 +87,6 @@ def check_played(s: Schedule, played: Schedule, where: str, *, override: bool = 
 def documented_kinds(bugs: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """For each of `bugs`, the anomaly kinds test-all counts as detecting it (its own cell in the
     expectations file); empty when the file cannot be read: the replay then judges by kind alone."""
-    from jepsen_py.matrix import DEFAULT_EXPECTATIONS, TUNED, load_expectations
-
     wanted = set(bugs)
     try:
         cells = load_expectations(DEFAULT_EXPECTATIONS, quick=False)

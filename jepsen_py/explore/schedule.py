@@ -20,8 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.errors import BadInput, quote
+from jepsen_py.files import make_dirs
 from jepsen_py.nemeses.faults import FAULTS
+from jepsen_py.nemeses.targets import TARGETS
 from jepsen_py.nodenames import check_node_name
+from jepsen_py.numbers import MAX_SECONDS, check
+from jepsen_py.spec import CONCURRENCY, NEMESIS_INTERVAL, NODE_COUNT, RATE, READ_MODES, SEED, TIME_LIMIT
+from jepsen_py.store import write_text
+from jepsen_py.workloads import min_nodes
 
 FORMAT = "jepsen-py-schedule"
 VERSION = 1
@@ -171,8 +177,6 @@ class Schedule:
     def min_nodes(self) -> int:
         """The fewest nodes this schedule still means the same thing on: what its workload's recorded
         ops need (a create asking for three copies is refused by a smaller cluster)."""
-        from jepsen_py.workloads import min_nodes
-
         return min_nodes(self.workload, len(self.nodes))
 
     def families(self) -> list[str]:
@@ -186,8 +190,6 @@ class Schedule:
 
     def fault_targets(self) -> list[str]:
         """The targets named by pause and kill ops (what --fault-targets must allow)."""
-        from jepsen_py.nemeses.targets import TARGETS
-
         out: list[str] = []
         for e in self.nemesis_events:
             if e.f in ("pause", "kill") and e.value in TARGETS and e.value not in out:
@@ -226,8 +228,6 @@ def _order(e: Event) -> tuple[float, int, str]:
 
 
 def save(schedule: Schedule, path: Path) -> Path:
-    from jepsen_py.store import make_dirs, write_text
-
     make_dirs(path.parent)
     write_text(path, json.dumps(schedule.to_json(), indent=1, sort_keys=False) + "\n")
     return path
@@ -275,8 +275,6 @@ def _check_depth(data: Any, where: str) -> None:
 def from_json(data: Any, *, where: str = "schedule") -> Schedule:
     """A schedule from parsed JSON: every field checked, every number within the bound its `run` flag
     has, every size within what a schedule holds."""
-    from jepsen_py.spec import CONCURRENCY, NEMESIS_INTERVAL, NODE_COUNT, RATE, SEED, TIME_LIMIT
-
     if not isinstance(data, dict):
         raise BadInput(f"{where}: a schedule is a JSON object")
     _check_depth(data, where)
@@ -301,7 +299,6 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
         raise BadInput(f"{where}: concurrency must be >= 1, got {concurrency}")
     CONCURRENCY.check(f"{where}: concurrency", concurrency)
     read_mode = data.get("read_mode", "read-index")
-    from jepsen_py.spec import READ_MODES
 
     if read_mode not in READ_MODES:
         raise BadInput(f"{where}: read_mode {quote(read_mode)} (choose from {', '.join(READ_MODES)})")
@@ -396,8 +393,6 @@ def _finite(v: Any) -> bool:
 
 def _seconds(name: str, v: Any) -> float:
     """A recorded test time: within the week every duration of a test is bounded by."""
-    from jepsen_py.numbers import MAX_SECONDS, check
-
     return float(check(name, v, lo=-MAX_SECONDS, hi=MAX_SECONDS))
 
 

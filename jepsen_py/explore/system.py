@@ -12,7 +12,6 @@ import contextlib
 import json
 import logging
 import os
-import random
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -20,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from jepsen_py.backends import is_simulated, simulator
+from jepsen_py.backends import get_backend, is_simulated, simulator
 from jepsen_py.explore.coverage import features
 from jepsen_py.explore.replay import (
     REAL_MARGIN_S,
@@ -41,7 +40,14 @@ from jepsen_py.explore.space import Config, nemesis_events
 from jepsen_py.generator import Context, Generator, Step
 from jepsen_py.generator import rate as limit_rate
 from jepsen_py.history import Op
+from jepsen_py.matrix import anomaly_kinds as kinds
+from jepsen_py.plugins import build_nemesis, build_workload, builtin_workloads, load_db
 from jepsen_py.protocols import TestSpec
+from jepsen_py.runner import run_test
+from jepsen_py.seeds import recorder_rng
+from jepsen_py.sim.loop import Scheduler
+from jepsen_py.sim.run import TIMING_SEED
+from jepsen_py.sim.run import run_sim as sim
 from jepsen_py.spec import DEFAULT_DB, DEFAULT_RATE
 from jepsen_py.store import LATEST
 from jepsen_py.workload import Workload
@@ -62,17 +68,12 @@ def run_sim(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
             post_run: Sequence[Any]) -> Outcome:
     """One run in the simulator, with our workload and nemesis schedule (a node caught in an endless
     loop is stopped by the simulator's livelock watchdog instead of hanging the run)."""
-    from jepsen_py.sim.run import run_sim as sim
-
     return sim(spec, workload=workload, nemesis_generator=nemesis_generator, post_run=post_run)  # type: ignore[no-any-return]
 
 
 def run_real(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
              post_run: Sequence[Any]) -> Outcome:
     """One run on a real backend (docker, ssh, local) through the ordinary runner."""
-    from jepsen_py.backends import get_backend
-    from jepsen_py.plugins import build_nemesis, load_db
-    from jepsen_py.runner import run_test
 
     db = load_db(spec.db, spec)
     nemesis, _ = build_nemesis(list(spec.nemesis), spec)
@@ -82,8 +83,6 @@ def run_real(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
 
 
 def anomaly_kinds(results: dict[str, Any]) -> dict[str, int]:
-    from jepsen_py.matrix import anomaly_kinds as kinds
-
     return kinds(results)
 
 
@@ -103,10 +102,7 @@ def spec_for(s: Schedule, *, backend: str, results_dir: Path, name: str, db: str
 
 
 def _build_workload(spec: TestSpec) -> Workload:
-    from jepsen_py.commands.run import workload_registry
-    from jepsen_py.plugins import build_workload
-
-    return build_workload(spec, workload_registry())
+    return build_workload(spec, builtin_workloads())
 
 
 def replay_run(s: Schedule, spec: TestSpec, run: RunFn, post_run: Sequence[Any] = (), *,
@@ -150,11 +146,7 @@ def _timer_slack(spec: TestSpec) -> float:
     """How late the simulator's timers fire (0 on a real backend: a replay there is not exact)."""
     if not is_simulated(spec.backend):
         return 0.0
-    try:
-        from jepsen_py.sim.loop import Scheduler
-    except ImportError:
-        return 0.0
-    return float(getattr(Scheduler, "TIMER_SLACK_S", 0.0))
+    return Scheduler.TIMER_SLACK_S
 
 
 def _discard(run_dir: Path) -> None:
@@ -290,7 +282,7 @@ class SimSystem:
             spec.fault_targets = list(config.targets)
         workload = _build_workload(spec)
         clock, tape, final = PhaseClock(), Tape(), Tape()
-        private = random.Random(config.seed ^ 0x5EED)
+        private = recorder_rng(config.seed)
         workload.generator = Recorder(limit_rate(rate, workload.generator), clock, tape, rng=private)
         if workload.final_generator is not None:
             workload.final_generator = Recorder(workload.final_generator, PhaseClock(), final, timed=False,
@@ -315,8 +307,6 @@ class SimSystem:
     def replay_timed(self, schedule: Schedule, timing_seed: int) -> dict[str, int]:
         """The anomaly kinds of `schedule` replayed in kind (as a real backend replays it), in the
         simulator under `timing_seed`; the run is not kept."""
-        from jepsen_py.sim.run import TIMING_SEED
-
         spec = spec_for(for_real_backend(schedule), backend=simulator(), results_dir=self.work_dir,
                         name=self._name(), db=self.db, base={TIMING_SEED: timing_seed})
         with self._running(spec):

@@ -10,6 +10,9 @@ from pathlib import Path
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import INFO, INVOKE, NEMESIS, SAMPLE_PROCESSES, Op, load_jsonl, mismatch
+from jepsen_py.importers.edn import read_edn_history
+from jepsen_py.importers.jepsen_log import read_jepsen_log
+from jepsen_py.importers.porcupine_kv import read_porcupine_kv
 from jepsen_py.inputfile import open_input
 
 FORMATS = ("auto", "jsonl", "edn", "jepsen-log", "porcupine-kv")
@@ -60,16 +63,10 @@ def load_history(path: Path | str, fmt: str = "auto", *, allow_truncated: bool =
             dropped.append(loaded.torn)
         ops, lines = loaded.ops, loaded.lines
     elif fmt == "edn":
-        from jepsen_py.importers.edn import read_edn_history
-
         ops = read_edn_history(path, lines, allow_truncated=allow_truncated, dropped=dropped)
     elif fmt == "jepsen-log":
-        from jepsen_py.importers.jepsen_log import read_jepsen_log
-
         ops = read_jepsen_log(path, lines, allow_truncated=allow_truncated, dropped=dropped)
     else:
-        from jepsen_py.importers.porcupine_kv import read_porcupine_kv
-
         ops = read_porcupine_kv(path, lines, allow_truncated=allow_truncated, dropped=dropped)
     if not ops:
         raise BadInput(f"{path}: no operations found (read as {fmt}): not a history")

@@ -25,10 +25,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from jepsen_py import cluster
 from jepsen_py.cluster.bugs import NAMES as BUG_NAMES
-from jepsen_py.cluster.node import READ_MODES
+from jepsen_py.cluster.client import ClusterClient, ClusterError, Timeout
+from jepsen_py.cluster.readmodes import READ_MODES
 from jepsen_py.errors import BadInput, FrameworkFailure
+from jepsen_py.nemeses.clock import FAKETIME_NAME, faketime_env, faketime_file, offset_text
 from jepsen_py.protocols import Client, Remote, Test, TestSpec
+from jepsen_py.seeds import node_seed
+from jepsen_py.workloads import cluster_client
 
 
 class RaftMetadataDB:
@@ -79,8 +84,6 @@ class RaftMetadataDB:
         return self._path(test, node, "node.out")
 
     def faketime_file(self, test: Test, node: str) -> str:
-        from jepsen_py.nemeses.clock import faketime_file
-
         return faketime_file(self.dir(test, node))
 
     def _remote(self, test: Test, node: str) -> Remote:
@@ -99,7 +102,7 @@ class RaftMetadataDB:
                 "--data-dir", self._path(test, node, "data"),
                 "--client-port", str(self.CLIENT_PORT), "--client-host", "0.0.0.0",
                 "--read-mode", self.spec.read_mode, "--log-file", self.logfile(test, node),
-                "--seed", str(self.spec.seed * 1000 + test.nodes.index(node))]
+                "--seed", str(node_seed(self.spec.seed, test.nodes.index(node)))]
         for bug in self.spec.bugs:
             argv += ["--bug", bug]
         return argv
@@ -109,8 +112,6 @@ class RaftMetadataDB:
         once, so setting up a node is a single upload."""
         with self._lock:
             if self._stage is None:
-                from jepsen_py import cluster
-                from jepsen_py.nemeses.clock import FAKETIME_NAME, offset_text
 
                 self._stage_tmp = tempfile.TemporaryDirectory(prefix="jepsen-py-db-")
                 root = Path(self._stage_tmp.name) / "node"
@@ -138,8 +139,6 @@ class RaftMetadataDB:
         self._launch(test, node)
 
     def _launch(self, test: Test, node: str) -> None:
-        from jepsen_py.nemeses.clock import faketime_env
-
         env = {**faketime_env(self.faketime_file(test, node)),
                "PYTHONPATH": self._path(test, node, "code"), "PYTHONUNBUFFERED": "1"}
         self._remote(test, node).start_daemon(
@@ -178,8 +177,6 @@ class RaftMetadataDB:
         The observer asks every node ~10 times a second, so each thread keeps one connection per
         node; a cached connection that fails gets one retry on a fresh one before the node counts
         as silent (it may have been restarted, which closes the old connection)."""
-        from jepsen_py.raftdb.client import ClusterClient, ClusterError, Timeout
-
         if test.backend is None:
             return None
         cache: dict[str, ClusterClient] = self._clients.__dict__.setdefault("by_node", {})
@@ -230,6 +227,4 @@ class RaftMetadataDB:
         return [self.logfile(test, node), self.outfile(test, node)]
 
     def client(self, workload: str) -> Client:
-        from jepsen_py.workloads import cluster_client
-
         return cluster_client(workload, self)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jepsen_py import cluster
-from jepsen_py.raftdb.client import ClusterClient, ClusterError
+from jepsen_py.cluster.client import ClusterClient, ClusterError
 
 HOST = "127.0.0.1"
 #: the directory holding the `cluster` package: where `python3 -m cluster.node` is started

@@ -2,7 +2,7 @@
 over a simulated network.
 
 Requests and answers go through the same pure functions as on Docker (workloads.client.request /
-answered / refused, jepsen_py.raftdb.client.outcome), so an op is sent as the same frame and its answer
+answered / refused, jepsen_py.cluster.client.outcome), so an op is sent as the same frame and its answer
 classified by the same rules: a returned answer is ok; a refusal, or a node that cannot be reached,
 is fail; no answer within the timeout, or a stream lost after sending, is info.
 """
@@ -13,12 +13,12 @@ import asyncio
 import itertools
 from typing import Any
 
+from jepsen_py.cluster.client import ClusterError, Timeout, Unavailable, outcome
 from jepsen_py.cluster.framing import MAX_PEER_FRAME, FrameError, encode, read_frame
 from jepsen_py.cluster.io import Network, StreamWriter
 from jepsen_py.errors import BadInput
 from jepsen_py.history import Op
 from jepsen_py.protocols import Test
-from jepsen_py.raftdb.client import ClusterError, Timeout, Unavailable, outcome
 from jepsen_py.workloads.client import FS, MetadataClient, answered, refused, request
 
 

@@ -21,6 +21,7 @@ from typing import Any, NoReturn, TypeVar
 
 from jepsen_py.cluster.io import NodeEnv
 from jepsen_py.cluster.node import Node, NodeConfig, NodeLog, StartupError
+from jepsen_py.seeds import node_seed
 
 from .clock import EPOCH, SimClock
 from .disk import DiskProfile, SimDisk
@@ -46,7 +47,7 @@ def sim_node_config(name: str, nodes: list[str], seed: int, **overrides: Any) ->
         "data_dir": f"/data/{name}",
         "client_port": CLIENT_PORT,
         "client_host": "0.0.0.0",
-        "seed": seed * 1000 + nodes.index(name),
+        "seed": node_seed(seed, nodes.index(name)),
     }
     fields.update(overrides)
     return NodeConfig(**fields)

@@ -29,9 +29,19 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py import matrix as mx
+from jepsen_py import spec as specmod
+from jepsen_py.cli import build_parser
+from jepsen_py.commands import run as runcmd
+from jepsen_py.dbversion import db_version
 from jepsen_py.errors import BadInput, JepsenError
 from jepsen_py.lifetime import die_with_parent
+from jepsen_py.plugins import build_nemesis
+from jepsen_py.seeds import run_seed
+from jepsen_py.sim.backend import check_args
+from jepsen_py.sim.nemesis import SUPPORTED
 from jepsen_py.sim.progress import SimStatus
+from jepsen_py.sim.run import run_sim
+from jepsen_py.workloads import CLUSTER_WORKLOADS
 
 #: the read modes a correct build must be linearizable under (`local` is unsafe by design)
 SAFE_READ_MODES = ("read-index", "lease")
@@ -97,8 +107,6 @@ class Planned:
 def sweep_cells(time_limit: float, nemesis_interval: float) -> list[mx.Cell]:
     """The correct build under every workload our cluster serves x every nemesis the simulator
     models (and none) x every safe read mode."""
-    from jepsen_py.sim.nemesis import SUPPORTED
-    from jepsen_py.workloads import CLUSTER_WORKLOADS
 
     return [mx.Cell(bug=mx.CORRECT, workload=w, nemesis=n, read_mode=mode, time_limit=time_limit,
                     nemesis_interval=nemesis_interval)
@@ -108,8 +116,6 @@ def sweep_cells(time_limit: float, nemesis_interval: float) -> list[mx.Cell]:
 def runnable(cells: list[mx.Cell], node_count: int) -> tuple[list[mx.Cell], list[str]]:
     """The cells whose runs `jepsen-py run` accepts at this node count, and one line for each left
     out (partition-ring needs at least 4 nodes): a sweep skips what the cluster size cannot carry."""
-    from jepsen_py.plugins import build_nemesis
-
     keep: list[mx.Cell] = []
     skipped: list[str] = []
     for c in cells:
@@ -144,11 +150,6 @@ _VERSION: dict[str, str] = {}
 
 def spec_for(flags: list[str]) -> Any:
     """The TestSpec `jepsen-py run FLAGS` would build, checked as it checks it (BadInput if not)."""
-    from jepsen_py import spec as specmod
-    from jepsen_py.cli import build_parser
-    from jepsen_py.commands import run as runcmd
-    from jepsen_py.dbversion import db_version
-    from jepsen_py.sim.backend import check_args
 
     try:
         args = build_parser().parse_args(["run", *flags])
@@ -168,8 +169,6 @@ def run_cell_sim(cell: mx.Cell, iteration: int, results_dir: Path, matrix: str, 
                  wall_limit_s: float | None = None) -> SimRunRecord:
     """Runs one cell once in the simulator, in this process, and reads back its verdict; a run past
     `wall_limit_s` wall seconds is stopped and recorded as failed (its results.json says why)."""
-    from jepsen_py.sim.run import run_sim
-
     name = f"{matrix}-{cell.label}"
     t0 = time.monotonic()
     rec = SimRunRecord(cell=cell.label, iteration=iteration, exit_code=255, verdict="framework-failure",
@@ -255,10 +254,11 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
             status = SimStatus(cell.time_limit)
             on_run(cell, i, None, status)
             try:
-                rec = run_cell_sim(cell, i, results_dir, matrix, node_count, seed + i, status, limit(cell))
+                rec = run_cell_sim(cell, i, results_dir, matrix, node_count, run_seed(seed, i), status,
+                                   limit(cell))
             except Exception as e:  # the controller broke: record it, keep the matrix going
                 rec = SimRunRecord(cell=cell.label, iteration=i, exit_code=255, verdict="framework-failure",
-                                   wall_s=0.0, seed=seed + i, error=f"{type(e).__name__}: {e}"[:300])
+                                   wall_s=0.0, seed=run_seed(seed, i), error=f"{type(e).__name__}: {e}"[:300])
             finish(k, cell, i, rec)
         return tally()
 
@@ -270,7 +270,8 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
                                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         futures = {}
         for k, cell, i in jobs:
-            fut = pool.submit(_in_child, cell, i, results_dir, matrix, node_count, seed + i, limit(cell))
+            fut = pool.submit(_in_child, cell, i, results_dir, matrix, node_count, run_seed(seed, i),
+                              limit(cell))
             futures[fut] = (k, cell, i)
         for _, cell, i in jobs[:parallel]:
             on_run(cell, i, None, None)
@@ -281,7 +282,7 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
                 rec = fut.result()
             except Exception as e:  # the worker process died
                 rec = SimRunRecord(cell=cell.label, iteration=i, exit_code=255, verdict="framework-failure",
-                                   wall_s=0.0, seed=seed + i, error=f"{type(e).__name__}: {e}"[:300])
+                                   wall_s=0.0, seed=run_seed(seed, i), error=f"{type(e).__name__}: {e}"[:300])
             finish(k, cell, i, rec)
             if pending:
                 _, nxt_cell, nxt_i = pending.pop(0)

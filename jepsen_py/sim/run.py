@@ -33,13 +33,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from jepsen_py.analysis import PostRun
+from jepsen_py.bugs import check_bugs, node_bugs
 from jepsen_py.errors import BadInput
 from jepsen_py.generator import Generator
 from jepsen_py.nodenames import check_node_names
+from jepsen_py.plugins import build_nemesis, builtin_workloads
+from jepsen_py.plugins import build_workload as build
 from jepsen_py.protocols import TestSpec
+from jepsen_py.raftdb import RaftMetadataDB
+from jepsen_py.references import canonical_db
 from jepsen_py.runner import run_test
+from jepsen_py.seeds import cluster_seed
 from jepsen_py.sim.backend import SimBackend
 from jepsen_py.sim.client import SimClient
+from jepsen_py.sim.cluster import CONTROLLER, SimCluster, sim_node_config
 from jepsen_py.sim.engine import SimEngine, SimOutcome
 from jepsen_py.sim.interrupts import between_events
 from jepsen_py.sim.nemesis import SimDB, SimNemesis, check_names
@@ -53,44 +60,20 @@ SIM_DB = "jepsen_py.raftdb:RaftMetadataDB"
 
 def check_spec(spec: TestSpec) -> None:
     """One line (exit 254) for what the simulator cannot honour, before anything is created."""
-    from jepsen_py.plugins import canonical_db
-
     if canonical_db(spec.db) != SIM_DB:
         raise BadInput(f"--db {spec.db}: the simulator runs this project's cluster only ({SIM_DB})")
     if spec.leave_db_running:
         raise BadInput("--leave-db-running: simulated nodes end with the run; there is nothing to leave "
                        "running (--backend sim)")
     check_names(spec.nemesis)
-    known = known_bugs()
-    unknown = [b for b in spec.bugs if b not in known]
-    if unknown:
-        raise BadInput(f"--bug {unknown[0]}: unknown bug (choose from {', '.join(known)})")
+    check_bugs(spec.bugs, db=spec.db)
     if spec.concurrency < 1:
         raise BadInput(f"concurrency must be at least 1, got {spec.concurrency}")
     check_node_names(spec.nodes, "nodes")
-    from jepsen_py.sim.cluster import CONTROLLER
 
     if CONTROLLER in spec.nodes:
         raise BadInput(f"nodes: {CONTROLLER!r} is the simulator's own name for the controller; "
                        f"name the node otherwise")
-
-
-def known_bugs() -> tuple[str, ...]:
-    """The seed bugs the node knows (its registry, cluster.bugs; older builds list them in node)."""
-    try:
-        from jepsen_py.cluster.bugs import NAMES
-    except ImportError:
-        from jepsen_py.cluster.node import KNOWN_BUGS as NAMES  # type: ignore[attr-defined,no-redef]
-    return tuple(NAMES)
-
-
-def node_bugs(names: Sequence[str]) -> Any:
-    """The node's bug setting for `names` (the Bugs record; older builds took the names)."""
-    try:
-        from jepsen_py.cluster.bugs import Bugs
-    except ImportError:
-        return tuple(names)
-    return Bugs.parse(names)
 
 
 # spec.options key: a seed for the simulated cluster's own randomness alone (network delays, disk,
@@ -103,8 +86,6 @@ TIMING_SEED = "sim_timing_seed"
 def make_cluster(spec: TestSpec) -> Any:
     """The simulated cluster for `spec`: its nodes configured as RaftMetadataDB starts them on Docker
     (ports, per-node seeds; the read mode and bugs asked for)."""
-    from jepsen_py.sim.cluster import SimCluster, sim_node_config
-
     nodes = list(spec.nodes)
     bugs = node_bugs(spec.bugs)
 
@@ -112,19 +93,11 @@ def make_cluster(spec: TestSpec) -> Any:
         return sim_node_config(node, nodes, spec.seed, read_mode=spec.read_mode, bugs=bugs)
 
     timing = spec.options.get(TIMING_SEED)
-    return SimCluster(spec.seed if timing is None else int(timing), nodes, config)
+    return SimCluster(cluster_seed(spec.seed, timing), nodes, config)
 
 
 def build_workload(spec: TestSpec) -> Workload:
-    from jepsen_py.plugins import build_workload as build
-
-    try:
-        from jepsen_py import workloads
-    except ModuleNotFoundError:
-        known: dict[str, Any] = {}
-    else:
-        known = dict(workloads.WORKLOADS)
-    return build(spec, known)
+    return build(spec, builtin_workloads())
 
 
 def run_sim(spec: TestSpec, *, workload: Workload | None = None,
@@ -141,8 +114,6 @@ def run_sim(spec: TestSpec, *, workload: Workload | None = None,
     any other failure is in the outcome."""
     wall0, cpu0 = time.monotonic(), time.process_time()
     check_spec(spec)
-    from jepsen_py.plugins import build_nemesis
-    from jepsen_py.raftdb import RaftMetadataDB
 
     if workload is None:
         workload = build_workload(spec)

@@ -15,13 +15,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from jepsen_py.spark.aggregate import render_table, run_aggregate
+from jepsen_py.spark.session import get_session
+
+from jepsen_py.errors import JepsenError
+
 
 def main(argv: list[str] | None = None) -> int:
-    from jepsen_py.spark.aggregate import render_table, run_aggregate
-    from jepsen_py.spark.session import get_session
-
-    from jepsen_py.errors import JepsenError
-
     ap = argparse.ArgumentParser(prog="aggregate_job.py", description=__doc__.splitlines()[0],
                                  allow_abbrev=False)
     ap.add_argument("results_dir", type=Path)

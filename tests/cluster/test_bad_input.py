@@ -11,11 +11,11 @@ import sys
 import time
 
 import pytest
+from jepsen_py.cluster.client import ClusterClient, InvalidRequest
 from jepsen_py.cluster.framing import MAX_CLIENT_FRAME, FrameDecoder, encode
 from jepsen_py.cluster.realio import OSDisk
 from jepsen_py.cluster.wal import WAL_NAME
 
-from jepsen_py.raftdb.client import ClusterClient, InvalidRequest
 from jepsen_py.raftdb.local import HOST, REPO_ROOT, LocalCluster
 
 DISK = OSDisk()

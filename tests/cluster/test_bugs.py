@@ -12,13 +12,13 @@ import time
 
 import pytest
 from jepsen_py.cluster.bugs import BUGS, NAMES, Bugs
+from jepsen_py.cluster.client import AlreadyExists, ClusterError, Unavailable
 from jepsen_py.cluster.node import Node, NodeConfig
 from jepsen_py.cluster.raft.messages import MSG_APP, MSG_APP_RESP, HardState
 from jepsen_py.cluster.realio import OSDisk, real_env
 from jepsen_py.cluster.state_machine import MetadataState, round_robin_leader
 from jepsen_py.cluster.wal import WAL
 
-from jepsen_py.raftdb.client import AlreadyExists, ClusterError, Unavailable
 from jepsen_py.raftdb.local import LocalCluster
 from tests.cluster.test_transport import Endpoint, app, peers, until
 

@@ -11,9 +11,9 @@ import threading
 import time
 
 from jepsen_py.checkers.linearizable import Budget, check, get_model
+from jepsen_py.cluster.client import ClusterError
 
 from jepsen_py.history import FAIL, INFO, INVOKE, OK, Op
-from jepsen_py.raftdb.client import ClusterError
 from jepsen_py.raftdb.local import LocalCluster
 
 SECONDS = 10.0

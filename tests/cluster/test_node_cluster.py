@@ -6,9 +6,9 @@ import threading
 import time
 
 import pytest
+from jepsen_py.cluster.client import AlreadyExists, ClusterError, InvalidRequest
 from jepsen_py.cluster.framing import encode
 
-from jepsen_py.raftdb.client import AlreadyExists, ClusterError, InvalidRequest
 from jepsen_py.raftdb.local import LocalCluster
 
 TICK_MS = 50

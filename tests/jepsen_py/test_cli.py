@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jepsen_py.workloads import WORKLOADS
 
 from jepsen_py import cli
-from jepsen_py.commands import run as runcmd
 from jepsen_py.errors import EnvironmentProblem
 from jepsen_py.history import read_history, validate
 from jepsen_py.protocols import TestSpec
@@ -83,7 +83,7 @@ def use_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     def factory(spec: TestSpec) -> Any:
         return register_workload(final=True)
 
-    monkeypatch.setattr(runcmd, "workload_registry", lambda: {"register": factory})
+    monkeypatch.setitem(WORKLOADS, "register", factory)
 
 
 def fake_run(tmp_path: Path, *extra: str) -> list[str]:
@@ -234,9 +234,9 @@ def test_an_environment_problem_is_one_line_254_after_cleanup(
 DRIVER = """
 import sys
 from jepsen_py import cli
-from jepsen_py.commands import run as runcmd
+from jepsen_py.workloads import WORKLOADS
 from tests.jepsen_py.fakes import register_workload
-runcmd.workload_registry = lambda: {"register": lambda spec: register_workload()}
+WORKLOADS["register"] = lambda spec: register_workload()
 sys.exit(cli.main(sys.argv[1:]))
 """
 

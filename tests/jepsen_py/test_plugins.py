@@ -63,7 +63,7 @@ class _RaisingGenerator(_Raises):
 
 
 def test_plugin_hooks_that_raise_are_one_line_naming_the_plugin(tmp_path: Path) -> None:
-    from jepsen_py.commands.run import check_bugs
+    from jepsen_py.commands.run import check_db_bugs
     from jepsen_py.plugins import build_nemesis, check_capabilities
 
     spec = make_spec(tmp_path)
@@ -77,7 +77,7 @@ def test_plugin_hooks_that_raise_are_one_line_naming_the_plugin(tmp_path: Path) 
         check_capabilities(FakeDB(spec), _Raises(), db_name="fake")
     assert str(e.value) == "--nemesis: _Raises: needs() raised RuntimeError: needs boom"
     with pytest.raises(BadInput) as e:
-        check_bugs(make_spec(tmp_path, db=f"{__name__}:_Raises", bugs=["x"]))
+        check_db_bugs(make_spec(tmp_path, db=f"{__name__}:_Raises", bugs=["x"]))
     assert str(e.value) == f"--db: {__name__}:_Raises: known_bugs() raised RuntimeError: bugs boom"
 
 

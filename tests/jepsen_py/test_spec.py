@@ -118,3 +118,13 @@ def test_without_a_docker_engine_the_default_backend_is_local(tmp_path, monkeypa
     assert specmod.from_args(parse()).backend == "local"
     assert specmod.from_args(parse("--backend", "docker")).backend == "docker"  # explicit wins
 
+
+
+def test_the_spec_takes_the_read_modes_without_the_node_daemon():
+    import subprocess
+    import sys
+
+    code = ("import sys, jepsen_py.spec\n"
+            "print(sorted(m for m in sys.modules if m.startswith('jepsen_py.cluster')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "jepsen_py.cluster.readmodes" in out and "jepsen_py.cluster.node'" not in out

@@ -23,7 +23,7 @@ def _code(argv: list[str]) -> int:
 
 @pytest.mark.parametrize("argv, message", [
     (["--backend", "docker"], "explore runs trials in simulation only"),
-    (["--bug", "no-such-bug"], "--bug no-such-bug: unknown bug"),
+    (["--bug", "no-such-bug"], "--bug: unknown bug 'no-such-bug'"),
     (["--workload", "register"], "'register' cannot be explored"),
     (["--nemesis", "flood"], "'flood' is not a fault family"),
     (["--read-mode", "eventual"], "unknown read mode 'eventual'"),

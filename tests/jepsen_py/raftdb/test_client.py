@@ -6,9 +6,9 @@ import socket
 import threading
 
 import pytest
+from jepsen_py.cluster.client import ClusterClient, NotLeader, ProtocolError, Timeout, Unavailable
 from jepsen_py.cluster.framing import FrameDecoder, encode
 
-from jepsen_py.raftdb.client import ClusterClient, NotLeader, ProtocolError, Timeout, Unavailable
 from jepsen_py.raftdb.local import HOST, free_ports
 
 

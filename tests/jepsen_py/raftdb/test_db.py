@@ -7,6 +7,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from jepsen_py.cluster.client import ClusterClient
 from jepsen_py.nemeses.clock import ClockNemesis
 from jepsen_py.nemeses.partition import PartitionNemesis
 
@@ -14,7 +15,6 @@ from jepsen_py.backends.docker import DockerBackend
 from jepsen_py.errors import BadInput
 from jepsen_py.history import Op
 from jepsen_py.raftdb import RaftMetadataDB
-from jepsen_py.raftdb.client import ClusterClient
 from tests.nemeses.support import make_spec, make_test
 
 NODES = ["n1", "n2", "n3"]

@@ -8,7 +8,8 @@ Jepsen's three kinds:
 - NotLeader, Unavailable, AlreadyExists, InvalidRequest: the op definitely did not take effect (fail);
 - Timeout (and ProtocolError after a request was sent): it may or may not have (info).
 
-Standard library only, like the node, so it also runs inside a node container.
+Standard library only, like the node (it lives beside the server it speaks to), so it also runs inside a
+node container and the controller imports it without the DB.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import select
 import socket
 from typing import Any
 
-from jepsen_py.cluster.framing import MAX_PEER_FRAME, FrameDecoder, FrameError, encode
+from .framing import MAX_PEER_FRAME, FrameDecoder, FrameError, encode
 
 
 class ClusterError(Exception):
