@@ -8,9 +8,14 @@ second figure is the one that holds on a loaded machine), events and delivered c
 simulated second, and with --profile the functions the time goes to.
 
 `--compare REV` measures the code of git revision REV (exported to a temporary directory) and this
-checkout side by side, alternating, each in its own interpreter, so that both see the same load:
+checkout side by side, alternating, each in its own interpreter, so that both see the same load.
+On a machine shared with other work, CPU seconds vary by 10-20% from run to run, which hides smaller
+gains: `--instructions` compares instead the instructions each side executes per simulated second
+(valgrind's callgrind: a run of 1 and of 3 simulated seconds, the difference halved, so that startup
+and the election are left out), which the load does not move:
 
-    python3 bench/bench_sim.py [--seconds 60] [--rate 0] [--seed 1] [--profile] [--compare REV [--rounds 3]]
+    python3 bench/bench_sim.py [--seconds 60] [--rate 0] [--seed 1] [--profile]
+                               [--compare REV [--rounds 3] [--instructions]]
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import cProfile
 import os
 import pstats
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -105,12 +111,45 @@ def run_one(root: str, args: argparse.Namespace) -> tuple[float, float, str]:
     return float(m.group(1)), float(m.group(2)), out
 
 
+COLLECTED = re.compile(r"Collected : (\d+)")
+
+
+def instructions_per_second(root: str, args: argparse.Namespace) -> float:
+    """Instructions the checkout at `root` executes per steady simulated second (callgrind)."""
+    counts = []
+    for seconds in (1, 3):
+        argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                os.path.join(root, "bench", "bench_sim.py"), "--seconds", str(seconds),
+                "--rate", str(args.rate), "--seed", str(args.seed)]
+        err = subprocess.run(argv, cwd=root, capture_output=True, text=True, check=True).stderr
+        m = COLLECTED.search(err)
+        if m is None:
+            raise RuntimeError(f"no instruction count from callgrind for {root}:\n{err[-2000:]}")
+        counts.append(int(m.group(1)))
+    return (counts[1] - counts[0]) / 2
+
+
+def compare_instructions(old: str, args: argparse.Namespace) -> int:
+    if shutil.which("valgrind") is None:
+        print("bench_sim: --instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
+        return 254
+    ir = {name: instructions_per_second(root, args) for name, root in (("old", old), ("new", ROOT))}
+    for name in ("old", "new"):
+        print(f"{name} ({args.compare if name == 'old' else 'this checkout'}): "
+              f"{ir[name] / 1e6:.1f} M instructions per simulated s")
+    fewer = 100 * (1 - ir["new"] / ir["old"])
+    print(f"speed-up: {ir['old'] / ir['new']:.3f}x ({fewer:.1f}% fewer instructions)")
+    return 0
+
+
 def compare(args: argparse.Namespace) -> int:
     """Old (git revision args.compare) against new (this checkout), alternating rounds."""
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as old:
         archive = subprocess.run(["git", "-C", ROOT, "archive", args.compare], capture_output=True,
                                  check=True)
         subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
+        if args.instructions:
+            return compare_instructions(old, args)
         figures: dict[str, list[tuple[float, float]]] = {"old": [], "new": []}
         reports: dict[str, str] = {}
         for _ in range(args.rounds):
@@ -139,7 +178,11 @@ def main() -> int:
     p.add_argument("--profile", action="store_true", help="print the top functions by own time")
     p.add_argument("--compare", metavar="REV", help="also measure git revision REV, side by side")
     p.add_argument("--rounds", type=int, default=3, help="with --compare: runs of each, alternating")
+    p.add_argument("--instructions", action="store_true",
+                   help="with --compare: instructions per simulated second (callgrind), not CPU time")
     args = p.parse_args()
+    if args.instructions and not args.compare:
+        p.error("--instructions goes with --compare REV")
     if args.compare:
         return compare(args)
 

@@ -102,16 +102,26 @@ async def read_frame(reader: asyncio.StreamReader, max_size: int) -> dict[str, A
     JSON object.
     """
     buf: bytearray | None = getattr(reader, "_buffer", None)  # asyncio.StreamReader's
-    if buf is not None and len(buf) > HEADER.size and reader.exception() is None:
-        # the whole frame is usually buffered already: taken in one slice, as the two readexactly
-        # calls below would take it, without their two coroutines (a frame per peer message)
-        (length,) = HEADER.unpack_from(buf)
-        end = HEADER.size + length
-        if len(buf) >= end and length <= max_size:
-            payload = bytes(buf[HEADER.size:end])
-            del buf[:end]
-            reader._maybe_resume_transport()  # type: ignore[attr-defined]
-            return decode_payload(payload)
+    if buf is not None:
+        # The whole frame is taken in one slice from the reader's buffer once it is there, as the
+        # two readexactly calls below would take it, without their coroutines (a frame per peer
+        # message); until then the reader's own wait for data is awaited, which readexactly would
+        # await as often. An error, an end of stream or an oversized frame is left to the
+        # readexactly path below, which says what is wrong.
+        while reader.exception() is None:
+            if len(buf) >= HEADER.size:
+                (length,) = HEADER.unpack_from(buf)
+                if length > max_size:
+                    break
+                end = HEADER.size + length
+                if len(buf) >= end:
+                    payload = bytes(buf[HEADER.size:end])
+                    del buf[:end]
+                    reader._maybe_resume_transport()  # type: ignore[attr-defined]
+                    return decode_payload(payload)
+            if getattr(reader, "_eof", True):
+                break
+            await reader._wait_for_data("read_frame")  # type: ignore[attr-defined]
     try:
         header = await reader.readexactly(HEADER.size)
     except asyncio.IncompleteReadError as e:

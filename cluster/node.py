@@ -375,8 +375,12 @@ class Node:
                 self._last_tick = now
                 self.schedule_ready()
             return
+        back = now < self._last_tick - interval
+        due = 0 if back else int((now - self._last_tick) / interval)
+        if not back and due <= 0:
+            return  # no tick due: the usual answer, on every input
         leading = self.raw.role() == LEADER
-        if now < self._last_tick - interval:
+        if back:
             # The clock went backwards (a clock fault). How much real time passed is unknown, so a
             # leader gives up its lease: an election timeout of ticks is spent at once (this is the
             # drift bound the lease-no-drift-bound bug drops; with it, a leader whose clock went back
@@ -395,9 +399,6 @@ class Node:
             # step late, and until then the node would tick only when some input came in.
             self._restart_ticker()
             self.schedule_ready()
-            return
-        due = int((now - self._last_tick) / interval)
-        if due <= 0:
             return
         cap = self.cfg.election_tick if leading else max(1, self.cfg.election_tick // 4)
         for _ in range(min(due, cap)):

@@ -21,7 +21,7 @@ import asyncio
 import collections
 import contextlib
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +78,15 @@ class PeerSender:
         self._work: asyncio.Future[None] | None = None
         self.connected = False
         self.task: asyncio.Task[None] | None = None
+        #: the stream while the pump waits for work with nothing queued: a message queued then is
+        #: written by _flush, a plain callback queued where the pump's wake-up would have been,
+        #: instead of waking the pump (a future, a task step and its coroutines per frame)
+        self._idle: StreamWriter | None = None
+        self._watcher: asyncio.Future[None] | None = None
+        self._flush_handle: asyncio.Handle | None = None
+        #: what _flush leaves the pump: a write that failed, or a drain that has to wait
+        self._failure: BaseException | None = None
+        self._draining: tuple[Coroutine[Any, Any, None], Any, list[Message]] | None = None
 
     def enqueue(self, msg: Message) -> None:
         """Queues `msg` for the ordered stream; on overflow drops it and tells the core."""
@@ -85,7 +94,48 @@ class PeerSender:
             self._lost([msg], "send queue full")
             return
         self.queue.append(msg)
+        if self._idle is not None:
+            if self._flush_handle is None:
+                self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
+            return
         self._wake()
+
+    def _flush(self) -> None:
+        """What the idle pump would do on waking: writes the queue as one frame and drains, at the
+        same point of the loop's order. Whatever the pump does otherwise on waking (the peer closed
+        the stream, the transport stops, the write failed, the drain must wait) is left to it."""
+        self._flush_handle = None
+        writer, watcher = self._idle, self._watcher
+        if writer is None or not self.queue:
+            return
+        if self.t.closing or watcher is None or watcher.done():
+            self._wake()
+            return
+        batch = self._take_all()
+        writer.write(encode({"m": [m.to_wire() for m in batch]}))
+        self.t.stats.sent += len(batch)
+        self.t.stats.frames_sent += 1
+        drain = writer.drain()
+        try:
+            waiting = drain.send(None)
+        except StopIteration:
+            self._sent(batch)
+            if watcher.done():
+                self._wake()
+            return
+        except BaseException as e:
+            if isinstance(e, OSError | ConnectionError):
+                self._lost(batch, "write failed")
+            self._idle, self._failure = None, e
+            self._wake()
+            return
+        self._idle, self._draining = None, (drain, waiting, batch)
+        self._wake()
+
+    def _sent(self, batch: list[Message]) -> None:
+        for m in batch:
+            if m.type == MSG_SNAP:
+                self.t.on_snapshot_status(self.peer, False)
 
     def _wake(self, _watcher: object = None) -> None:
         w = self._work
@@ -143,12 +193,14 @@ class PeerSender:
             backoff = BACKOFF_MIN
             watcher = asyncio.ensure_future(self._watch_eof(reader))
             watcher.add_done_callback(self._wake)
+            self._watcher = watcher
             try:
                 writer.write(encode({"hello": {"node": self.t.node_id, "cluster_id": self.t.cluster_id}}))
                 await self._pump(writer, watcher)
             except (OSError, ConnectionError) as e:
                 self.t.log(f"transport: stream to {self.peer} broke: {e}")
             finally:
+                self._idle = self._watcher = None
                 self.connected = False
                 self.t.stats.per_peer_connected[self.peer] = False
                 watcher.cancel()
@@ -190,7 +242,23 @@ class PeerSender:
             if not self.queue:
                 if watcher.done():
                     raise ConnectionError("peer closed the stream")
-                await self._wait_for_work()
+                self._idle = writer
+                try:
+                    await self._wait_for_work()
+                finally:
+                    self._idle = None
+                failure, self._failure = self._failure, None
+                if failure is not None:
+                    raise failure
+                if self._draining is not None:
+                    drain, waiting, batch = self._draining
+                    self._draining = None
+                    try:
+                        await _resume(drain, waiting)
+                    except (OSError, ConnectionError):
+                        self._lost(batch, "write failed")
+                        raise
+                    self._sent(batch)
                 if watcher.done():
                     raise ConnectionError("peer closed the stream")
                 continue
@@ -204,9 +272,7 @@ class PeerSender:
                 # the batch may or may not have arrived: report it lost, the core re-probes
                 self._lost(batch, "write failed")
                 raise
-            for m in batch:
-                if m.type == MSG_SNAP:
-                    self.t.on_snapshot_status(self.peer, False)
+            self._sent(batch)
             if watcher.done():
                 raise ConnectionError("peer closed the stream")
 
@@ -237,6 +303,30 @@ class PeerSender:
             if now >= end or (now < start and self.queue):
                 return
             await self._wait_for_work(end - now)
+
+
+async def _resume(coro: Coroutine[Any, Any, None], waiting: Any) -> None:
+    """Runs to its end a coroutine already stepped once (by send(None)) that yielded `waiting`:
+    awaits what it waits for and resumes it, as the task that awaited it would have."""
+    while True:
+        try:
+            if waiting is None:  # a bare yield (asyncio.sleep(0))
+                await asyncio.sleep(0)
+            else:
+                # what a Task does with a future its coroutine yields (a future still marked as
+                # blocking refuses a second await)
+                waiting._asyncio_future_blocking = False
+                await waiting
+        except BaseException as e:
+            try:
+                waiting = coro.throw(e)
+            except StopIteration:
+                return
+            continue
+        try:
+            waiting = coro.send(None)
+        except StopIteration:
+            return
 
 
 class Transport:

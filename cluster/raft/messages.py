@@ -283,10 +283,15 @@ class Message(NamedTuple):
             raise MessageDecodeError("message reject must be a boolean")
         if context is not None and context.__class__ is not str:
             raise MessageDecodeError(f"field 'context' must be a string or null, got {context!r}")
+        # one test for the usual message's numbers; _uint names the first bad field, in field order
+        if (term.__class__ is not int or log_term.__class__ is not int or index.__class__ is not int
+                or term < 0 or log_term < 0 or index < 0):
+            _uint(term, "term"), _uint(log_term, "log_term"), _uint(index, "index")
+        ents = tuple([Entry.from_wire(e) for e in entries]) if entries else ()
+        if commit.__class__ is not int or reject_hint.__class__ is not int or commit < 0 or reject_hint < 0:
+            _uint(commit, "commit"), _uint(reject_hint, "reject_hint")
         return Message(
-            mtype, src, dst, _uint(term, "term"), _uint(log_term, "log_term"), _uint(index, "index"),
-            tuple([Entry.from_wire(e) for e in entries]) if entries else (),
-            _uint(commit, "commit"), reject, _uint(reject_hint, "reject_hint"), context,
+            mtype, src, dst, term, log_term, index, ents, commit, reject, reject_hint, context,
             None if snap is None else Snapshot.from_dict(snap),
         )
 

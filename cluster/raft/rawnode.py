@@ -168,21 +168,24 @@ class RawNode:
         prev = self._prev_soft
         # the record is built only when the role or leader moved (ready() runs after every input)
         soft = None if (r.lead == prev.leader and r.state == prev.role) else r.soft_state()
-        hard = r.hard_state()
-        prev_hard = self._prev_hard
         log = r.raft_log
+        term, vote, commit = r.term, r.vote, log.committed
+        prev_hard = self._prev_hard
+        # the record is built only when the hard state moved (it does not in most Readies)
+        vote_moved = term != prev_hard.term or vote != prev_hard.vote
+        hard = (HardState(term, vote, commit) if (vote_moved or commit != prev_hard.commit)
+                and (term or vote is not None or commit) else None)
         snap = log.unstable.snapshot
         entries = tuple(log.unstable.entries)
         rd = Ready(
             soft_state=soft,
-            hard_state=None if hard == prev_hard or hard.is_empty() else hard,
+            hard_state=hard,
             entries=entries,
             snapshot=snap,
             messages=tuple(r.msgs),
-            committed_entries=tuple(log.next_committed_entries()),
+            committed_entries=tuple(log.next_committed_entries()) if log.committed > log.applied else (),
             read_states=tuple(r.read_states),
-            must_sync=(hard.term != prev_hard.term or hard.vote != prev_hard.vote or bool(entries)
-                       or snap is not None),
+            must_sync=vote_moved or bool(entries) or snap is not None,
         )
         r.msgs = []
         r.read_states = []
@@ -206,7 +209,7 @@ class RawNode:
             r.raft_log.applied_to(rd.snapshot.index)
         if rd.committed_entries:
             r.raft_log.applied_to(rd.committed_entries[-1].index)
-        r.reduce_uncommitted_size(sum(1 for e in rd.committed_entries if e.data is not None))
+            r.reduce_uncommitted_size(sum(1 for e in rd.committed_entries if e.data is not None))
 
     # ---- introspection ----
 

@@ -6,7 +6,7 @@ import asyncio
 import json
 
 import pytest
-from jepsen_py.cluster.framing import HEADER, MAX_PEER_FRAME, FrameDecoder, encode, read_frame
+from jepsen_py.cluster.framing import HEADER, MAX_PEER_FRAME, FrameDecoder, FrameError, encode, read_frame
 
 
 def test_encode_is_compact_json_behind_its_length_and_reads_back():
@@ -102,3 +102,40 @@ def test_a_frame_arriving_while_the_reader_waits_is_read_whole_and_the_next_wait
         return [first, await waiting]
 
     assert asyncio.run(read()) == [{"n": 1}, {"n": 2}]
+
+
+def test_a_reader_that_waits_for_its_frame_needs_no_readexactly_and_edge_cases_still_say_why():
+    """Waiting for a frame awaits the reader's own wait for data, as often as readexactly would,
+    without its coroutine; an empty payload, an oversized frame and a cut stream still end as before."""
+
+    async def read() -> list[object]:
+        r = asyncio.StreamReader()
+        calls: list[int] = []
+        exact = r.readexactly
+
+        async def counted(n: int) -> bytes:
+            calls.append(n)
+            return await exact(n)
+
+        r.readexactly = counted  # type: ignore[method-assign]
+        frame = encode({"n": 1})
+        waiting = asyncio.ensure_future(read_frame(r, MAX_PEER_FRAME))
+        for i in range(len(frame)):  # a byte at a time: one wait per byte, then the frame
+            await asyncio.sleep(0)
+            assert not waiting.done()
+            r.feed_data(frame[i:i + 1])
+        got: list[object] = [await waiting, calls[:]]
+        r.feed_data(HEADER.pack(0))  # an empty payload is not a JSON object
+        with pytest.raises(FrameError, match="not valid JSON"):
+            await read_frame(r, MAX_PEER_FRAME)
+        r.feed_data(HEADER.pack(100))
+        with pytest.raises(FrameError, match="exceeds"):
+            await read_frame(r, 10)
+        r2 = asyncio.StreamReader()
+        r2.feed_data(frame[:6])
+        r2.feed_eof()
+        with pytest.raises(FrameError, match="inside a frame payload"):
+            await read_frame(r2, MAX_PEER_FRAME)
+        return got
+
+    assert asyncio.run(read()) == [{"n": 1}, []]

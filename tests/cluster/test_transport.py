@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import socket
 
@@ -13,6 +14,8 @@ from jepsen_py.cluster.realio import TCPNetwork
 from jepsen_py.cluster.transport import Transport
 
 from jepsen_py.raftdb.local import HOST, free_ports
+from jepsen_py.sim.loop import Scheduler, SimLoop
+from jepsen_py.sim.network import SEND_BUFFER, SimNetwork
 
 
 class Endpoint:
@@ -291,3 +294,102 @@ def test_sending_frames_on_an_open_stream_creates_no_task_per_frame():
             await b.t.stop()
 
     asyncio.run(main())
+
+
+def test_a_frame_for_an_idle_stream_is_written_without_waking_the_pump():
+    """A message queued while the pump waits with nothing to send is written by one plain callback
+    where the pump's wake-up would have been: the pump itself waits once, not once per frame."""
+
+    async def main():
+        ps = peers(2)
+        a, b = Endpoint("n1", ps), Endpoint("n2", ps)
+        await a.t.start()
+        await b.t.start()
+        try:
+            await until(lambda: a.t.connected()["n2"] and "n1" in b.t._incoming)
+            sender = a.t.senders["n2"]
+            waits = []
+            wait = sender._wait_for_work
+
+            async def counted(*args):
+                waits.append(args)
+                await wait(*args)
+
+            sender._wait_for_work = counted
+            await until(lambda: sender._idle is not None)
+            for i in range(1, 51):
+                a.t.send([app(i)])
+                await until(lambda: len(b.got) == i)  # noqa: B023
+            assert [m.entries[0].index for m in b.got] == list(range(1, 51))
+            assert a.t.stats.frames_sent >= 50 and a.t.stats.sent == 50
+            assert waits == []
+        finally:
+            await a.t.stop()
+            await b.t.stop()
+
+    asyncio.run(main())
+
+
+@contextlib.contextmanager
+def _sim_pair(seed: int = 1):
+    """Two transports, n1 and n2, on the simulated network, started and connected (the simulation
+    closed after, so that no coroutine of it is finalised later)."""
+    s = Scheduler(seed)
+    net = SimNetwork(s)
+    ps = {"n1": ("n1", 9093), "n2": ("n2", 9093)}
+    ends = {}
+    for nid in ps:
+        e = Endpoint.__new__(Endpoint)
+        e.got, e.unreachable, e.snap_status, e.logs = [], [], [], []
+        e.t = Transport(nid, "cid", ps, e.got.append, e.unreachable.append,
+                        lambda p, failed, e=e: e.snap_status.append((p, failed)), e.logs.append,
+                        net=net.for_host(nid), seed=0, max_queue=1_000_000)
+        ends[nid] = (e, SimLoop(s, nid))
+        s.run_until_complete(e.t.start(), ends[nid][1])
+    s.run_until(1.0)
+    (a, la), (b, _) = ends["n1"], ends["n2"]
+    assert a.t.connected()["n2"]
+    try:
+        yield s, net, a, la, b
+    finally:
+        s.close()
+
+
+def test_a_drain_that_must_wait_is_finished_by_the_pump_and_later_frames_follow_in_order():
+    with _sim_pair() as (s, net, a, la, b):
+        sender = a.t.senders["n2"]
+        assert sender._idle is not None
+        net.cut([("n1", "n2")])
+        big = [Message(type=MSG_APP, src="n1", dst="n2", term=1, log_term=1, index=i - 1,
+                       entries=(Entry(1, i, {"pad": "x" * 1000}),), commit=0) for i in range(1, 401)]
+        snap = Message(type=MSG_SNAP, src="n1", dst="n2", term=1, snapshot=Snapshot(index=400, term=1))
+        la.call_soon(a.t.send, big)  # > SEND_BUFFER in one frame: its drain has to wait
+        s.run_until(s.now + 0.01)
+        assert sender._idle is None and sender.queue == collections.deque()
+        assert net._pipes and sum(p.pending_bytes for p, _ in net._pipes.values()) > SEND_BUFFER
+        la.call_soon(a.t.send, [snap, app(401)])  # queued behind the waiting drain
+        s.run_until(s.now + 0.01)
+        assert len(sender.queue) == 2 and a.snap_status == []
+        s.call_at(s.now + 0.5, net.heal)
+        s.run_until(s.now + 1.0)
+        assert [m.type for m in b.got] == [MSG_APP] * 400 + [MSG_SNAP, MSG_APP]
+        assert a.snap_status == [("n2", False)] and a.unreachable == []
+        assert sender._idle is not None
+
+
+def test_a_write_that_fails_in_the_callback_is_reported_lost_and_the_stream_redialled():
+    with _sim_pair() as (s, net, a, la, b):
+        sender = a.t.senders["n2"]
+        [(c2s, _)] = [p for p in net._pipes.values() if p[0].src.host == "n1"]
+        # the stream broke, and the writer's drain is the first to tell (its reader does not know yet)
+        c2s.src.error = ConnectionResetError("reset by the test")
+        la.call_soon(a.t.send, [app(1)])
+        s.run_until(s.now + 1.0)
+        assert a.unreachable == ["n2"]
+        assert any("1 messages to n2 not delivered (write failed)" in line for line in a.logs), a.logs
+        assert any("stream to n2 broke: reset by the test" in line for line in a.logs), a.logs
+        assert a.t.stats.connects == 2 and a.t.connected()["n2"]
+        la.call_soon(a.t.send, [app(2)])
+        s.run_until(s.now + 1.0)
+        assert [m.entries[0].index for m in b.got] == [2]
+        assert sender._idle is not None
