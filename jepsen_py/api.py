@@ -177,7 +177,6 @@ def _workload(test: JepsenTest, spec: TestSpec) -> Workload:
 
 def build(test: JepsenTest) -> dict[str, Any]:
     """The live parts of a test: spec, db, workload, nemesis and its schedule, backend."""
-
     spec = test.spec()
     workload = _workload(test, spec)
     db = _db(test, spec)
@@ -189,7 +188,6 @@ def build(test: JepsenTest) -> dict[str, Any]:
 
 def run(test: JepsenTest) -> RunOutcome:
     """Runs the test once and returns its outcome (the verdict, results and run directory)."""
-
     parts = build(test)
     post = [step for step, on in ((render_pictures, test.pictures), (export_parquet, test.parquet)) if on]
     return run_test(parts["spec"], db=parts["db"], workload=parts["workload"], nemesis=parts["nemesis"],

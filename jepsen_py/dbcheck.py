@@ -402,7 +402,6 @@ def _processes(remote: Remote) -> set[str]:
 
 def check_real(spec: TestSpec, *, workloads: list[str] | None, timeout: float) -> Report:
     """The steps on a real backend for the DB spec.db names."""
-
     db = load_db(spec.db, spec)
     known = sorted(builtin_workloads())
     chosen = workloads or claimed_workloads(db, spec, known)
@@ -415,7 +414,6 @@ def check_sim(spec: TestSpec, *, workloads: list[str] | None, time_limit: float 
     """Our cluster in the simulator: a short run of each workload under kill and pause faults, each
     step read from its history (nothing is provisioned, so nothing can be left behind). The runs
     and the spec's check are the chosen backend kind's own (jepsen_py.backends)."""
-
     kind = backend_kind(spec.backend)
     run_sim = kind.run_function()
     if run_sim is None:

@@ -203,7 +203,6 @@ def check_nemesis_names(names: list[str]) -> None:
 
 def load_workload(ref: str, spec: TestSpec) -> Workload:
     """An outside workload, its generators checked op by op (generator.Checked)."""
-
     w = _construct(ref, "--workload", "a workload", spec)
     if not isinstance(w, Workload):
         raise BadInput(f"--workload: {ref}(spec) returned {type(w).__name__}, not a "
@@ -294,7 +293,6 @@ def nemesis_schedule(nem: Any, label: str, spec: TestSpec) -> Generator:
 
 def _family(name: str, start: str, stop: str) -> Family:
     """A schedule family that starts with op `start` and stops with op `stop`."""
-
     return Family(name, lambda rng: Template(start), lambda rng: Template(stop))
 
 

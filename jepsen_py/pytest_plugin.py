@@ -78,7 +78,6 @@ class JepsenRunner:
 
     def run(self, *, check: bool = True, **fields: Any) -> RunOutcome:
         """Runs the test; unless `check` is false, fails the pytest test when it is not valid."""
-
         try:
             outcome = run(self.test(**fields))
         except JepsenError as e:

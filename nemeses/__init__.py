@@ -70,7 +70,6 @@ def parse(names: list[str] | str) -> tuple[list[str], list[str]]:
 
 def build(names: list[str] | str, spec: TestSpec) -> tuple[Nemesis, Generator]:
     """The nemesis for `names` and its schedule (for the nemesis thread only)."""
-
     shapes, families = parse(names)
     if not shapes and not families:
         return NoopNemesis(), lift(None)

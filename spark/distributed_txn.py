@@ -62,7 +62,6 @@ def check_txn_distributed(
 ) -> dict[str, Any]:
     """checkers.elle.check's result for `ops`, with every key's inference on a Spark executor,
     plus "engine": "spark", "master", "partitions" and "keys". BadInput as the local check."""
-
     wanted = validated(workload, consistency_models)
     deadline = Deadline(time_s)
     until = time.time() + time_s

@@ -52,7 +52,6 @@ def replay_states(view: RunView, res: dict[str, Any], failure: dict[str, Any],
                   by_index: dict[int, Pair]) -> list[Any] | None:
     """The model state after each step of the longest linearization, or None when the replay
     through the named model does not reproduce the checker's reported end state."""
-
     order = [i for i in failure.get("longest_linearization") or [] if isinstance(i, int)]
     if not order:
         return []

@@ -62,7 +62,6 @@ def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:
 
     A history cut off mid-line is refused (254, naming the line) unless `allow_truncated`: then
     the intact lines before it are checked, with a warning."""
-
     spec = store.load_spec(run_dir)
     history_path = run_dir / store.HISTORY
     ops, lines, torn = load_history(history_path)

@@ -211,7 +211,6 @@ def _misfit(ops: list[Any], lines: list[int], args: argparse.Namespace, init: An
     """The one line for values the model cannot take (an append of a number to a string, a set
     read that is not a collection, an --init of the wrong shape): replays the ok ops in order from
     the initial state and names the first one the model chokes on."""
-
     why = f"{type(error).__name__}: {str(error)[:120]}"
     model = get_model(args.model, init, **_model_options(args, "jsonl"))
     line_of = {op.index: (lines[i] if i < len(lines) else "?") for i, op in enumerate(ops)}

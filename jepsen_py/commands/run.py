@@ -104,7 +104,6 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
     """One run: the workload, db, nemesis and backend built fresh from the spec's names."""
-
     own_run = backend_kind(spec.backend).run_function()
     if own_run is not None:  # a backend that builds its own cluster (the simulator, in virtual time)
         return own_run(spec, post_run=CLI_POST_RUN, show_progress=show_progress)

@@ -74,7 +74,6 @@ def run_sim(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
 def run_real(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
              post_run: Sequence[Any]) -> Outcome:
     """One run on a real backend (docker, ssh, local) through the ordinary runner."""
-
     db = load_db(spec.db, spec)
     nemesis, _ = build_nemesis(list(spec.nemesis), spec)
     return run_test(spec, db=db, workload=workload, nemesis=nemesis,  # type: ignore[no-any-return]

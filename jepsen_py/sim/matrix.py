@@ -107,7 +107,6 @@ class Planned:
 def sweep_cells(time_limit: float, nemesis_interval: float) -> list[mx.Cell]:
     """The correct build under every workload our cluster serves x every nemesis the simulator
     models (and none) x every safe read mode."""
-
     return [mx.Cell(bug=mx.CORRECT, workload=w, nemesis=n, read_mode=mode, time_limit=time_limit,
                     nemesis_interval=nemesis_interval)
             for w in CLUSTER_WORKLOADS for n in ("none", *SUPPORTED) for mode in SAFE_READ_MODES]
@@ -150,7 +149,6 @@ _VERSION: dict[str, str] = {}
 
 def spec_for(flags: list[str]) -> Any:
     """The TestSpec `jepsen-py run FLAGS` would build, checked as it checks it (BadInput if not)."""
-
     try:
         args = build_parser().parse_args(["run", *flags])
     except SystemExit as e:  # the parser printed its one line already
