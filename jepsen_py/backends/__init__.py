@@ -3,7 +3,9 @@
 Each name stands for a `BackendKind`, what the rest of the code asks instead of comparing names:
 whether the backend is simulated (virtual time in this process: a fault acts at once, a schedule
 replays exactly), and, for one that builds its own DB, clients and nemesis (the simulator), the
-function that runs a spec on it and the check of the command line it refuses.
+function that runs a spec on it and the check of the command line it refuses; and what a search
+(`jepsen-py explore`) asks of it: how late its timers fire and the spec option that redraws its
+timings under the same schedule.
 
 Implementations load lazily so `jepsen-py --help` and tests of other parts never import the docker
 SDK or paramiko. Backend-specific command-line options land in `TestSpec.options` (keyed by their
@@ -40,6 +42,12 @@ class BackendKind:
     checks_args: str | None = None
     #: provisions real nodes a DB is installed on (db-check tries its hooks there)
     provisions: bool = True
+    #: "module:attr[.attr]" of how late its timers fire, in seconds (an exact replay hands each op
+    #: out that much early); None: 0, a real backend's replay is not exact anyway
+    timer_slack: str | None = None
+    #: "module:attr" of the TestSpec.options key that draws its timings (delays, disks, entropy)
+    #: anew under the same seed; None: the backend's timings are the world's, never redrawn
+    timing_seed: str | None = None
 
     @property
     def faults_take_time(self) -> bool:
@@ -54,10 +62,19 @@ class BackendKind:
         if self.checks_args:
             _load(self.checks_args)(args)
 
+    def timer_slack_s(self) -> float:
+        return float(_load(self.timer_slack)) if self.timer_slack else 0.0
+
+    def timing_seed_key(self) -> str | None:
+        return str(_load(self.timing_seed)) if self.timing_seed else None
+
 
 def _load(ref: str) -> Any:
     module_name, attr = ref.split(":")
-    return getattr(importlib.import_module(module_name), attr)
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 KINDS: dict[str, BackendKind] = {k.name: k for k in (
@@ -66,7 +83,9 @@ KINDS: dict[str, BackendKind] = {k.name: k for k in (
     BackendKind("local", "jepsen_py.backends.local", "LocalBackend"),
     BackendKind("none", "jepsen_py.backends.none", "NoneBackend", provisions=False),
     BackendKind("sim", "jepsen_py.sim.backend", "SimBackend", simulated=True, provisions=False,
-                runs="jepsen_py.sim.run:run_sim", checks_args="jepsen_py.sim.backend:check_args"),
+                runs="jepsen_py.sim.run:run_sim", checks_args="jepsen_py.sim.backend:check_args",
+                timer_slack="jepsen_py.sim.loop:Scheduler.TIMER_SLACK_S",
+                timing_seed="jepsen_py.sim.run:TIMING_SEED"),
 )}
 
 # name -> (module, class); each class is constructed as Cls(spec).

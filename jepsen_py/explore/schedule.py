@@ -132,10 +132,17 @@ class Schedule:
     time_limit: float
     concurrency: int
     events: list[Event]
-    read_mode: str = "read-index"
+    # None for a DB that declares no read modes (plugins.read_modes)
+    read_mode: str | None = "read-index"
     bugs: list[str] = field(default_factory=list)
     nemesis_interval: float = 10.0
     options: dict[str, Any] = field(default_factory=dict)
+    # The DB's own settings the run had (--db-option KEY=VALUE): explore draws them from the values
+    # the DB declares (db_option_values()), so they are part of what was found
+    db_options: dict[str, str] = field(default_factory=dict)
+    # The real backend the schedule was recorded on (None: the simulator). Its offsets are then a
+    # real cluster's already: a replay anywhere real runs it as recorded, not stretched.
+    recorded_on: str | None = None
     # The final phase's ops (reads of every key on every node, after heal), in order.
     final: list[Event] = field(default_factory=list)
     # The anomaly kind this schedule shows, when it is a finding (what shrinking preserved).
@@ -205,6 +212,7 @@ class Schedule:
         changes.setdefault("nodes", list(self.nodes))
         changes.setdefault("bugs", list(self.bugs))
         changes.setdefault("options", dict(self.options))
+        changes.setdefault("db_options", dict(self.db_options))
         return replace(self, events=list(events), **changes)
 
     def to_json(self) -> dict[str, Any]:
@@ -214,6 +222,8 @@ class Schedule:
             "time_limit": self.time_limit, "concurrency": self.concurrency,
             "read_mode": self.read_mode, "bugs": list(self.bugs),
             "nemesis_interval": self.nemesis_interval, "options": dict(self.options),
+            **({"db_options": dict(self.db_options)} if self.db_options else {}),
+            **({"recorded_on": self.recorded_on} if self.recorded_on else {}),
             "anomaly": self.anomaly, "size": self.size(), "t0": self.t0,
             "events": [e.to_json() for e in self.events],
             "final": [e.to_json() for e in self.final],
@@ -303,8 +313,25 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
     read_mode = data.get("read_mode", "read-index")
     from jepsen_py.spec import READ_MODES
 
-    if read_mode not in READ_MODES:
-        raise BadInput(f"{where}: read_mode {quote(read_mode)} (choose from {', '.join(READ_MODES)})")
+    if read_mode is not None and read_mode not in READ_MODES:
+        raise BadInput(f"{where}: read_mode {quote(read_mode)} (choose from {', '.join(READ_MODES)}, "
+                       "or null for a DB without read modes)")
+    recorded_on = data.get("recorded_on")
+    if recorded_on is not None and (not isinstance(recorded_on, str) or not recorded_on):
+        raise BadInput(f"{where}: recorded_on must be a backend name or null")
+    if recorded_on is not None:
+        _name(recorded_on, "recorded_on", where)
+    db_options = data.get("db_options", {})
+    if not isinstance(db_options, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                   for k, v in db_options.items()):
+        raise BadInput(f"{where}: db_options must be an object of strings (KEY: VALUE)")
+    if len(db_options) > MAX_BUGS:
+        raise BadInput(f"{where}: {len(db_options)} db_options, more than a schedule holds "
+                       f"(at most {MAX_BUGS})")
+    for k, v in db_options.items():
+        _name(k, "db_options", where)
+        if len(v) > MAX_NAME:
+            raise BadInput(f"{where}: db_options {quote(k)}: longer than {MAX_NAME} characters")
     bugs = data.get("bugs", [])
     if not isinstance(bugs, list) or not all(isinstance(b, str) for b in bugs):
         raise BadInput(f"{where}: bugs must be a list of names")
@@ -357,7 +384,8 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
                            f"{time_limit:g} s")
     return Schedule(workload=workload, nodes=list(nodes), seed=seed, time_limit=time_limit,
                     concurrency=concurrency, events=events, read_mode=read_mode, bugs=list(bugs),
-                    nemesis_interval=interval, options=dict(options), final=final,
+                    nemesis_interval=interval, options=dict(options), db_options=dict(db_options),
+                    recorded_on=recorded_on, final=final,
                     anomaly=anomaly, t0=None if t0 is None else float(t0))
 
 
