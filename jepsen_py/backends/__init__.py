@@ -48,6 +48,9 @@ class BackendKind:
     #: "module:attr" of the TestSpec.options key that draws its timings (delays, disks, entropy)
     #: anew under the same seed; None: the backend's timings are the world's, never redrawn
     timing_seed: str | None = None
+    #: loggers of its own engine, where a run cut short by a search's budget says so (the search
+    #: silences those lines: the cut is expected)
+    loggers: tuple[str, ...] = ()
 
     @property
     def faults_take_time(self) -> bool:
@@ -85,7 +88,8 @@ KINDS: dict[str, BackendKind] = {k.name: k for k in (
     BackendKind("sim", "jepsen_py.sim.backend", "SimBackend", simulated=True, provisions=False,
                 runs="jepsen_py.sim.run:run_sim", checks_args="jepsen_py.sim.backend:check_args",
                 timer_slack="jepsen_py.sim.loop:Scheduler.TIMER_SLACK_S",
-                timing_seed="jepsen_py.sim.run:TIMING_SEED"),
+                timing_seed="jepsen_py.sim.run:TIMING_SEED",
+                loggers=("jepsen_py.sim.interpreter", "jepsen_py.sim.run")),
 )}
 
 # name -> (module, class); each class is constructed as Cls(spec).

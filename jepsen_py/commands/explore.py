@@ -41,7 +41,7 @@ from jepsen_py.flags import check_room, path_text
 from jepsen_py.lifetime import signal_name, signals_raise
 from jepsen_py.numbers import MAX_SECONDS, fraction, integer, number
 from jepsen_py.numbers import seed as seed_type
-from jepsen_py.plugins import load_object
+from jepsen_py.plugins import load_object, plugin_call
 from jepsen_py.spec import DEFAULT_DB, parse_db_options
 from jepsen_py.store import DIR_MODE, make_dirs, write_text_atomic
 
@@ -162,12 +162,8 @@ def _replace(space: Space, **kw: Any) -> Space:
 
 
 def check_bugs(bugs: list[str]) -> None:
-    from jepsen_py.sim.run import known_bugs
-
-    known = known_bugs()
-    for b in bugs:
-        if b not in known:
-            raise BadInput(f"--bug {b}: unknown bug (choose from {', '.join(known)})")
+    """--bug names our cluster does not know (the simulator runs it alone)."""
+    check_db_bugs(load_object(DEFAULT_DB, option="--db"), DEFAULT_DB, bugs)
 
 
 @dataclass
@@ -315,10 +311,12 @@ def check_db_bugs(db: object, ref: str, bugs: list[str]) -> None:
     if not bugs:
         return
     fn = getattr(db, "known_bugs", None)
-    known = [str(b) for b in fn()] if callable(fn) else []
+    known = ([str(b) for b in plugin_call("--db", ref, "known_bugs()", lambda: tuple(fn()))]
+             if callable(fn) else [])
+    choices = ", ".join(known) or f"none: {ref} declares no known_bugs()"
     for b in bugs:
         if b not in known:
-            raise BadInput(f"--bug {b}: {ref} knows no such bug (it knows: {', '.join(known) or 'none'})")
+            raise BadInput(f"--bug {b}: unknown bug (choose from {choices})")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from jepsen_py.backends import backend_kind, get_backend, is_simulated, simulator
+from jepsen_py.backends import KINDS, backend_kind, get_backend, is_simulated, simulator
 from jepsen_py.errors import BadInput
 from jepsen_py.explore.coverage import anomaly_features, features, landed_features
 from jepsen_py.explore.replay import (
@@ -228,15 +228,15 @@ class TrialCut(Exception):
 
 
 class _HideCuts(logging.Filter):
-    """A trial cut by the budget is expected, not an error to print: the simulator's loggers drop
-    the lines that report it."""
+    """A trial cut by the budget is expected, not an error to print: the loggers of the worker loop,
+    the runner and each backend's own engine drop the lines that report it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return "TrialCut" not in record.getMessage()
 
 
 _HIDE_CUTS = _HideCuts()
-for _name in ("jepsen_py.sim.interpreter", "jepsen_py.sim.run"):
+for _name in ("jepsen_py.workers", "jepsen_py.runner", *(n for k in KINDS.values() for n in k.loggers)):
     logging.getLogger(_name).addFilter(_HIDE_CUTS)
 
 

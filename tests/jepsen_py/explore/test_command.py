@@ -25,7 +25,7 @@ def _code(argv: list[str]) -> int:
 
 @pytest.mark.parametrize("argv, message", [
     (["--backend", "none"], "--backend none: has no nodes to run a DB on"),
-    (["--backend", "docker", "--bug", "no-such-bug"], f"--bug no-such-bug: {RAFT} knows no"),
+    (["--backend", "docker", "--bug", "no-such-bug"], "unknown bug (choose from split-brain"),
     (["--backend", "docker", "--workload", "register"], "serves offsets, topics"),
     (["--backend", "docker", "--read-mode", "eventual"], f"--read-mode: {RAFT} serves"),
     (["--backend", "docker", "--db-option", "reads=stale"], f"--db-option: {RAFT} takes no"),
@@ -47,6 +47,8 @@ def _code(argv: list[str]) -> int:
     (["--backend", "docker", "--reproduce", "half"], "--reproduce: expected K/N"),
     (["--backend", "docker", "--reproduce", "1/2/3"], "--reproduce: expected K/N"),
     (["--reproduce", "1/2"], "--reproduce: a simulated replay is exact"),
+    (["--backend", "docker", "--db", "tests.jepsen_py.explore.plaindb:PlainDB", "--workload", "register",
+      "--bug", "x"], "--bug x: unknown bug (choose from none: tests.jepsen_py.explore.plaindb"),
     (["--db", "tests.jepsen_py.explore.plaindb:PlainDB"], "--db: the simulator runs our cluster only"),
     (["--db-option", "reads=stale"], "--db-option: our cluster in the simulator takes none"),
     (["--bug", "no-such-bug"], "--bug no-such-bug: unknown bug"),
