@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from jepsen_py.backends import backend_kind, simulator
+from jepsen_py.backends import add_backend_arguments, backend_kind, backend_options, simulator
 from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
 from jepsen_py.explore import report as report_page
 from jepsen_py.explore import schedule as sched
@@ -111,6 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--time-limit", action="append", type=number(1, 3600), metavar="S",
                    help="main-phase lengths to try, repeatable (default: 8, 15, 25 in simulation; "
                         f"{', '.join(f'{t:g}' for t in REAL_TIME_LIMITS)} on a real backend)")
+    add_backend_arguments(parser)
     o = parser.add_argument_group("output")
     o.add_argument("--results-dir", type=path_text, default="results", metavar="DIR",
                    help="where the search's directory goes (default: ./results)")
@@ -277,6 +278,7 @@ class Plan:
 def plan(args: argparse.Namespace) -> Plan:
     """The search the flags describe; one BadInput line for anything the backend or DB cannot do."""
     kind = backend_kind(args.backend)
+    kind.check_args(args)
     bugs = _names(args.bug)
     fixed = parse_db_options(args.db_option)
     if kind.simulated:
@@ -334,7 +336,8 @@ def run(args: argparse.Namespace) -> int:
         out_dir.mkdir(DIR_MODE)
     except OSError as e:
         raise BadInput(f"--results-dir: cannot create {out_dir}: {e.strerror or e}") from None
-    system = BackendSystem(work_dir=out_dir / "trials", bugs=bugs, backend=p.backend, db=p.db)
+    system = BackendSystem(work_dir=out_dir / "trials", bugs=bugs, backend=p.backend, db=p.db,
+                           backend_options={} if p.simulated else backend_options(args))
     search = Search(system, space, seed=seed)
     console = Console(stderr=True)
     live_ok = not args.no_progress and console.is_terminal

@@ -278,6 +278,8 @@ class BackendSystem:
     # the test directory of the run going on now (None between runs)
     in_progress: Path | None = None
     backend: str = field(default_factory=simulator)
+    # the backend's own options (--ssh-host, --docker-image, ...): into every spec, never a schedule
+    backend_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.run is None:
@@ -307,7 +309,7 @@ class BackendSystem:
                             db_options=dict(config.db_options),
                             recorded_on=None if self.exact else self.backend)
         spec = spec_for(skeleton, backend=self.backend, results_dir=self.work_dir, name=self._name(),
-                        db=self.db)
+                        db=self.db, base=self.backend_options)
         if config.families:  # every family of the configuration, even one its timeline never started
             spec.nemesis = sorted({*spec.nemesis, *config.families})
             spec.fault_targets = list(config.targets)
@@ -331,7 +333,7 @@ class BackendSystem:
         stretch = not self.exact and schedule.recorded_on is None  # recorded in simulation
         played = for_real_backend(schedule) if stretch else schedule
         spec = spec_for(played, backend=self.backend, results_dir=keep or self.work_dir,
-                        name=name or self._name(), db=self.db)
+                        name=name or self._name(), db=self.db, base=self.backend_options)
         started = time.monotonic()
         with self._running(spec):
             run = self._cut_short(self._runner())

@@ -47,6 +47,7 @@ def _code(argv: list[str]) -> int:
     (["--backend", "docker", "--reproduce", "half"], "--reproduce: expected K/N"),
     (["--backend", "docker", "--reproduce", "1/2/3"], "--reproduce: expected K/N"),
     (["--reproduce", "1/2"], "--reproduce: a simulated replay is exact"),
+    (["--ssh-host", "n1=h1"], "--ssh-host: not an option of the simulator"),
     (["--backend", "docker", "--db", "tests.jepsen_py.explore.plaindb:PlainDB", "--workload", "register",
       "--bug", "x"], "--bug x: unknown bug (choose from none: tests.jepsen_py.explore.plaindb"),
     (["--db", "tests.jepsen_py.explore.plaindb:PlainDB"], "--db: the simulator runs our cluster only"),
