@@ -32,7 +32,7 @@ from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VA
 from jepsen_py.explore import report as report_page
 from jepsen_py.explore import schedule as sched
 from jepsen_py.explore.harden import Rate, harden, in_kind_key, kind_rates, steadier_kinds, timing_seeds
-from jepsen_py.explore.realspace import REAL_NODE_COUNTS, REAL_TIME_LIMITS, real_space
+from jepsen_py.explore.realspace import REAL_NODE_COUNTS, REAL_TIME_LIMITS, outside_families, real_space
 from jepsen_py.explore.search import Search, Trial, primary_kind
 from jepsen_py.explore.shrink import FAULT_PASSES, PASSES, Shrinker
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, Space
@@ -41,7 +41,8 @@ from jepsen_py.flags import check_room, path_text
 from jepsen_py.lifetime import signal_name, signals_raise
 from jepsen_py.numbers import MAX_SECONDS, fraction, integer, number
 from jepsen_py.numbers import seed as seed_type
-from jepsen_py.plugins import load_object, plugin_call
+from jepsen_py.plugins import is_reference, load_object, plugin_call
+from jepsen_py.protocols import TestSpec
 from jepsen_py.spec import DEFAULT_DB, parse_db_options
 from jepsen_py.store import DIR_MODE, make_dirs, write_text_atomic
 
@@ -102,7 +103,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--workload", action="append", metavar="NAMES",
                    help=f"workloads to try (default: {', '.join(DEFAULT_WORKLOADS)})")
     s.add_argument("--nemesis", action="append", metavar="NAMES",
-                   help=f"fault families to mix (default: {', '.join(FAMILY_NAMES)}; none for no faults)")
+                   help=f"fault families to mix (default: {', '.join(FAMILY_NAMES)}; none for no faults); "
+                        "on a real backend also MODULE:NAME, an outside nemesis whose declared faults "
+                        "join them")
     s.add_argument("--read-mode", action="append", metavar="MODES",
                    help="read modes to try (default: read-index,lease; local is stale by design)")
     s.add_argument("--node-count", action="append", type=integer(1, 9), metavar="N",
@@ -273,6 +276,7 @@ class Plan:
     space: Space
     reproduce: tuple[int, int]
     shrink_budget: float
+    outside: list[sched.OutsideFamily] = field(default_factory=list)
 
 
 def plan(args: argparse.Namespace) -> Plan:
@@ -299,13 +303,25 @@ def plan(args: argparse.Namespace) -> Plan:
                        "(choose docker, ssh, local or sim)")
     db_cls = load_object(args.db, option="--db")
     check_db_bugs(db_cls, args.db, bugs)
-    families = _names(args.nemesis)
-    space = real_space(db_cls, args.db, default_db=args.db == DEFAULT_DB, workloads=_names(args.workload),
-                       families=[] if families == ["none"] else (families or None),
+    names = _names(args.nemesis)
+    refs = [n for n in names if n not in FAMILY_NAMES and n != "none" and is_reference(n, "--nemesis")]
+    families = [n for n in names if n not in refs]
+    workloads = _names(args.workload)
+    outside = [f for ref in refs for f in outside_families(
+        ref, db_cls, args.db, _probe_spec(args, kind.name, ref, workloads[0] if workloads else "register"))]
+    space = real_space(db_cls, args.db, default_db=args.db == DEFAULT_DB, workloads=workloads,
+                       families=[] if families == ["none"] or (refs and not families) else (families or None),
                        modes=_names(args.read_mode), node_counts=args.node_count or (),
-                       time_limits=args.time_limit or (), fixed=fixed)
+                       time_limits=args.time_limit or (), fixed=fixed, outside=outside)
     return Plan(kind.name, False, args.db, bugs, space, args.reproduce or REAL_REPRODUCE,
-                REAL_SHRINK_BUDGET_S if args.shrink_budget is None else args.shrink_budget)
+                REAL_SHRINK_BUDGET_S if args.shrink_budget is None else args.shrink_budget, outside)
+
+
+def _probe_spec(args: argparse.Namespace, backend: str, ref: str, workload: str) -> TestSpec:
+    """A spec to construct an outside nemesis with, to read what it declares (nothing runs)."""
+    return TestSpec(name="explore", workload=workload, nemesis=[ref], nodes=["n1", "n2", "n3"],
+                    time_limit=10.0, concurrency=3, rate=0.0, nemesis_interval=5.0, seed=0, backend=backend,
+                    read_mode=None, bugs=[], db=args.db, results_dir=Path(args.results_dir))
 
 
 def check_db_bugs(db: object, ref: str, bugs: list[str]) -> None:
@@ -337,7 +353,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         raise BadInput(f"--results-dir: cannot create {out_dir}: {e.strerror or e}") from None
     system = BackendSystem(work_dir=out_dir / "trials", bugs=bugs, backend=p.backend, db=p.db,
-                           backend_options={} if p.simulated else backend_options(args))
+                           backend_options={} if p.simulated else backend_options(args), outside=p.outside)
     search = Search(system, space, seed=seed)
     console = Console(stderr=True)
     live_ok = not args.no_progress and console.is_terminal

@@ -18,9 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jepsen_py.errors import BadInput
+from jepsen_py.explore.schedule import FAMILIES, OutsideFamily, register_outside
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, SHAPES, TARGETS, Space
-from jepsen_py.plugins import db_option_keys, plugin_call, read_modes
-from jepsen_py.protocols import CAPABILITIES, has_capability
+from jepsen_py.nemeses.faults import declared as declared_faults
+from jepsen_py.plugins import check_capabilities, db_option_keys, load_nemesis, plugin_call, read_modes
+from jepsen_py.protocols import CAPABILITIES, TestSpec, has_capability
 
 REAL_TIME_LIMITS: tuple[float, ...] = (10.0, 20.0, 30.0)
 REAL_NODE_COUNTS: tuple[int, ...] = (3, 5)
@@ -77,10 +79,35 @@ def declared(db: object, ref: str) -> Declared:
                     option_keys=tuple(db_option_keys(db)), option_values=option_values(db, ref))
 
 
+def outside_families(ref: str, db: object, db_ref: str, spec: TestSpec) -> list[OutsideFamily]:
+    """The fault families of an outside nemesis (`--nemesis MODULE:NAME`), registered so schedules
+    read their ops: each fault its `faults()` declares with a stop op, else its one start*/stop* pair.
+    Refused up front (one line) when the DB lacks a capability the nemesis `needs()`."""
+    nem, _ = load_nemesis(ref, spec)
+    check_capabilities(db, nem, db_name=db_ref)
+    try:
+        kinds = list(dict.fromkeys(declared_faults(nem).values()))
+    except ValueError as e:
+        raise BadInput(f"--nemesis: {e}") from None
+    fams = [OutsideFamily(k.name if k.name not in FAMILIES else f"{k.name}@{ref}", ref,
+                          tuple(sorted(k.starts)), min(k.stops)) for k in kinds if k.stops]
+    if not fams:
+        fs = sorted(str(f) for f in plugin_call("--nemesis", ref, "fs()", lambda: list(nem.fs())))
+        starts = [f for f in fs if f.startswith("start")]
+        stops = [f for f in fs if f.startswith("stop")]
+        if len(starts) != 1 or len(stops) != 1:
+            raise BadInput(f"--nemesis: {ref} handles {', '.join(fs) or 'nothing'}; explore toggles a fault "
+                           "it declares in faults() with a stop op, or its one start* and stop* op")
+        fams = [OutsideFamily(ref, ref, (starts[0],), stops[0])]
+    for f in fams:
+        register_outside(f)
+    return fams
+
+
 def real_space(db: object, ref: str, *, default_db: bool, workloads: Sequence[str],
                families: Sequence[str] | None, modes: Sequence[str], node_counts: Sequence[int],
                time_limits: Sequence[float],
-               fixed: dict[str, str]) -> Space:
+               fixed: dict[str, str], outside: Sequence[OutsideFamily] = ()) -> Space:
     """The space for `db` (its class) as the command line narrows it: `families` None means every
     family the DB can take; `fixed` are --db-option values given (each replaces the declared choice)."""
     d = declared(db, ref)
@@ -107,6 +134,7 @@ def real_space(db: object, ref: str, *, default_db: bool, workloads: Sequence[st
                 lacking = [CAPABILITIES[c][1] for c in FAMILY_NEEDS[f] if c not in d.capabilities]
                 raise BadInput(f"--nemesis: {f} needs a DB that can {' and '.join(lacking)}; {ref} cannot")
         fams = tuple(families)
+    fams += tuple(f.name for f in outside)
     if d.read_modes:
         read: tuple[str | None, ...] = tuple(modes) or tuple(
             m for m in d.read_modes if m in SAFE_READ_MODES or not default_db)

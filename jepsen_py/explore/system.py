@@ -39,7 +39,7 @@ from jepsen_py.explore.replay import (
     watch_after_heal,
     watch_after_heal_s,
 )
-from jepsen_py.explore.schedule import Schedule
+from jepsen_py.explore.schedule import FAMILIES, OutsideFamily, Schedule
 from jepsen_py.explore.search import Trial
 from jepsen_py.explore.space import Config, nemesis_events
 from jepsen_py.generator import Context, Generator, Step
@@ -280,6 +280,8 @@ class BackendSystem:
     backend: str = field(default_factory=simulator)
     # the backend's own options (--ssh-host, --docker-image, ...): into every spec, never a schedule
     backend_options: dict[str, Any] = field(default_factory=dict)
+    # the outside nemeses' fault families the space may draw (registered in schedule.FAMILIES)
+    outside: list[OutsideFamily] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.run is None:
@@ -307,11 +309,12 @@ class BackendSystem:
                             events=nemesis_events(config), read_mode=config.read_mode, bugs=list(self.bugs),
                             nemesis_interval=config.interval, options={**self.options, "rate": rate},
                             db_options=dict(config.db_options),
-                            recorded_on=None if self.exact else self.backend)
+                            recorded_on=None if self.exact else self.backend,
+                            outside=[f for f in self.outside if f.name in config.families])
         spec = spec_for(skeleton, backend=self.backend, results_dir=self.work_dir, name=self._name(),
                         db=self.db, base=self.backend_options)
         if config.families:  # every family of the configuration, even one its timeline never started
-            spec.nemesis = sorted({*spec.nemesis, *config.families})
+            spec.nemesis = sorted({*spec.nemesis, *(FAMILIES[f][2] for f in config.families)})
             spec.fault_targets = list(config.targets)
         workload = _build_workload(spec)
         clock, tape, final = PhaseClock(), Tape(), Tape()

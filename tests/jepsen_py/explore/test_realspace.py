@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from jepsen_py.backends import KINDS, backend_kind, simulator
 from jepsen_py.errors import BadInput
 from jepsen_py.explore import schedule as sched
-from jepsen_py.explore.realspace import REAL_TIME_LIMITS, real_space
+from jepsen_py.explore.realspace import REAL_TIME_LIMITS, outside_families, real_space
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule
-from jepsen_py.explore.space import DEFAULT_WORKLOADS, Space
+from jepsen_py.explore.space import DEFAULT_WORKLOADS, Config, Space, nemesis_events
 from jepsen_py.explore.system import BackendSystem, run_real, run_sim, spec_for
 from jepsen_py.raftdb import RaftMetadataDB
 from tests.jepsen_py.explore.plaindb import OptionsDB, PlainDB
@@ -125,3 +127,43 @@ def test_the_explore_code_names_no_simulator_module() -> None:
                            root / "jepsen_py" / "commands" / "explore.py"]
                  for i, line in enumerate(p.read_text().splitlines(), 1) if names_sim.search(line)]
     assert offenders == []
+
+
+FREEZER = "tests.jepsen_py.explore.plaindb:Freezer"
+
+
+@dataclass
+class _Outcome:
+    run_dir: Path
+    results: dict[str, Any]
+    exit_code: int = 0
+    error: str | None = None
+
+
+def test_an_outside_nemesis_joins_the_space_and_its_schedules(tmp_path: Path) -> None:
+    """--nemesis MODULE:NAME on a real backend: its declared fault is a family the search draws, a
+    trial builds the nemesis by its reference, and the schedule file carries the family."""
+    spec = spec_for(Schedule(workload="offsets", nodes=["n1", "n2", "n3"], seed=1, time_limit=10.0,
+                             concurrency=3, events=[]), backend="docker", results_dir=tmp_path, name="probe")
+    [fam] = outside_families(FREEZER, RaftMetadataDB, RAFT, spec)
+    assert (fam.name, fam.ref, fam.starts, fam.stop) == ("freeze", FREEZER, ("start-freeze",), "stop-freeze")
+    with pytest.raises(BadInput, match="needs a DB that can pause and resume its nodes"):
+        outside_families(FREEZER, PlainDB, "m:PlainDB", spec)
+    space = _space(RaftMetadataDB, RAFT, default_db=True, families=["partition"], outside=[fam])
+    assert space.families == ("partition", "freeze")
+    cfg = Config(workload="offsets", families=("freeze",), shapes=("one",), targets=("one",), interval=2.0,
+                 mode="cycle", read_mode="read-index", node_count=3, time_limit=10.0, seed=4)
+    assert [e.f for e in nemesis_events(cfg)][:2] == ["start-freeze", "stop-freeze"]
+
+    seen: list[Any] = []
+
+    def run(spec: Any, workload: Any, nemesis_generator: Any, post_run: Any) -> _Outcome:
+        seen.append(spec)
+        return _Outcome(run_dir=tmp_path / "none", results={})
+
+    system = BackendSystem(work_dir=tmp_path, backend="docker", run=run, outside=[fam])
+    trial = system.trial(cfg)
+    assert seen[0].nemesis == [FREEZER]
+    assert "fault:freeze" in trial.coverage
+    back = sched.load(sched.save(trial.schedule, tmp_path / "s.json"))
+    assert back.outside == [fam] and back.families() == [FREEZER] and back.fault_count >= 1
