@@ -79,7 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--harden-budget", type=number(0, MAX_SECONDS), default=120.0, metavar="S",
                    help="wall seconds to forecast how often a real backend reproduces a shrunk schedule and "
                         "harden it (half or less, a larger schedule from the shrink's path; kill and pause "
-                        "targets widened where that raises the forecast), 0 = do not (default: 120)")
+                        "targets widened where that raises the forecast), 0 = do not (default: 120); in "
+                        "simulation only: a real backend replays it --reproduce's N times instead")
     g.add_argument("--until-replayable", action="store_true",
                    help="do not stop at a finding that half or fewer of its in-kind replays under other "
                         "timings show (one a real backend would rarely reproduce): search on for one that "
