@@ -116,6 +116,27 @@ def _typed(parse: Callable[[str], float], what: str, lo: float | None, hi: float
     return convert
 
 
+def fraction(hi: int) -> Callable[[str], tuple[int, int]]:
+    """An argparse `type=` for "K/N": K of N tries, 1 <= K <= N <= hi (a rate a result must reach)."""
+
+    def convert(text: str) -> tuple[int, int]:
+        k_text, sep, n_text = text.partition("/")
+        try:
+            k, n = _parse_int(k_text.strip()), _parse_int(n_text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected K/N (e.g. 1/2), got {text!r}") from None
+        if not sep:
+            raise argparse.ArgumentTypeError(f"expected K/N (e.g. 1/2), got {text!r}")
+        if not 1 <= n <= hi:
+            raise argparse.ArgumentTypeError(f"N must be from 1 to {hi}, got {text!r}")
+        if not 1 <= k <= n:
+            raise argparse.ArgumentTypeError(f"K must be from 1 to N, got {text!r}")
+        return k, n
+
+    convert.__name__ = "fraction"
+    return convert
+
+
 @dataclass(frozen=True)
 class Bound:
     """The range of one value, wherever it arrives from: the flag that takes it (`arg()`, an argparse

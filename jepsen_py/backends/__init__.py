@@ -4,8 +4,10 @@ Each name stands for a `BackendKind`, what the rest of the code asks instead of 
 whether the backend is simulated (virtual time in this process: a fault acts at once, a schedule
 replays exactly), and, for one that builds its own DB, clients and nemesis (the simulator), the
 function that runs a spec on it, the checks of the command line and the spec it refuses, and its
-in-process detection matrix. Callers (run, db-check, test-all) ask the chosen backend's kind for
-these; only this module names the simulator's modules.
+in-process detection matrix; and what a search (`jepsen-py explore`) asks of it: how late its
+timers fire and the spec option that redraws its timings under the same schedule. Callers (run,
+db-check, test-all, explore) ask the chosen backend's kind for these; only this module names the
+simulator's modules.
 
 Implementations load lazily so `jepsen-py --help` and tests of other parts never import the docker
 SDK or paramiko. Backend-specific command-line options land in `TestSpec.options` (keyed by their
@@ -48,6 +50,15 @@ class BackendKind:
     checks_spec: str | None = None
     #: runs test-all's detection matrix in this process (sweep_cells, runnable, plan, run_matrix)
     matrix: str | None = None
+    #: "module:attr[.attr]" of how late its timers fire, in seconds (an exact replay hands each op
+    #: out that much early); None: 0, a real backend's replay is not exact anyway
+    timer_slack: str | None = None
+    #: "module:attr" of the TestSpec.options key that draws its timings (delays, disks, entropy)
+    #: anew under the same seed; None: the backend's timings are the world's, never redrawn
+    timing_seed: str | None = None
+    #: loggers of its own engine, where a run cut short by a search's budget says so (the search
+    #: silences those lines: the cut is expected)
+    loggers: tuple[str, ...] = ()
 
     @property
     def faults_take_time(self) -> bool:
@@ -71,10 +82,19 @@ class BackendKind:
         """The module that runs test-all's matrix in this process on this backend, or None."""
         return importlib.import_module(self.matrix) if self.matrix else None
 
+    def timer_slack_s(self) -> float:
+        return float(_load(self.timer_slack)) if self.timer_slack else 0.0
+
+    def timing_seed_key(self) -> str | None:
+        return str(_load(self.timing_seed)) if self.timing_seed else None
+
 
 def _load(ref: str) -> Any:
     module_name, attr = ref.split(":")
-    return getattr(importlib.import_module(module_name), attr)
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 KINDS: dict[str, BackendKind] = {k.name: k for k in (
@@ -84,7 +104,10 @@ KINDS: dict[str, BackendKind] = {k.name: k for k in (
     BackendKind("none", "jepsen_py.backends.none", "NoneBackend", provisions=False),
     BackendKind("sim", "jepsen_py.sim.backend", "SimBackend", simulated=True, provisions=False,
                 runs="jepsen_py.sim.run:run_sim", checks_args="jepsen_py.sim.backend:check_args",
-                checks_spec="jepsen_py.sim.run:check_spec", matrix="jepsen_py.sim.matrix"),
+                checks_spec="jepsen_py.sim.run:check_spec", matrix="jepsen_py.sim.matrix",
+                timer_slack="jepsen_py.sim.loop:Scheduler.TIMER_SLACK_S",
+                timing_seed="jepsen_py.sim.run:TIMING_SEED",
+                loggers=("jepsen_py.sim.interpreter", "jepsen_py.sim.run")),
 )}
 
 # name -> (module, class); each class is constructed as Cls(spec).

@@ -1,8 +1,15 @@
-"""`jepsen-py explore`: search workloads x fault schedules x seeds in the simulator for a failing run,
-with no hint of where the bug is, then shrink what fails to a small schedule that still fails.
+"""`jepsen-py explore`: search workloads x fault schedules x seeds for a failing run, with no hint of
+where the bug is, then shrink what fails to a small schedule that still fails.
+
+In the simulator (the default) thousands of trials fit in a budget and a replay is exact. On docker,
+ssh or local every trial is an ordinary short run of any DB (--db), its space drawn from what the DB
+declares (workloads, read modes, capabilities, the values of its --db-options), and a shrinking step
+is kept only when the failure comes back at the rate --reproduce asks, since a real replay repeats
+the faults, not the answers.
 
 Exit codes: 1 at the first finding (or, with --keep-going, when the budget ends with any), 0 when the
-budget ends with none, 254 bad arguments, 255 when no trial could run at all.
+budget ends with none, 2 when no trial reached a verdict, 254 bad arguments, 255 when no trial could
+run at all.
 """
 
 from __future__ import annotations
@@ -20,45 +27,63 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from jepsen_py.backends import is_simulated, simulator
+from jepsen_py.backends import add_backend_arguments, backend_kind, backend_options, simulator
 from jepsen_py.bugs import check_bugs
-from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_INVALID, EXIT_VALID, BadInput
+from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
+from jepsen_py.explore import report as report_page
 from jepsen_py.explore import schedule as sched
 from jepsen_py.explore.harden import Rate, harden, in_kind_key, kind_rates, steadier_kinds, timing_seeds
+from jepsen_py.explore.realspace import REAL_NODE_COUNTS, REAL_TIME_LIMITS, outside_families, real_space
 from jepsen_py.explore.search import Search, Trial, primary_kind
-from jepsen_py.explore.shrink import Shrinker
+from jepsen_py.explore.shrink import FAULT_PASSES, PASSES, Shrinker
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, Space
-from jepsen_py.explore.system import SimSystem
+from jepsen_py.explore.system import BackendSystem
 from jepsen_py.files import DIR_MODE, make_dirs
 from jepsen_py.flags import check_room, path_text
 from jepsen_py.lifetime import signal_name, signals_raise
-from jepsen_py.numbers import MAX_SECONDS, integer, number
+from jepsen_py.numbers import MAX_SECONDS, fraction, integer, number
 from jepsen_py.numbers import seed as seed_type
-from jepsen_py.plugins import builtin_workloads
+from jepsen_py.plugins import builtin_workloads, declared_bugs, is_reference, load_object
 from jepsen_py.postrun import CLI_POST_RUN
-from jepsen_py.spec import READ_MODES, parse_list
+from jepsen_py.protocols import TestSpec
+from jepsen_py.spec import DEFAULT_DB, READ_MODES, parse_db_options, parse_list
 from jepsen_py.store import timestamp, write_text_atomic
 
 NAME = "explore"
-HELP = "search fault schedules in simulation for a failing run, with no hint where; shrink what fails"
+HELP = "search fault schedules (in simulation or on a real backend) for a failing run, with no hint where"
+
+# Replays a shrinking step needs on a real backend unless --reproduce says otherwise: it is kept when
+# one of two shows the failure again (a real replay repeats the faults, not the timing).
+REAL_REPRODUCE = (1, 2)
+MAX_REPRODUCE_TRIES = 20
+# Shrinking on a real backend runs every candidate K to N times, each a run of tens of seconds.
+SIM_SHRINK_BUDGET_S = 120.0
+REAL_SHRINK_BUDGET_S = 300.0
 
 FAMILY_NAMES = ("partition", "clock", "pause", "kill", "leader-clock")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = (
-        "example: jepsen-py explore --bug zombie-leader --budget 60. Exit codes: 1 a finding, "
-        "0 none within the budget, 254 bad arguments, 255 no trial could run."
+        "example: jepsen-py explore --bug zombie-leader --budget 60; on Docker: jepsen-py explore "
+        "--backend docker --db MODULE:CLASS --budget 900. Exit codes: 1 a finding, 0 none within the "
+        "budget, 2 no trial reached a verdict, 254 bad arguments, 255 no trial could run."
     )
     g = parser.add_argument_group("search")
     g.add_argument("--budget", type=number(0, MAX_SECONDS, lo_open=True), default=60.0, metavar="S",
                    help="wall seconds to search (default: 60); shrinking a finding comes on top")
-    g.add_argument("--shrink-budget", type=number(0, MAX_SECONDS), default=120.0, metavar="S",
-                   help="wall seconds to shrink each finding, 0 = do not shrink (default: 120)")
+    g.add_argument("--shrink-budget", type=number(0, MAX_SECONDS), default=None, metavar="S",
+                   help=f"wall seconds to shrink each finding, 0 = do not shrink (default: "
+                        f"{SIM_SHRINK_BUDGET_S:g}; {REAL_SHRINK_BUDGET_S:g} on a real backend)")
+    g.add_argument("--reproduce", type=fraction(MAX_REPRODUCE_TRIES), default=None, metavar="K/N",
+                   help="on a real backend, keep a shrinking step only when K of N replays show the failure "
+                        "again, and replay the schedule written N times to report its rate (default: "
+                        f"{REAL_REPRODUCE[0]}/{REAL_REPRODUCE[1]}; a simulated replay is exact)")
     g.add_argument("--harden-budget", type=number(0, MAX_SECONDS), default=120.0, metavar="S",
                    help="wall seconds to forecast how often a real backend reproduces a shrunk schedule and "
                         "harden it (half or less, a larger schedule from the shrink's path; kill and pause "
-                        "targets widened where that raises the forecast), 0 = do not (default: 120)")
+                        "targets widened where that raises the forecast), 0 = do not (default: 120); in "
+                        "simulation only: a real backend replays it --reproduce's N times instead")
     g.add_argument("--until-replayable", action="store_true",
                    help="do not stop at a finding that half or fewer of its in-kind replays under other "
                         "timings show (one a real backend would rarely reproduce): search on for one that "
@@ -68,20 +93,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=seed_type, default=None,
                    help="seed of the search itself (default: random, printed)")
     g.add_argument("--backend", default=simulator(),
-                   help="where trials run: sim, the only backend fast enough to search (default: sim)")
+                   help="where trials run: sim (default: thousands of trials, exact replays), or docker, "
+                        "ssh, local (ordinary runs of tens of seconds each, of any --db)")
     s = parser.add_argument_group("space (each narrows what the search may try)")
     s.add_argument("--bug", action="append", metavar="NAMES",
                    help="start the cluster with a known bug, comma separated or repeated")
+    s.add_argument("--db", default=DEFAULT_DB, metavar="MODULE:CLASS",
+                   help="the system under test on a real backend: our cluster (default), MODULE:CLASS or a "
+                        "jepsen_py.db entry point; the space comes from what it declares")
+    s.add_argument("--db-option", action="append", default=None, metavar="KEY=VALUE",
+                   help="fix one of the DB's settings (else the search tries the values its "
+                        "db_option_values() declares), repeatable")
     s.add_argument("--workload", action="append", metavar="NAMES",
                    help=f"workloads to try (default: {', '.join(DEFAULT_WORKLOADS)})")
     s.add_argument("--nemesis", action="append", metavar="NAMES",
-                   help=f"fault families to mix (default: {', '.join(FAMILY_NAMES)}; none for no faults)")
+                   help=f"fault families to mix (default: {', '.join(FAMILY_NAMES)}; none for no faults); "
+                        "on a real backend also MODULE:NAME, an outside nemesis whose declared faults "
+                        "join them")
     s.add_argument("--read-mode", action="append", metavar="MODES",
                    help="read modes to try (default: read-index,lease; local is stale by design)")
     s.add_argument("--node-count", action="append", type=integer(1, 9), metavar="N",
-                   help="node counts to try, repeatable (default: 3 and 5)")
+                   help="node counts to try, repeatable (default: "
+                        f"{' and '.join(map(str, REAL_NODE_COUNTS))}, the smallest most often)")
     s.add_argument("--time-limit", action="append", type=number(1, 3600), metavar="S",
-                   help="main-phase lengths to try, repeatable (default: 10, 20, 30)")
+                   help="main-phase lengths to try, repeatable (default: 8, 15, 25 in simulation; "
+                        f"{', '.join(f'{t:g}' for t in REAL_TIME_LIMITS)} on a real backend)")
+    add_backend_arguments(parser)
     o = parser.add_argument_group("output")
     o.add_argument("--results-dir", type=path_text, default="results", metavar="DIR",
                    help="where the search's directory goes (default: ./results)")
@@ -155,18 +192,40 @@ class FindingReport:
     schedule_file: str | None = None
     run_dir: str | None = None
     notes: list[str] = field(default_factory=list)
+    # on a real backend: replays of the schedule written that showed the kind ("2/2")
+    reproduction: str | None = None
 
 
-def still_fails(system: Any, c: sched.Schedule, kind: str) -> bool:
+def reproduces(system: Any, c: sched.Schedule, kind: str, reproduce: tuple[int, int]) -> int | None:
+    """Replays `c` until K of N show `kind` (then the number of replays it took) or until K can no
+    longer be reached (None): a real replay repeats the faults, not the timing, so one replay proves
+    little either way."""
+    k, n = reproduce
+    hits = 0
+    for i in range(n):
+        if kind in system.replay(c).anomalies:
+            hits += 1
+            if hits >= k:
+                return i + 1
+        if hits + (n - i - 1) < k:
+            return None
+    return None
+
+
+def still_fails(system: Any, c: sched.Schedule, kind: str, reproduce: tuple[int, int] = (1, 1)) -> bool:
     """Whether a shrinking candidate still shows `kind`, and shows it because of the build under test.
 
     A candidate with no client op left is never accepted: with nothing asked, "never served an ok
     op" is a statement about the schedule, not the system. When the build under test has bugs
     switched on, the same schedule on the build without them is the control: a kind the control
     shows too is what the shrunk schedule provokes by itself (an op in the first instant of the main
-    phase, a run too short for any answer), so the candidate is refused."""
+    phase, a run too short for any answer), so the candidate is refused. On a real backend (a replay
+    in kind) it must show `kind` in K of N replays (`reproduce`), and there is no control: the
+    faults alone are replayed, beside the workload's own clients."""
     if not c.client_events:
         return False
+    if not getattr(system, "exact", True):
+        return reproduces(system, c, kind, reproduce) is not None
     if kind not in system.replay(c).anomalies:
         return False
     if c.bugs:
@@ -176,13 +235,14 @@ def still_fails(system: Any, c: sched.Schedule, kind: str) -> bool:
 
 
 class _View:
-    """The live line: schedules tried, simulated time, findings."""
+    """The live line: schedules tried, simulated (or run) time, findings."""
 
-    def __init__(self, search: Search, budget: float, started: float) -> None:
+    def __init__(self, search: Search, budget: float, started: float, *, simulated: bool = True) -> None:
         self.search = search
         self.budget = budget
         self.started = started
         self.status = "searching"
+        self.time_word = "simulated" if simulated else "run"
 
     def __rich__(self) -> Text:
         st = self.search.stats
@@ -190,8 +250,8 @@ class _View:
         t = Text()
         t.append("explore ", style="bold")
         t.append(f"[{self.status}] ", style="cyan")
-        t.append(f"{el:6.1f}/{self.budget:g}s  schedules {st.tried}  simulated {st.sim_seconds:,.0f}s  "
-                 f"features {st.features}  corpus {st.corpus}  ")
+        t.append(f"{el:6.1f}/{self.budget:g}s  schedules {st.tried}  "
+                 f"{self.time_word} {st.sim_seconds:,.0f}s  features {st.features}  corpus {st.corpus}  ")
         t.append(f"findings {st.findings}", style="red" if st.findings else "green")
         if st.errors:
             t.append(f"  errors {st.errors}", style="yellow")
@@ -199,17 +259,70 @@ class _View:
         return t
 
 
+@dataclass
+class Plan:
+    """What the command line asks of a search, checked before anything runs."""
+
+    backend: str
+    simulated: bool
+    db: str
+    bugs: list[str]
+    space: Space
+    reproduce: tuple[int, int]
+    shrink_budget: float
+    outside: list[sched.OutsideFamily] = field(default_factory=list)
+
+
+def plan(args: argparse.Namespace) -> Plan:
+    """The search the flags describe; one BadInput line for anything the backend or DB cannot do."""
+    kind = backend_kind(args.backend)
+    kind.check_args(args)
+    bugs = _names(args.bug)
+    fixed = parse_db_options(args.db_option)
+    if kind.simulated:
+        if args.db != DEFAULT_DB:
+            raise BadInput(f"--db: the simulator runs our cluster only; explore {args.db} on a real backend "
+                           "(--backend docker, ssh or local)")
+        if fixed:
+            raise BadInput("--db-option: our cluster in the simulator takes none "
+                           "(its settings are --read-mode)")
+        if args.reproduce is not None and args.reproduce != (1, 1):
+            raise BadInput("--reproduce: a simulated replay is exact (1/1); the rate is for real backends")
+        check_bugs(bugs)
+        space = build_space(args)
+        return Plan(kind.name, True, args.db, bugs, space, (1, 1),
+                    SIM_SHRINK_BUDGET_S if args.shrink_budget is None else args.shrink_budget)
+    if not kind.provisions:
+        raise BadInput(f"--backend {kind.name}: has no nodes to run a DB on "
+                       "(choose docker, ssh, local or sim)")
+    db_cls = load_object(args.db, option="--db")
+    check_bugs(bugs, declared_bugs(args.db), db=args.db)
+    names = _names(args.nemesis)
+    refs = [n for n in names if n not in FAMILY_NAMES and n != "none" and is_reference(n, "--nemesis")]
+    families = [n for n in names if n not in refs]
+    workloads = _names(args.workload)
+    outside = [f for ref in refs for f in outside_families(
+        ref, db_cls, args.db, _probe_spec(args, kind.name, ref, workloads[0] if workloads else "register"))]
+    space = real_space(db_cls, args.db, default_db=args.db == DEFAULT_DB, workloads=workloads,
+                       families=[] if families == ["none"] or (refs and not families) else (families or None),
+                       modes=_names(args.read_mode), node_counts=args.node_count or (),
+                       time_limits=args.time_limit or (), fixed=fixed, outside=outside)
+    return Plan(kind.name, False, args.db, bugs, space, args.reproduce or REAL_REPRODUCE,
+                REAL_SHRINK_BUDGET_S if args.shrink_budget is None else args.shrink_budget, outside)
+
+
+def _probe_spec(args: argparse.Namespace, backend: str, ref: str, workload: str) -> TestSpec:
+    """A spec to construct an outside nemesis with, to read what it declares (nothing runs)."""
+    return TestSpec(name="explore", workload=workload, nemesis=[ref], nodes=["n1", "n2", "n3"],
+                    time_limit=10.0, concurrency=3, rate=0.0, nemesis_interval=5.0, seed=0, backend=backend,
+                    read_mode=None, bugs=[], db=args.db, results_dir=Path(args.results_dir))
+
+
 def run(args: argparse.Namespace) -> int:
     import secrets
 
-
-    if not is_simulated(args.backend):
-        raise BadInput(f"--backend {args.backend}: explore runs trials in simulation only (--backend sim); "
-                       "replay a schedule elsewhere with jepsen-py run --schedule FILE --backend "
-                       f"{args.backend}")
-    bugs = _names(args.bug)
-    check_bugs(bugs)
-    space = build_space(args)
+    p = plan(args)
+    bugs, space = p.bugs, p.space
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
 
     check_room("--results-dir", args.results_dir)
@@ -219,17 +332,21 @@ def run(args: argparse.Namespace) -> int:
         out_dir.mkdir(DIR_MODE)
     except OSError as e:
         raise BadInput(f"--results-dir: cannot create {out_dir}: {e.strerror or e}") from None
-    system = SimSystem(work_dir=out_dir / "trials", bugs=bugs)
+    system = BackendSystem(work_dir=out_dir / "trials", bugs=bugs, backend=p.backend, db=p.db,
+                           backend_options={} if p.simulated else backend_options(args), outside=p.outside)
     search = Search(system, space, seed=seed)
     console = Console(stderr=True)
     live_ok = not args.no_progress and console.is_terminal
-    print(f"explore: seed {seed}, budget {args.budget:g} s, bugs {', '.join(bugs) or 'none'}; "
-          f"in {out_dir}", file=sys.stderr)
+    print(f"explore: seed {seed}, budget {args.budget:g} s, backend {p.backend}, "
+          f"bugs {', '.join(bugs) or 'none'}"
+          f"{'' if p.simulated else f', reproduce {p.reproduce[0]}/{p.reproduce[1]}'}; in {out_dir}",
+          file=sys.stderr)
 
     started, cpu0 = time.monotonic(), time.process_time()
-    view = _View(search, args.budget, started)
+    view = _View(search, args.budget, started, simulated=p.simulated)
     findings: list[FindingReport] = []
     trials_with_finding: list[Trial] = []
+    rows: list[report_page.TrialRow] = []
     live = Live(view, console=console, refresh_per_second=4, transient=True) if live_ok else None
     last_line = started
     handled = handled_cpu = 0.0  # wall and CPU seconds spent shrinking and hardening findings
@@ -244,16 +361,19 @@ def run(args: argparse.Namespace) -> int:
             deadline = started + args.budget
             while time.monotonic() < deadline:
                 system.deadline = deadline  # a trial still running when the budget ends is cut short
+                before = search.stats.features
                 trial = search.step()
                 system.deadline = None
                 if trial.cut:
                     break
-                if not live_ok and not args.no_progress and time.monotonic() - last_line >= 10:
+                rows.append(_row(trial, search, before, time.monotonic() - started - handled))
+                if not live_ok and not args.no_progress and (time.monotonic() - last_line >= 10
+                                                              or not p.simulated):
                     last_line = time.monotonic()
                     st = search.stats
                     print(f"[{last_line - started:6.1f}s] schedules {st.tried}, "
-                          f"simulated {st.sim_seconds:,.0f} s, findings {st.findings}, errors {st.errors}",
-                          file=sys.stderr, flush=True)
+                          f"{view.time_word} {st.sim_seconds:,.0f} s, features {st.features}, "
+                          f"findings {st.findings}, errors {st.errors}", file=sys.stderr, flush=True)
                 if trial.error and search.stats.errors == 1:
                     print(f"explore: a trial failed to run: {trial.error}", file=sys.stderr)
                 if not trial.failed:
@@ -263,7 +383,8 @@ def run(args: argparse.Namespace) -> int:
                 h0, hcpu0 = time.monotonic(), time.process_time()
                 findings.append(_handle_finding(trial, system, search, out_dir, len(findings) + 1,
                                                 h0 - started - handled, hcpu0 - cpu0 - handled_cpu,
-                                                args.shrink_budget, args.harden_budget))
+                                                p.shrink_budget, args.harden_budget if p.simulated else 0.0,
+                                                reproduce=p.reproduce))
                 # shrinking and hardening come on top of the search's budget (a later finding's time
                 # counts search alone, and so does the live line)
                 spent = time.monotonic() - h0
@@ -284,10 +405,18 @@ def run(args: argparse.Namespace) -> int:
             if live is not None:
                 live.__exit__(None, None, None)
         _ignore(catch)  # nor would one while the summary is written leave any
-        code = _summarize(args, seed, bugs, space, search, started, cpu0, findings, out_dir, interrupted)
+        code = _summarize(args, seed, p, search, started, cpu0, findings, out_dir, interrupted, rows)
     if interrupted is not None:
         raise KeyboardInterrupt(interrupted["signal"])
     return code
+
+
+def _row(trial: Trial, search: Search, before: int, at_s: float) -> report_page.TrialRow:
+    return report_page.TrialRow(n=search.stats.tried, at_s=at_s,
+                                config=trial.config.label() if trial.config else "",
+                                wall_s=trial.wall_seconds, features=search.stats.features,
+                                new=search.stats.features - before, anomalies=dict(trial.anomalies),
+                                error=trial.error, unknown=trial.unknown)
 
 
 def _ignore(signals: tuple[int, ...]) -> None:
@@ -311,13 +440,16 @@ def _interrupted(received: list[int], status: str, system: Any, fdir: Path,
     return note
 
 
-def _summarize(args: argparse.Namespace, seed: int, bugs: list[str], space: Space, search: Search,
+def _summarize(args: argparse.Namespace, seed: int, p: Plan, search: Search,
                started: float, cpu0: float, findings: list[FindingReport], out_dir: Path,
-               interrupted: dict[str, Any] | None) -> int:
-    """Writes explore.json and prints the summary; returns the exit code the findings give."""
+               interrupted: dict[str, Any] | None, rows: list[report_page.TrialRow]) -> int:
+    """Writes explore.json and report.html and prints the summary; returns the exit code the
+    findings give."""
     st = search.stats
     summary = {
-        "seed": seed, "budget_s": args.budget, "bugs": bugs, "space": asdict(space),
+        "seed": seed, "budget_s": args.budget, "backend": p.backend, "db": p.db, "bugs": p.bugs,
+        "reproduce": None if p.simulated else f"{p.reproduce[0]}/{p.reproduce[1]}",
+        "space": asdict(p.space), "trials_unknown": sum(1 for r in rows if r.unknown),
         "schedules_tried": st.tried, "trials_cut_by_budget": st.cut, "simulated_s": round(st.sim_seconds, 3),
         "errors": st.errors,
         "wall_s": round(time.monotonic() - started, 3), "cpu_s": round(time.process_time() - cpu0, 3),
@@ -327,13 +459,16 @@ def _summarize(args: argparse.Namespace, seed: int, bugs: list[str], space: Spac
     if interrupted is not None:
         summary["interrupted"] = interrupted
     write_text_atomic(out_dir / "explore.json", json.dumps(summary, indent=1, default=str) + "\n")
+    page = report_page.write(out_dir, {**summary, "findings": [
+        {**asdict(f), "schedule_text": _schedule_text(f.schedule_file)} for f in findings]}, rows)
     if interrupted is not None:
         print(f"explore: interrupted by {interrupted['signal']} while {interrupted['during']}",
               file=sys.stderr)
-    print(f"explore: {st.tried} schedules, {st.sim_seconds:,.0f} simulated s in "
+    word = "simulated" if p.simulated else "run"
+    print(f"explore: {st.tried} schedules, {st.sim_seconds:,.0f} {word} s in "
           f"{time.monotonic() - started:.1f} wall s ({time.process_time() - cpu0:.1f} CPU s), "
           f"{len(findings)} finding(s), {st.errors} error(s); "
-          f"{out_dir / 'explore.json'}")
+          f"{out_dir / 'explore.json'}, {page}")
     for f in findings:
         size = f.shrunk or f.original
         print(f"finding: {f.kind} after {f.found_after_s:.1f} s, {f.found_after_cpu_s:.1f} CPU s "
@@ -343,13 +478,30 @@ def _summarize(args: argparse.Namespace, seed: int, bugs: list[str], space: Spac
               f"{size['time_limit']:g} s; schedule {f.schedule_file}")
         if f.timing_rate:
             print(f"  in-kind replays under other timings (what a real backend may expect): {f.timing_rate}")
+        if f.reproduction:
+            print(f"  replays of the schedule written on {p.backend} that showed {f.kind}: {f.reproduction}")
         for n in f.notes:
             print(f"  note: {n}")
     if findings:
         return EXIT_INVALID
     if st.tried and st.errors == st.tried:
         return EXIT_FRAMEWORK
+    if rows and all(r.unknown or r.error for r in rows):  # not one trial reached a verdict
+        return EXIT_UNKNOWN
     return EXIT_VALID
+
+
+def _schedule_text(path: str | None) -> str:
+    """The fault ops of a schedule file, one a line, for the report page."""
+    if not path:
+        return ""
+    try:
+        s = sched.load(path)
+    except BadInput:
+        return ""
+    lines = [f"{e.at:8.3f}s  {e.f}" + (f" {e.value}" if e.value is not None else "")
+             for e in s.nemesis_events]
+    return "\n".join(lines) or "(no fault ops)"
 
 
 def stops_search(finding: FindingReport, *, keep_going: bool, until_replayable: bool) -> bool:
@@ -414,7 +566,8 @@ def _harden(s: sched.Schedule, kind: str, system: Any, report: FindingReport, bu
 
 
 def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n: int, found_after: float,
-                    found_after_cpu: float, shrink_budget: float, harden_budget: float) -> FindingReport:
+                    found_after_cpu: float, shrink_budget: float, harden_budget: float, *,
+                    reproduce: tuple[int, int] = (1, 1)) -> FindingReport:
     kind = primary_kind(trial.anomalies) or "anomaly"
     original = trial.schedule.with_events(trial.schedule.events, anomaly=kind)
     fdir = out_dir / f"finding-{n}"
@@ -426,14 +579,17 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
     if trial.run_dir is not None:
         report.notes.append(f"the run that found it: {trial.run_dir}")
 
+    exact = getattr(system, "exact", True)
+
     def fails(c: sched.Schedule) -> bool:
-        return still_fails(system, c, kind)
+        return still_fails(system, c, kind, reproduce)
 
     t0 = time.monotonic()
     best = original
     result = None
     if shrink_budget > 0:
-        shrinker = Shrinker(fails, budget_s=shrink_budget, max_attempts=400)
+        shrinker = Shrinker(fails, budget_s=shrink_budget, max_attempts=400,
+                            passes=PASSES if exact else FAULT_PASSES)
         system.deadline = t0 + shrink_budget  # a candidate still running when it ends is cut short
         try:
             reproduced = shrinker.reproduces(original)
@@ -449,7 +605,7 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
         else:
             report.notes.append("the recorded schedule did not show the anomaly on replay: not shrunk")
     report.shrink_s = round(time.monotonic() - t0, 3)
-    if harden_budget > 0 and best.nemesis_events and report.reproduced:
+    if harden_budget > 0 and best.nemesis_events and report.reproduced and exact:
         best, kind = _harden(best, kind, system, report, harden_budget, result.path if result else [], fdir)
     best = best.with_events(best.events, anomaly=kind)
 
@@ -461,6 +617,11 @@ def _handle_finding(trial: Trial, system: Any, search: Search, out_dir: Path, n:
         path = sched.save(best, fdir / "schedule.json")
     report.schedule_file = str(path)
     report.shrunk = best.size()
+    if not exact:  # how often the schedule written shows its kind again: N replays, the first kept
+        hits = int(kind in final.anomalies) + sum(kind in system.replay(best).anomalies
+                                                  for _ in range(reproduce[1] - 1))
+        report.reproduction = f"{hits}/{reproduce[1]}"
+        report.replayable = hits >= reproduce[0]
     if kind not in final.anomalies:
         report.notes.append(f"the final replay of the shrunk schedule did not show {kind}")
     return report

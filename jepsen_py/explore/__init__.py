@@ -9,5 +9,5 @@
             lease reads): the search prefers configurations that reached something new
   search    random search, then coverage-guided mutation, until a finding or the budget ends
   shrink    a failing schedule reduced to a small one that fails with the same anomaly kind
-  system    the system a search runs trials against: the simulator (jepsen_py.sim)
+  system    the system a search runs trials against, on any backend (its BackendKind says how)
 """

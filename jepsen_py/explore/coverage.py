@@ -13,7 +13,10 @@ Nothing here knows a bug. The features come from what every run records anyway:
     leader in lease mode serves lease reads), which fault families were in force when an op
     succeeded, the kinds of error;
   - the node logs: each distinct message shape (digits and names stripped), so a recovery path, a
-    rejected message or a lease given up shows up the first time a run takes it.
+    rejected message or a lease given up shows up the first time a run takes it;
+  - on a real backend, also what the faults did once they landed (nemeses/faults.py's windows of
+    the history: kind, how many nodes each hit, how late it took effect, which failed) and the
+    anomaly kinds the checkers reported.
 
 Counts are bucketed by powers of two, so "more of the same" is not new.
 """
@@ -21,10 +24,12 @@ Counts are bucketed by powers of two, so "more of the same" is not new.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from jepsen_py.explore.schedule import STOP_FAMILY, Event, family_of, fault_windows
+from jepsen_py.history import FAIL, NEMESIS, Op
+from jepsen_py.nemeses.faults import fault_windows as fault_windows_of
 
 
 def bucket(n: int) -> str:
@@ -180,6 +185,30 @@ def _as_dict(op: Any) -> dict[str, Any]:
 
 def log_features(logs: Mapping[str, Iterable[str]]) -> set[str]:
     return {f"log:{shape}" for lines in logs.values() for line in lines if (shape := log_shape(line))}
+
+
+def landed_features(history: Sequence[Op]) -> set[str]:
+    """What the nemesis's ops actually did, as nemeses/faults.py reads them back from the history: on
+    a real backend a fault lands late, fails, or hits other nodes than the schedule meant."""
+    out: set[str] = set()
+    for w in fault_windows_of(history):
+        name = w.kind.name if w.kind is not None else w.f
+        out.add(f"landed:{name}")
+        if w.targets is not None:
+            out.add(f"landed:{name}:hit-{bucket(len(w.targets))}")
+        if w.end is None:
+            out.add(f"landed:{name}:until-heal")
+        lag = (w.started - w.start) / 1e9
+        out.add(f"landed:{name}:lag-{bucket(int(lag))}s")
+    failed = sum(1 for op in history if op.process == NEMESIS and op.type == FAIL)
+    if failed:
+        out.add(f"nemesis-failed:{bucket(failed)}")
+    return out
+
+
+def anomaly_features(kinds: Iterable[str]) -> set[str]:
+    """The anomaly kinds a run showed: a search goes on from a configuration that showed a new one."""
+    return {f"anomaly:{k}" for k in kinds}
 
 
 def features(events: Iterable[Event], ops: Iterable[Mapping[str, Any]] = (),

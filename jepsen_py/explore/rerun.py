@@ -51,11 +51,17 @@ def run_schedule(args: argparse.Namespace, post_run: Sequence[PostRun] = ()) -> 
     backend = args.backend or default_backend()
     simulated = backend_kind(backend).simulated
     name = args.name or f"schedule-{s.workload}"
-    played = s if simulated else for_real_backend(s)
+    # a schedule recorded on a real backend has a real cluster's offsets already: run as recorded
+    as_recorded = simulated or s.recorded_on is not None
+    played = s if as_recorded else for_real_backend(s)
     check_played(s, played, args.schedule, override=bool(getattr(args, "ignore_machine_limits", False)))
     spec = spec_for(played, backend=backend, results_dir=Path(args.results_dir), name=name, db=args.db)
     if simulated:
         outcome: Any = replay_run(s, spec, run_sim, post_run)
+    elif as_recorded:
+        print(f"replaying on {backend} as recorded on {s.recorded_on}: {len(s.nemesis_events)} fault ops at "
+              f"their offsets, the workload's own {s.concurrency} clients, {s.time_limit:g} s")
+        outcome = replay_run(s, spec, run_real, post_run, clients=False)
     else:
         print(f"replaying on {backend}: {_plan(s, played)}")
         outcome = replay_in_kind(s, spec, run_real, post_run)

@@ -61,6 +61,39 @@ def family_of(f: str) -> str | None:
 
 
 @dataclass(frozen=True)
+class OutsideFamily:
+    """A fault family of an outside nemesis (`--nemesis MODULE:NAME`): the ops that start it, the op
+    that stops it, and the reference a replay builds the nemesis from. A schedule that uses one
+    carries it, so the file replays without knowing the search that wrote it."""
+
+    name: str
+    ref: str
+    starts: tuple[str, ...]
+    stop: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ref": self.ref, "starts": list(self.starts), "stop": self.stop}
+
+
+def register_outside(fam: OutsideFamily) -> None:
+    """Adds an outside family to this process's vocabulary (FAMILIES and its indexes), so schedules,
+    fault windows and coverage read its ops as they read a built-in's. The same family again is a
+    no-op; a name or op a different family already has is refused (BadInput)."""
+    known = FAMILIES.get(fam.name)
+    entry = (tuple(sorted(fam.starts)), fam.stop, fam.ref)
+    if known is not None:
+        if known != entry:
+            raise BadInput(f"--nemesis {fam.ref}: fault family {fam.name!r} is already another nemesis's")
+        return
+    for f in (*fam.starts, fam.stop):
+        if family_of(f) is not None:
+            raise BadInput(f"--nemesis {fam.ref}: op {f!r} is already fault family {family_of(f)!r}'s")
+    FAMILIES[fam.name] = entry
+    START_FAMILY.update({f: fam.name for f in fam.starts})
+    STOP_FAMILY[fam.stop] = fam.name
+
+
+@dataclass(frozen=True)
 class Event:
     """One op of the main phase: `at` seconds after it began, on `thread` (a client worker number or
     "nemesis"). `node` is set only when the op was sent to a named node rather than the worker's own."""
@@ -138,10 +171,19 @@ class Schedule:
     time_limit: float
     concurrency: int
     events: list[Event]
-    read_mode: str = "read-index"
+    # None for a DB that declares no read modes (plugins.read_modes)
+    read_mode: str | None = "read-index"
     bugs: list[str] = field(default_factory=list)
     nemesis_interval: float = 10.0
     options: dict[str, Any] = field(default_factory=dict)
+    # The DB's own settings the run had (--db-option KEY=VALUE): explore draws them from the values
+    # the DB declares (db_option_values()), so they are part of what was found
+    db_options: dict[str, str] = field(default_factory=dict)
+    # The real backend the schedule was recorded on (None: the simulator). Its offsets are then a
+    # real cluster's already: a replay anywhere real runs it as recorded, not stretched.
+    recorded_on: str | None = None
+    # The outside nemeses' fault families its nemesis ops use (registered when it is loaded)
+    outside: list[OutsideFamily] = field(default_factory=list)
     # The final phase's ops (reads of every key on every node, after heal), in order.
     final: list[Event] = field(default_factory=list)
     # The anomaly kind this schedule shows, when it is a finding (what shrinking preserved).
@@ -207,6 +249,8 @@ class Schedule:
         changes.setdefault("nodes", list(self.nodes))
         changes.setdefault("bugs", list(self.bugs))
         changes.setdefault("options", dict(self.options))
+        changes.setdefault("db_options", dict(self.db_options))
+        changes.setdefault("outside", list(self.outside))
         return replace(self, events=list(events), **changes)
 
     def to_json(self) -> dict[str, Any]:
@@ -216,6 +260,9 @@ class Schedule:
             "time_limit": self.time_limit, "concurrency": self.concurrency,
             "read_mode": self.read_mode, "bugs": list(self.bugs),
             "nemesis_interval": self.nemesis_interval, "options": dict(self.options),
+            **({"db_options": dict(self.db_options)} if self.db_options else {}),
+            **({"recorded_on": self.recorded_on} if self.recorded_on else {}),
+            **({"nemeses": {f.name: f.to_json() for f in self.outside}} if self.outside else {}),
             "anomaly": self.anomaly, "size": self.size(), "t0": self.t0,
             "events": [e.to_json() for e in self.events],
             "final": [e.to_json() for e in self.final],
@@ -300,8 +347,25 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
     CONCURRENCY.check(f"{where}: concurrency", concurrency)
     read_mode = data.get("read_mode", "read-index")
 
-    if read_mode not in READ_MODES:
-        raise BadInput(f"{where}: read_mode {quote(read_mode)} (choose from {', '.join(READ_MODES)})")
+    if read_mode is not None and read_mode not in READ_MODES:
+        raise BadInput(f"{where}: read_mode {quote(read_mode)} (choose from {', '.join(READ_MODES)}, "
+                       "or null for a DB without read modes)")
+    recorded_on = data.get("recorded_on")
+    if recorded_on is not None and (not isinstance(recorded_on, str) or not recorded_on):
+        raise BadInput(f"{where}: recorded_on must be a backend name or null")
+    if recorded_on is not None:
+        _name(recorded_on, "recorded_on", where)
+    db_options = data.get("db_options", {})
+    if not isinstance(db_options, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                   for k, v in db_options.items()):
+        raise BadInput(f"{where}: db_options must be an object of strings (KEY: VALUE)")
+    if len(db_options) > MAX_BUGS:
+        raise BadInput(f"{where}: {len(db_options)} db_options, more than a schedule holds "
+                       f"(at most {MAX_BUGS})")
+    for k, v in db_options.items():
+        _name(k, "db_options", where)
+        if len(v) > MAX_NAME:
+            raise BadInput(f"{where}: db_options {quote(k)}: longer than {MAX_NAME} characters")
     bugs = data.get("bugs", [])
     if not isinstance(bugs, list) or not all(isinstance(b, str) for b in bugs):
         raise BadInput(f"{where}: bugs must be a list of names")
@@ -335,6 +399,7 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
         raise BadInput(f"{where}: anomaly must be a kind name or null")
     if anomaly is not None:
         _name(anomaly, "anomaly", where)
+    outside = _outside(data.get("nemeses", {}), where)
     raw = _get(data, "events", list, where)
     raw_final = data.get("final", [])
     if not isinstance(raw_final, list):
@@ -354,8 +419,29 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
                            f"{time_limit:g} s")
     return Schedule(workload=workload, nodes=list(nodes), seed=seed, time_limit=time_limit,
                     concurrency=concurrency, events=events, read_mode=read_mode, bugs=list(bugs),
-                    nemesis_interval=interval, options=dict(options), final=final,
+                    nemesis_interval=interval, options=dict(options), db_options=dict(db_options),
+                    recorded_on=recorded_on, outside=outside, final=final,
                     anomaly=anomaly, t0=None if t0 is None else float(t0))
+
+
+def _outside(raw: Any, where: str) -> list[OutsideFamily]:
+    """The file's outside fault families, checked and registered (before its events are read)."""
+    if not isinstance(raw, dict) or len(raw) > MAX_BUGS:
+        raise BadInput(f"{where}: nemeses must be an object of at most {MAX_BUGS} fault families")
+    out: list[OutsideFamily] = []
+    for name, d in raw.items():
+        _name(name, "nemeses", where)
+        ok = (isinstance(d, dict) and isinstance(d.get("ref"), str) and isinstance(d.get("stop"), str)
+              and isinstance(d.get("starts"), list) and d["starts"] and len(d["starts"]) <= MAX_BUGS
+              and all(isinstance(f, str) for f in d["starts"]))
+        if not ok:
+            raise BadInput(f"{where}: nemeses {quote(name)}: expected {{ref, starts: [ops], stop: op}}")
+        for f in (d["ref"], d["stop"], *d["starts"]):
+            _name(f, f"nemeses {name}", where)
+        fam = OutsideFamily(name, d["ref"], tuple(d["starts"]), d["stop"])
+        register_outside(fam)
+        out.append(fam)
+    return out
 
 
 def _get(data: dict[str, Any], name: str, typ: type, where: str) -> Any:

@@ -57,6 +57,7 @@ class Trial:
     run_dir: Path | None = None
     error: str | None = None
     cut: bool = False  # stopped by the search's wall budget before it ended: no verdict
+    unknown: bool = False  # the checkers could not tell (exit 2): neither a finding nor a pass
 
     @property
     def failed(self) -> bool:

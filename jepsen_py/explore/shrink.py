@@ -18,6 +18,8 @@ about most:
 
 `fails(candidate)` runs the candidate (in simulation: deterministic) and says whether it shows the
 kind. The budget counts both attempts and wall seconds; what was reached when it ends is returned.
+`passes` narrows the passes: a real backend replays a schedule in kind (the workload's own clients
+beside its faults), so there only time, faults and nodes mean anything (FAULT_PASSES).
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ from typing import TypeVar
 from jepsen_py.explore.schedule import Event, Schedule, fault_windows, renumber_threads
 
 T = TypeVar("T")
+
+PASSES: tuple[str, ...] = ("time", "faults", "nodes", "clients", "keys", "client-ops")
+# what a replay in kind keeps of a schedule: its faults, their timing, its nodes
+FAULT_PASSES: tuple[str, ...] = ("time", "faults", "nodes")
 
 
 @dataclass
@@ -51,7 +57,11 @@ class _Budget(Exception):
 class Shrinker:
     def __init__(self, fails: Callable[[Schedule], bool], *, max_attempts: int = 200,
                  budget_s: float = 120.0, min_chunk: int = 4,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, passes: Sequence[str] = PASSES) -> None:
+        unknown = [p for p in passes if p not in PASSES]
+        if unknown:
+            raise ValueError(f"unknown shrink passes {unknown} (known: {', '.join(PASSES)})")
+        self.passes = tuple(passes)
         self.fails = fails
         self.max_attempts = max_attempts
         self.deadline = clock() + budget_s
@@ -191,8 +201,10 @@ class Shrinker:
 
     def shrink(self, s: Schedule) -> ShrinkResult:
         # time first: each later attempt then replays a shorter run
-        passes = (self.shorten, self.drop_faults, self.shorten, self.fewer_nodes, self.fewer_clients,
-                  self.fewer_keys, self.fewer_client_ops)
+        named = (("time", self.shorten), ("faults", self.drop_faults), ("time", self.shorten),
+                 ("nodes", self.fewer_nodes), ("clients", self.fewer_clients), ("keys", self.fewer_keys),
+                 ("client-ops", self.fewer_client_ops))
+        passes = [p for name, p in named if name in self.passes]
         try:
             while True:
                 before = _measure(s)

@@ -40,12 +40,14 @@ class Config:
     targets: tuple[str, ...]
     interval: float
     mode: str
-    read_mode: str
+    read_mode: str | None  # None: the DB declares no read modes
     node_count: int
     time_limit: float
     seed: int
     clients_per_node: int = 2
     rate: float | None = None  # client requests per second over all clients; None: the system's own
+    # the DB's own settings (--db-option KEY=VALUE), drawn from the values it declares
+    db_options: tuple[tuple[str, str], ...] = ()
 
     def label(self) -> str:
         faults = "+".join(self.families) or "none"
@@ -53,8 +55,10 @@ class Config:
             ([f"shapes {'/'.join(self.shapes)}"] if "partition" in self.families else [])
             + ([f"targets {'/'.join(self.targets)}"] if {"kill", "pause"} & set(self.families) else []))
         rate = f" {self.rate:g}/s" if self.rate is not None else ""
+        read = f" {self.read_mode}" if self.read_mode is not None else ""
+        opts = "".join(f" {k}={v}" for k, v in self.db_options)
         return (f"{self.workload} {faults}{' (' + hit + ')' if hit else ''} every {self.interval:g}s "
-                f"({self.mode}) {self.read_mode} {self.node_count} nodes {self.time_limit:g}s{rate} "
+                f"({self.mode}){read}{opts} {self.node_count} nodes {self.time_limit:g}s{rate} "
                 f"seed {self.seed}")
 
 
@@ -68,7 +72,7 @@ class Space:
     targets: tuple[str, ...] = TARGETS
     intervals: tuple[float, ...] = (1.0, 2.0, 3.0, 5.0, 8.0)
     modes: tuple[str, ...] = MODES
-    read_modes: tuple[str, ...] = SAFE_READ_MODES
+    read_modes: tuple[str | None, ...] = SAFE_READ_MODES
     node_counts: tuple[int, ...] = (3, 5)
     time_limits: tuple[float, ...] = (8.0, 15.0, 25.0)
     clients_per_node: tuple[int, ...] = (1, 2)
@@ -77,6 +81,8 @@ class Space:
     # how often a configuration enables 0, 1, 2, 3, ... fault families (swarm testing)
     family_weights: tuple[float, ...] = (1.0, 2.0, 4.0, 3.0)
     extra: dict[str, object] = field(default_factory=dict)
+    # the values the DB declares for each of its --db-options (db_option_values()): one drawn per key
+    db_option_values: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def family_count(self, rng: random.Random) -> int:
         top = min(self.max_families, len(self.families))
@@ -90,7 +96,7 @@ class Space:
         families = tuple(sorted(rng.sample(list(self.families), k)))
         node_count = self._node_count(rng)
         time_limit = rng.choice(self.time_limits)
-        return Config(
+        cfg = Config(
             workload=rng.choice(self.workloads),
             families=families,
             shapes=self._shapes(rng, node_count),
@@ -104,6 +110,11 @@ class Space:
             clients_per_node=rng.choice(self.clients_per_node),
             rate=rng.choice(self.rates) if self.rates else None,
         )
+        # drawn last, and only when there are any, so a space without them draws as it always did
+        return replace(cfg, db_options=self._db_options(rng)) if self.db_option_values else cfg
+
+    def _db_options(self, rng: random.Random) -> tuple[tuple[str, str], ...]:
+        return tuple((k, rng.choice(values)) for k, values in self.db_option_values if values)
 
     def _node_count(self, rng: random.Random) -> int:
         """The smallest cluster twice as often as each larger one: it costs least per trial."""
@@ -116,16 +127,22 @@ class Space:
         return rng.choice(fits or [min(self.intervals)])
 
     def _shapes(self, rng: random.Random, node_count: int) -> tuple[str, ...]:
-        usable = [s for s in self.shapes if s != "ring" or node_count >= 4] or ["leader"]
+        usable = [s for s in self.shapes if s != "ring" or node_count >= 4] or [
+            "leader" if "leader" in self.shapes else "random"]
         return tuple(sorted(rng.sample(usable, rng.randint(1, len(usable)))))
 
     def mutate(self, cfg: Config, rng: random.Random) -> Config:
         """A neighbour of `cfg`: always a new seed, and one or two dimensions changed."""
         out = replace(cfg, seed=rng.randrange(2**31))
+        dims = ("workload", "families", "targets", "interval", "mode", "read_mode", "node_count",
+                "time_limit", "shapes", "clients", "rate")
+        if self.db_option_values:
+            dims += ("db_options",)
         for _ in range(rng.choice((0, 1, 1, 2))):
-            dim = rng.choice(("workload", "families", "targets", "interval", "mode", "read_mode",
-                              "node_count", "time_limit", "shapes", "clients", "rate"))
-            if dim == "workload":
+            dim = rng.choice(dims)
+            if dim == "db_options":
+                out = replace(out, db_options=self._db_options(rng))
+            elif dim == "workload":
                 out = replace(out, workload=rng.choice(self.workloads))
             elif dim == "families" and self.families:
                 fams = set(out.families)

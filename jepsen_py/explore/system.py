@@ -1,9 +1,12 @@
-"""Trials on a real backend: a configuration or a schedule becomes a TestSpec, a workload whose
+"""Trials on any backend: a configuration or a schedule becomes a TestSpec, a workload whose
 generators are recorded (or replayed), a nemesis that carries the schedule's fault ops out, and one
 run; the run's results.json gives the anomaly kinds, its history and node logs the coverage.
 
-The search runs trials in simulation (`run_sim`), where thousands fit in a budget; `jepsen-py run
---schedule` replays one schedule on any backend through `replay_run`.
+One `BackendSystem` serves every backend; what differs is asked of the backend's kind (its run
+function, how late its timers fire, whether its timings can be redrawn): in simulation thousands of
+trials fit in a budget and a schedule replays op for op (`replay_run`); on docker, ssh or local a
+trial is one ordinary run and a schedule replays in kind (`replay_in_kind`), its faults at their
+offsets and the workload's own clients beside them.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from jepsen_py.backends import get_backend, is_simulated, simulator
-from jepsen_py.explore.coverage import features
+from jepsen_py.backends import KINDS, backend_kind, get_backend, is_simulated, simulator
+from jepsen_py.errors import BadInput
+from jepsen_py.explore.coverage import anomaly_features, features, landed_features
 from jepsen_py.explore.replay import (
     REAL_MARGIN_S,
     ClientReplay,
@@ -34,20 +38,18 @@ from jepsen_py.explore.replay import (
     watch_after_heal,
     watch_after_heal_s,
 )
-from jepsen_py.explore.schedule import Schedule
+from jepsen_py.explore.schedule import FAMILIES, OutsideFamily, Schedule
 from jepsen_py.explore.search import Trial
 from jepsen_py.explore.space import Config, nemesis_events
 from jepsen_py.generator import Context, Generator, Step
 from jepsen_py.generator import rate as limit_rate
 from jepsen_py.history import Op
-from jepsen_py.matrix import anomaly_kinds as kinds
+from jepsen_py.history import read_history as read_ops
+from jepsen_py.matrix import anomaly_kinds
 from jepsen_py.plugins import build_nemesis, build_workload, builtin_workloads, load_db
 from jepsen_py.protocols import TestSpec
 from jepsen_py.runner import run_test
 from jepsen_py.seeds import recorder_rng
-from jepsen_py.sim.loop import Scheduler
-from jepsen_py.sim.run import TIMING_SEED
-from jepsen_py.sim.run import run_sim as sim
 from jepsen_py.spec import DEFAULT_DB, DEFAULT_RATE
 from jepsen_py.store import LATEST
 from jepsen_py.workload import Workload
@@ -68,7 +70,9 @@ def run_sim(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
             post_run: Sequence[Any]) -> Outcome:
     """One run in the simulator, with our workload and nemesis schedule (a node caught in an endless
     loop is stopped by the simulator's livelock watchdog instead of hanging the run)."""
-    return sim(spec, workload=workload, nemesis_generator=nemesis_generator, post_run=post_run)  # type: ignore[no-any-return]
+    run = backend_kind(simulator()).run_function()
+    assert run is not None, "the simulated backend kind names its run function"
+    return run(spec, workload=workload, nemesis_generator=nemesis_generator, post_run=post_run)  # type: ignore[no-any-return]
 
 
 def run_real(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
@@ -81,8 +85,10 @@ def run_real(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
                     backend=get_backend(spec.backend, spec), show_progress=False, post_run=post_run)
 
 
-def anomaly_kinds(results: dict[str, Any]) -> dict[str, int]:
-    return kinds(results)
+def run_function(backend: str) -> RunFn:
+    """How a spec runs on `backend`: its kind's own run function (the simulator builds its own
+    world), else the ordinary runner."""
+    return run_sim if backend_kind(backend).run_function() is not None else run_real
 
 
 def spec_for(s: Schedule, *, backend: str, results_dir: Path, name: str, db: str = DEFAULT_DB,
@@ -96,7 +102,7 @@ def spec_for(s: Schedule, *, backend: str, results_dir: Path, name: str, db: str
         time_limit=s.time_limit, concurrency=s.concurrency, rate=0.0,
         nemesis_interval=s.nemesis_interval, seed=s.seed, backend=backend, read_mode=s.read_mode,
         bugs=list(s.bugs), db=db, results_dir=results_dir, options={**options, **extra},
-        fault_targets=s.fault_targets(), nemesis_schedule="random",
+        fault_targets=s.fault_targets(), nemesis_schedule="random", db_options=dict(s.db_options),
     )
 
 
@@ -142,10 +148,8 @@ def replay_in_kind(s: Schedule, spec: TestSpec, run: RunFn, post_run: Sequence[A
 
 
 def _timer_slack(spec: TestSpec) -> float:
-    """How late the simulator's timers fire (0 on a real backend: a replay there is not exact)."""
-    if not is_simulated(spec.backend):
-        return 0.0
-    return Scheduler.TIMER_SLACK_S
+    """How late the backend's timers fire (0 on a real backend: a replay there is not exact)."""
+    return backend_kind(spec.backend).timer_slack_s()
 
 
 def _discard(run_dir: Path) -> None:
@@ -184,6 +188,14 @@ def read_history(run_dir: Path) -> Iterator[dict[str, Any]]:
         return
 
 
+def _history_ops(run_dir: Path) -> list[Op]:
+    """The run's history as ops (nothing when it cannot be read: the features then lack its faults)."""
+    try:
+        return read_ops(run_dir / "history.jsonl")
+    except (OSError, BadInput, ValueError):
+        return []
+
+
 def read_logs(run_dir: Path) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     nodes = run_dir / "nodes"
@@ -213,15 +225,15 @@ class TrialCut(Exception):
 
 
 class _HideCuts(logging.Filter):
-    """A trial cut by the budget is expected, not an error to print: the simulator's loggers drop
-    the lines that report it."""
+    """A trial cut by the budget is expected, not an error to print: the loggers of the worker loop,
+    the runner and each backend's own engine drop the lines that report it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return "TrialCut" not in record.getMessage()
 
 
 _HIDE_CUTS = _HideCuts()
-for _name in ("jepsen_py.sim.interpreter", "jepsen_py.sim.run"):
+for _name in ("jepsen_py.workers", "jepsen_py.runner", *(n for k in KINDS.values() for n in k.loggers)):
     logging.getLogger(_name).addFilter(_HIDE_CUTS)
 
 
@@ -246,12 +258,13 @@ class Deadline(Generator):
 
 
 @dataclass
-class SimSystem:
-    """The search's System on the simulator (or any RunFn): trials in `work_dir`, clean ones removed."""
+class BackendSystem:
+    """The search's System on any backend (or any RunFn): trials in `work_dir`, clean ones removed.
+    In simulation a replay is exact; elsewhere it is in kind (see replay_in_kind)."""
 
     work_dir: Path
     bugs: list[str] = field(default_factory=list)
-    run: RunFn = run_sim
+    run: RunFn | None = None  # None: the backend's own (run_function)
     db: str = DEFAULT_DB
     rate: float = DEFAULT_RATE
     options: dict[str, Any] = field(default_factory=dict)
@@ -261,6 +274,24 @@ class SimSystem:
     deadline: float | None = None
     # the test directory of the run going on now (None between runs)
     in_progress: Path | None = None
+    backend: str = field(default_factory=simulator)
+    # the backend's own options (--ssh-host, --docker-image, ...): into every spec, never a schedule
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    # the outside nemeses' fault families the space may draw (registered in schedule.FAMILIES)
+    outside: list[OutsideFamily] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.run is None:
+            self.run = run_function(self.backend)
+
+    @property
+    def exact(self) -> bool:
+        """Whether a replay repeats the recorded run op for op (in simulation), or only in kind."""
+        return is_simulated(self.backend)
+
+    def _runner(self) -> RunFn:
+        assert self.run is not None
+        return self.run
 
     def _name(self) -> str:
         self.count += 1
@@ -273,11 +304,14 @@ class SimSystem:
                             time_limit=config.time_limit,
                             concurrency=config.node_count * config.clients_per_node,
                             events=nemesis_events(config), read_mode=config.read_mode, bugs=list(self.bugs),
-                            nemesis_interval=config.interval, options={**self.options, "rate": rate})
-        spec = spec_for(skeleton, backend=simulator(), results_dir=self.work_dir, name=self._name(),
-                        db=self.db)
+                            nemesis_interval=config.interval, options={**self.options, "rate": rate},
+                            db_options=dict(config.db_options),
+                            recorded_on=None if self.exact else self.backend,
+                            outside=[f for f in self.outside if f.name in config.families])
+        spec = spec_for(skeleton, backend=self.backend, results_dir=self.work_dir, name=self._name(),
+                        db=self.db, base=self.backend_options)
         if config.families:  # every family of the configuration, even one its timeline never started
-            spec.nemesis = sorted({*spec.nemesis, *config.families})
+            spec.nemesis = sorted({*spec.nemesis, *(FAMILIES[f][2] for f in config.families)})
             spec.fault_targets = list(config.targets)
         workload = _build_workload(spec)
         clock, tape, final = PhaseClock(), Tape(), Tape()
@@ -288,7 +322,7 @@ class SimSystem:
                                                 rng=private)
         started = time.monotonic()
         with self._running(spec):
-            outcome = self._cut_short(self.run)(spec, workload, NemesisReplay(skeleton, clock), ())
+            outcome = self._cut_short(self._runner())(spec, workload, NemesisReplay(skeleton, clock), ())
         wall = time.monotonic() - started
         recorded = skeleton.with_events([*skeleton.nemesis_events, *tape.events], final=list(final.events),
                                         t0=clock.t0)
@@ -296,20 +330,31 @@ class SimSystem:
 
     def replay(self, schedule: Schedule, *, keep: Path | None = None,
                post_run: Sequence[Any] = (), name: str | None = None) -> Trial:
-        spec = spec_for(schedule, backend=simulator(), results_dir=keep or self.work_dir,
-                        name=name or self._name(), db=self.db)
+        stretch = not self.exact and schedule.recorded_on is None  # recorded in simulation
+        played = for_real_backend(schedule) if stretch else schedule
+        spec = spec_for(played, backend=self.backend, results_dir=keep or self.work_dir,
+                        name=name or self._name(), db=self.db, base=self.backend_options)
         started = time.monotonic()
         with self._running(spec):
-            outcome = replay_run(schedule, spec, self._cut_short(self.run), post_run)
+            run = self._cut_short(self._runner())
+            if self.exact:
+                outcome = replay_run(schedule, spec, run, post_run)
+            elif stretch:
+                outcome = replay_in_kind(schedule, spec, run, post_run)
+            else:  # recorded here: its faults at their offsets, the workload's own clients, as the trial
+                outcome = replay_run(schedule, spec, run, post_run, clients=False)
         return self._trial(schedule, outcome, time.monotonic() - started, None, keep=keep is not None)
 
     def replay_timed(self, schedule: Schedule, timing_seed: int) -> dict[str, int]:
-        """The anomaly kinds of `schedule` replayed in kind (as a real backend replays it), in the
-        simulator under `timing_seed`; the run is not kept."""
-        spec = spec_for(for_real_backend(schedule), backend=simulator(), results_dir=self.work_dir,
-                        name=self._name(), db=self.db, base={TIMING_SEED: timing_seed})
+        """The anomaly kinds of `schedule` replayed in kind (as a real backend replays it), under
+        `timing_seed` (a backend whose timings can be redrawn: the simulator's); the run is not kept."""
+        key = backend_kind(self.backend).timing_seed_key()
+        if key is None:
+            raise ValueError(f"the {self.backend} backend cannot redraw its timings")
+        spec = spec_for(for_real_backend(schedule), backend=self.backend, results_dir=self.work_dir,
+                        name=self._name(), db=self.db, base={key: timing_seed})
         with self._running(spec):
-            outcome = replay_in_kind(schedule, spec, self._cut_short(self.run))
+            outcome = replay_in_kind(schedule, spec, self._cut_short(self._runner()))
         _discard(Path(outcome.run_dir))
         return anomaly_kinds(outcome.results or {}) if outcome.exit_code == 1 else {}
 
@@ -356,10 +401,16 @@ class SimSystem:
         error = (outcome.error or f"exit {outcome.exit_code}") if outcome.exit_code >= 254 else None
         cov = features(s.events, read_history(run_dir), read_logs(run_dir), read_mode=s.read_mode,
                        workload=s.workload)
+        if not self.exact:  # what the faults did once they landed, and what the checkers saw
+            cov = cov | landed_features(_history_ops(run_dir)) | anomaly_features(kinds)
         trial = Trial(schedule=s, anomalies=kinds, coverage=cov,
                       sim_seconds=sim_seconds(results, s.time_limit), wall_seconds=wall, config=config,
-                      run_dir=run_dir, error=error)
+                      run_dir=run_dir, error=error, unknown=outcome.exit_code == 2)
         if not kinds and not keep and not self.keep_clean and not error:
             _discard(run_dir)
             trial.run_dir = None
         return trial
+
+
+# The name the simulator's search has always used: the same class, on the simulated backend by default.
+SimSystem = BackendSystem

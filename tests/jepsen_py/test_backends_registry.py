@@ -111,11 +111,6 @@ def test_no_module_outside_the_simulator_and_the_registry_compares_a_backend_wit
     assert offenders == []
 
 
-# The explore helper is moving the explorer onto real backends and removes these two at the same
-# time; the lead drops them from this list at merge.
-SIM_IMPORT_EXEMPT = ("jepsen_py/explore/", "jepsen_py/commands/explore.py")
-
-
 def _sim_references(rel: str, source: str) -> list[int]:
     """Lines of `source` (the file `rel`) that import the simulator's package, or name one of its
     modules as a string to load (an importlib reference)."""
@@ -163,8 +158,7 @@ def test_no_module_outside_the_simulator_and_the_registry_imports_the_simulator(
     for folder in ("jepsen_py", "nemeses", "workloads", "checkers", "spark", "cluster"):
         for path in sorted((root / folder).rglob("*.py")):
             rel = path.relative_to(root).as_posix()
-            if (rel.startswith(("jepsen_py/sim/", *SIM_IMPORT_EXEMPT))
-                    or rel == "jepsen_py/backends/__init__.py"):
+            if rel.startswith("jepsen_py/sim/") or rel == "jepsen_py/backends/__init__.py":
                 continue
             offenders += [f"{rel}:{n}" for n in _sim_references(rel, path.read_text())]
     assert offenders == []

@@ -32,7 +32,8 @@ def _value(action: argparse.Action) -> str:
     """A value the flag takes, so the only thing wrong in a test is what the test is about."""
     if action.choices:
         return str(next(iter(action.choices)))
-    return "1" if getattr(action.type, "__name__", "") in ("number", "integer") else "x"
+    kind = getattr(action.type, "__name__", "")
+    return "1" if kind in ("number", "integer") else "1/2" if kind == "fraction" else "x"
 
 
 def _needed(command: str, but: argparse.Action | None = None) -> list[str]:

@@ -37,6 +37,17 @@ class EtcdDB:
                          "member's own state, stale under a partition)",
                 "pre-vote": "true (default) or false: etcd's --pre-vote"}
 
+    @staticmethod
+    def db_option_values() -> dict[str, tuple[str, ...]]:
+        """The values `jepsen-py explore` may try for each setting: both read modes and PreVote on
+        and off, so a search finds the weak configuration without being told which it is."""
+        return {"reads": ("linearizable", "serializable"), "pre-vote": ("true", "false")}
+
+    @staticmethod
+    def workloads() -> tuple[str, ...]:
+        """The workloads this DB's client speaks."""
+        return ("register",)
+
     def __init__(self, spec: TestSpec) -> None:
         opts = spec.db_options
         reads = opts.get("reads", "linearizable")

@@ -12,6 +12,8 @@ from jepsen_py.cli import main
 from jepsen_py.explore import schedule as sched
 from jepsen_py.explore.schedule import Event, Schedule
 
+RAFT = "jepsen_py.raftdb:RaftMetadataDB"
+
 
 def _code(argv: list[str]) -> int:
     """The exit code, whether the command returned it or argparse raised it."""
@@ -22,8 +24,35 @@ def _code(argv: list[str]) -> int:
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--backend", "docker"], "explore runs trials in simulation only"),
-    (["--bug", "no-such-bug"], "--bug: unknown bug 'no-such-bug'"),
+    (["--backend", "none"], "--backend none: has no nodes to run a DB on"),
+    (["--backend", "docker", "--bug", "no-such-bug"], "--bug: unknown bug 'no-such-bug' for "),
+    (["--backend", "docker", "--workload", "register"], "serves offsets, topics"),
+    (["--backend", "docker", "--read-mode", "eventual"], f"--read-mode: {RAFT} serves"),
+    (["--backend", "docker", "--db-option", "reads=stale"], f"--db-option: {RAFT} takes no"),
+    (["--backend", "docker", "--db-option", "nokey"], "--db-option: expected KEY=VALUE"),
+    (["--backend", "docker", "--nemesis", "flood"], "'flood' is not a fault family"),
+    (["--backend", "docker", "--db", "no_such_module_xyz:DB"], "--db"),
+    (["--backend", "docker", "--db", "tests.jepsen_py.explore.plaindb:PlainDB", "--workload", "register",
+      "--nemesis", "kill"], "--nemesis: kill needs a DB that can kill and restart its nodes"),
+    (["--backend", "docker", "--db", "tests.jepsen_py.explore.plaindb:PlainDB", "--workload", "register",
+      "--nemesis", "leader-clock"], "name its leaders and pause and resume its nodes and run its daemons"),
+    (["--backend", "docker", "--db", "tests.jepsen_py.explore.plaindb:PlainDB"],
+     "declares no workloads() to explore"),
+    (["--backend", "docker", "--db", "tests.jepsen_py.explore.plaindb:PlainDB", "--workload", "register",
+      "--read-mode", "lease"], "--read-mode: tests.jepsen_py.explore.plaindb:PlainDB has no read modes"),
+    (["--backend", "docker", "--reproduce", "3/2"], "--reproduce: K must be from 1 to N"),
+    (["--backend", "docker", "--reproduce", "0/2"], "--reproduce: K must be from 1 to N"),
+    (["--backend", "docker", "--reproduce", "1/0"], "--reproduce: N must be from 1 to 20"),
+    (["--backend", "docker", "--reproduce", "1/99"], "--reproduce: N must be from 1 to 20"),
+    (["--backend", "docker", "--reproduce", "half"], "--reproduce: expected K/N"),
+    (["--backend", "docker", "--reproduce", "1/2/3"], "--reproduce: expected K/N"),
+    (["--reproduce", "1/2"], "--reproduce: a simulated replay is exact"),
+    (["--ssh-host", "n1=h1"], "--ssh-host: not an option of the simulator"),
+    (["--backend", "docker", "--db", "tests.jepsen_py.explore.plaindb:PlainDB", "--workload", "register",
+      "--bug", "x"], "--bug: unknown bug 'x' for tests.jepsen_py.explore.plaindb:PlainDB (known: none)"),
+    (["--db", "tests.jepsen_py.explore.plaindb:PlainDB"], "--db: the simulator runs our cluster only"),
+    (["--db-option", "reads=stale"], "--db-option: our cluster in the simulator takes none"),
+    (["--bug", "no-such-bug"], "--bug: unknown bug 'no-such-bug' (known: split-brain"),
     (["--workload", "register"], "'register' cannot be explored"),
     (["--nemesis", "flood"], "'flood' is not a fault family"),
     (["--read-mode", "eventual"], "unknown read mode 'eventual'"),
@@ -39,6 +68,7 @@ def test_explore_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str], a
     err = capsys.readouterr().err
     assert code == 254
     assert message in err
+    assert err.strip().count("\n") == 0 or "usage:" in err, err  # one line (argparse adds its usage)
     assert not (tmp_path / "r").exists(), "nothing is created for a refused command"
 
 
