@@ -140,6 +140,7 @@ class Phase(GeneratorPhase):
         self.done: queue.SimpleQueue[Done] = queue.SimpleQueue()
         self.next_timeout_check = 0.0  # when the loop next looks for ops past the op timeout
         self.interrupted_at: float | None = None  # when the caller was interrupted (monotonic s)
+        self.ended = threading.Event()  # set by the loop's thread as its last act
 
 
 class Interpreter(WorkerPool):
@@ -177,14 +178,18 @@ class Interpreter(WorkerPool):
         tasks = {w.thread: self.scheduler.spawn("nemesis" if w.thread == NEMESIS else f"worker-{w.thread}",
                                                 lambda w=w: self._serve(w, phase))
                  for w in workers}
-        loop = self.scheduler.spawn("interpreter", lambda: self._loop(phase, tasks))
+        self.scheduler.spawn("interpreter", lambda: self._loop(phase, tasks))
+        # Waits on an event, not on the thread: a Thread.join cut by Ctrl-C can leave is_alive()
+        # False while the thread still runs (CPython 3.11), and heal would race the loop's records.
         try:
-            while loop.is_alive():
-                loop.join(0.25)
+            while not phase.ended.wait(0.25):
+                pass
         except BaseException:  # Ctrl-C: the ops in flight still get their completions recorded
             phase.interrupted_at = time.monotonic()
             phase.stopped = True
-            loop.join(2 * JOIN_GRACE_S)
+            # the loop gives its ops JOIN_GRACE_S, records info for the rest, then gives idle
+            # workers JOIN_GRACE_S to end: heal must not start while it may still record
+            phase.ended.wait(3 * JOIN_GRACE_S)
             raise
         self.raise_failures()
 
@@ -200,6 +205,7 @@ class Interpreter(WorkerPool):
             self.errors.append(f"interpreter: {type(e).__name__}: {e}")
         finally:
             self._release(phase, tasks, JOIN_GRACE_S)
+            phase.ended.set()
 
     # ---- the interpreter's loop: the only caller of the generator -------------------------------
 
@@ -334,6 +340,22 @@ class Interpreter(WorkerPool):
         if phase.inflight:
             log.warning("workers still blocked after the phase ended, abandoned: %s",
                         ", ".join(sorted(str(t) for t in phase.inflight)))
+            self._abandon(phase)
+
+    def _abandon(self, phase: Phase) -> None:
+        """Records info for every op still in flight when the phase gives up on it: nobody will
+        record its completion (the loop is ending), and the next phase's ops on the same process
+        (the nemesis's heal) must not find it still open. A client worker goes on under a fresh
+        process id, as after any info."""
+        for d in list(phase.inflight.values()):
+            w, inv = d.worker, d.invoke
+            if w.abandoned:  # already recorded info by timeout
+                continue
+            w.abandoned = True
+            self.record(self._declare(Op(-1, self.clock.ns(), INFO, inv.process, inv.f, inv.key, inv.value,
+                                         inv.node, error="abandoned: still running when the phase ended")))
+            if isinstance(w.process, int):
+                w.process = w.process + self.concurrency
 
     def _release(self, phase: Phase, tasks: dict[Thread, Task], seconds: float) -> None:
         """Tells every worker the phase is over and lets the idle ones end (one still in its op is

@@ -7,6 +7,7 @@ import _thread
 import json
 import signal
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -197,6 +198,44 @@ def test_a_failed_db_setup_still_tears_everything_down(tmp_path: Path) -> None:
     assert "checker.check" not in calls.names()
     results = json.loads((out.run_dir / "results.json").read_text())
     assert results["valid"] == "unknown" and "cannot install on n2" in results["error"]
+
+
+class SlowStartNemesis(FakeNemesis):
+    """A fault that takes longer to land than the interpreter waits for after a Ctrl-C."""
+
+    def invoke(self, test: Any, op: Any) -> Any:
+        if op.f == "start":
+            time.sleep(2.0)
+        return super().invoke(test, op)
+
+
+def test_a_fault_still_landing_after_ctrl_c_is_recorded_info_before_heal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The interpreter waits JOIN_GRACE_S for the ops in flight after a Ctrl-C, then gives up on
+    # them; nobody records their completions after that, so it records info itself: the nemesis's
+    # heal (the next op on its process) must not find its start still open.
+    from jepsen_py import interpreter
+
+    monkeypatch.setattr(interpreter, "JOIN_GRACE_S", 0.3)
+    calls = Calls()
+    spec = make_spec(tmp_path, time_limit=20.0, rate=10.0)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.8, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_test(spec, db=FakeDB(spec, calls=calls), workload=register_workload(calls=calls),
+                     nemesis=SlowStartNemesis(calls), nemesis_generator=gen.cycle(NEMESIS_SCHEDULE),
+                     backend=NoneBackend(spec))
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, old)
+    history = read_history((spec.results_dir / "latest").resolve() / "history.jsonl")
+    validate(history)
+    start = [op for op in history if op.process == NEMESIS and op.f == "start"]
+    assert [op.type for op in start] == [INVOKE, INFO]
+    assert start[1].error == "abandoned: still running when the phase ended"
+    assert any(op.process == NEMESIS and op.f == "heal" for op in history if op.index > start[1].index)
 
 
 def test_ctrl_c_heals_and_tears_down_then_reraises(tmp_path: Path) -> None:
