@@ -200,6 +200,24 @@ def test_a_failed_db_setup_still_tears_everything_down(tmp_path: Path) -> None:
     assert results["valid"] == "unknown" and "cannot install on n2" in results["error"]
 
 
+def interrupted_run(spec: Any, calls: Calls, nemesis: FakeNemesis) -> Path:
+    """Runs a test and presses Ctrl-C 0.8 s in; the run's directory. Ctrl-C must reach us even
+    when pytest was started in the background of a script, where the shell hands it SIGINT ignored
+    (interrupt_main then does nothing)."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.8, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_test(spec, db=FakeDB(spec, calls=calls), workload=register_workload(calls=calls),
+                     nemesis=nemesis, nemesis_generator=gen.cycle(NEMESIS_SCHEDULE),
+                     backend=NoneBackend(spec))
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, old)
+    return (spec.results_dir / "latest").resolve()
+
+
 class SlowStartNemesis(FakeNemesis):
     """A fault that takes longer to land than the interpreter waits for after a Ctrl-C."""
 
@@ -218,19 +236,8 @@ def test_a_fault_still_landing_after_ctrl_c_is_recorded_info_before_heal(
 
     monkeypatch.setattr(interpreter, "JOIN_GRACE_S", 0.3)
     calls = Calls()
-    spec = make_spec(tmp_path, time_limit=20.0, rate=10.0)
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    timer = threading.Timer(0.8, _thread.interrupt_main)
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_test(spec, db=FakeDB(spec, calls=calls), workload=register_workload(calls=calls),
-                     nemesis=SlowStartNemesis(calls), nemesis_generator=gen.cycle(NEMESIS_SCHEDULE),
-                     backend=NoneBackend(spec))
-    finally:
-        timer.cancel()
-        signal.signal(signal.SIGINT, old)
-    history = read_history((spec.results_dir / "latest").resolve() / "history.jsonl")
+    run_dir = interrupted_run(make_spec(tmp_path, time_limit=20.0, rate=10.0), calls, SlowStartNemesis(calls))
+    history = read_history(run_dir / "history.jsonl")
     validate(history)
     start = [op for op in history if op.process == NEMESIS and op.f == "start"]
     assert [op.type for op in start] == [INVOKE, INFO]
@@ -241,23 +248,10 @@ def test_a_fault_still_landing_after_ctrl_c_is_recorded_info_before_heal(
 def test_ctrl_c_heals_and_tears_down_then_reraises(tmp_path: Path) -> None:
     calls = Calls()
     spec = make_spec(tmp_path, time_limit=20.0, rate=100.0)
-    # Ctrl-C must reach us even when pytest was started in the background of a script, where the
-    # shell hands it SIGINT ignored (interrupt_main then does nothing).
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    timer = threading.Timer(0.8, _thread.interrupt_main)
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_test(spec, db=FakeDB(spec, calls=calls), workload=register_workload(calls=calls),
-                     nemesis=FakeNemesis(calls), nemesis_generator=gen.cycle(NEMESIS_SCHEDULE),
-                     backend=NoneBackend(spec))
-    finally:
-        timer.cancel()
-        signal.signal(signal.SIGINT, old)
+    run_dir = interrupted_run(spec, calls, FakeNemesis(calls))
     names = calls.names()
     assert "nemesis.heal" in names and "nemesis.teardown" in names
     assert names.count("db.teardown") == 3
-    run_dir = (spec.results_dir / "latest").resolve()
     results = json.loads((run_dir / "results.json").read_text())
     assert results["error"] == "interrupted" and results["valid"] == "unknown"
     validate(read_history(run_dir / "history.jsonl"))
