@@ -22,7 +22,9 @@ from rich.text import Text
 
 from jepsen_py.backends import simulator
 from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_INVALID, EXIT_VALID, BadInput
+from jepsen_py.explore import corpus as corpusdir
 from jepsen_py.explore import schedule as sched
+from jepsen_py.explore.fanout import FanoutStats, ProcessRunner, Runner, run_fanout
 from jepsen_py.explore.harden import Rate, harden, in_kind_key, kind_rates, steadier_kinds, timing_seeds
 from jepsen_py.explore.search import Search, Trial, primary_kind
 from jepsen_py.explore.shrink import Shrinker
@@ -31,6 +33,8 @@ from jepsen_py.flags import check_room, path_text
 from jepsen_py.lifetime import signal_name, signals_raise
 from jepsen_py.numbers import MAX_SECONDS, integer, number
 from jepsen_py.numbers import seed as seed_type
+from jepsen_py.spark.explore import open_runner
+from jepsen_py.spark.tasks import check_master
 from jepsen_py.store import DIR_MODE, make_dirs, write_text_atomic
 
 NAME = "explore"
@@ -63,6 +67,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="seed of the search itself (default: random, printed)")
     g.add_argument("--backend", default=simulator(),
                    help="where trials run: sim, the only backend fast enough to search (default: sim)")
+    g.add_argument("--parallel", type=integer(1, 1024), default=None, metavar="N",
+                   help="search in N worker processes on this machine, merging their coverage (default: in "
+                        "this process); with --master, how many Spark tasks at once (default: its cores)")
+    g.add_argument("--master", default=None, metavar="URL",
+                   help="run the trials on Spark's executors: spark://HOST:PORT, local[N], yarn or "
+                        "k8s://URL; findings are shrunk here")
+    g.add_argument("--corpus", type=path_text, default=None, metavar="DIR",
+                   help="start from the configurations an earlier search with this DIR kept, and keep the "
+                        "ones that reach new coverage there (one JSON file each; created if missing)")
     s = parser.add_argument_group("space (each narrows what the search may try)")
     s.add_argument("--bug", action="append", metavar="NAMES",
                    help="start the cluster with a known bug, comma separated or repeated")
@@ -213,6 +226,12 @@ def run(args: argparse.Namespace) -> int:
     from jepsen_py.backends import is_simulated
     from jepsen_py.explore.system import SimSystem
 
+    if (args.master is not None or args.parallel is not None) and not is_simulated(args.backend):
+        flag = "--master" if args.master is not None else "--parallel"
+        raise BadInput(f"{flag}: trials fan out in the simulator only (--backend sim), not --backend "
+                       f"{args.backend}")
+    if args.master is not None:
+        check_master(args.master)
     if not is_simulated(args.backend):
         raise BadInput(f"--backend {args.backend}: explore runs trials in simulation only (--backend sim); "
                        "replay a schedule elsewhere with jepsen-py run --schedule FILE --backend "
@@ -224,6 +243,8 @@ def run(args: argparse.Namespace) -> int:
     from jepsen_py.store import timestamp
 
     check_room("--results-dir", args.results_dir)
+    corpus = corpusdir.open_dir(Path(args.corpus)) if args.corpus is not None else None
+    runner = _runner(args)  # Spark refuses a master it cannot reach before anything is written
     out_dir = Path(args.results_dir) / "explore" / timestamp()
     try:
         make_dirs(out_dir.parent)
@@ -232,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--results-dir: cannot create {out_dir}: {e.strerror or e}") from None
     system = SimSystem(work_dir=out_dir / "trials", bugs=bugs)
     search = Search(system, space, seed=seed)
+    keeper = _load_corpus(corpus, search, space, seed, bugs) if corpus is not None else None
     console = Console(stderr=True)
     live_ok = not args.no_progress and console.is_terminal
     print(f"explore: seed {seed}, budget {args.budget:g} s, bugs {', '.join(bugs) or 'none'}; "
@@ -250,13 +272,19 @@ def run(args: argparse.Namespace) -> int:
     # SIGTERM (and Ctrl-C) stop the search where it is, and explore.json still says what it did.
     catch = (signal.SIGTERM,) + ((signal.SIGINT,) if signal.getsignal(signal.SIGINT)
                                  is signal.default_int_handler else ())
+    fan: FanoutStats | None = None
     with signals_raise(lambda signum: KeyboardInterrupt(signal_name(signum)), catch) as received:
         try:
+            if runner is not None:  # --parallel, --master: slices of the search on other cores
+                fan = _fan_out(args, runner, search, system, bugs, out_dir, started, view, findings,
+                               trials_with_finding, keeper, live_ok)
             deadline = started + args.budget
-            while time.monotonic() < deadline:
+            while runner is None and time.monotonic() < deadline:
                 system.deadline = deadline  # a trial still running when the budget ends is cut short
                 trial = search.step()
                 system.deadline = None
+                if keeper is not None:
+                    keeper.flush()
                 if trial.cut:
                     break
                 if not live_ok and not args.no_progress and time.monotonic() - last_line >= 10:
@@ -295,7 +323,10 @@ def run(args: argparse.Namespace) -> int:
             if live is not None:
                 live.__exit__(None, None, None)
         _ignore(catch)  # nor would one while the summary is written leave any
-        code = _summarize(args, seed, bugs, space, search, started, cpu0, findings, out_dir, interrupted)
+        if keeper is not None:
+            keeper.flush()
+        code = _summarize(args, seed, bugs, space, search, started, cpu0, findings, out_dir, interrupted,
+                          _fanout_summary(args, runner, fan, keeper))
     if interrupted is not None:
         raise KeyboardInterrupt(interrupted["signal"])
     return code
@@ -324,27 +355,38 @@ def _interrupted(received: list[int], status: str, system: Any, fdir: Path,
 
 def _summarize(args: argparse.Namespace, seed: int, bugs: list[str], space: Space, search: Search,
                started: float, cpu0: float, findings: list[FindingReport], out_dir: Path,
-               interrupted: dict[str, Any] | None) -> int:
+               interrupted: dict[str, Any] | None, fanout: dict[str, Any] | None = None) -> int:
     """Writes explore.json and prints the summary; returns the exit code the findings give."""
     st = search.stats
-    summary = {
+    wall = time.monotonic() - started
+    cpu = time.process_time() - cpu0 + (fanout or {}).get("task_cpu_s", 0.0)
+    summary: dict[str, Any] = {
         "seed": seed, "budget_s": args.budget, "bugs": bugs, "space": asdict(space),
         "schedules_tried": st.tried, "trials_cut_by_budget": st.cut, "simulated_s": round(st.sim_seconds, 3),
         "errors": st.errors,
-        "wall_s": round(time.monotonic() - started, 3), "cpu_s": round(time.process_time() - cpu0, 3),
+        "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+        "schedules_per_hour": round(st.tried * 3600 / wall, 1) if wall > 0 else None,
         "coverage_features": st.features,
         "corpus": st.corpus, "findings": [asdict(f) for f in findings],
     }
+    if fanout is not None:
+        summary["fanout"] = fanout
     if interrupted is not None:
         summary["interrupted"] = interrupted
     write_text_atomic(out_dir / "explore.json", json.dumps(summary, indent=1, default=str) + "\n")
     if interrupted is not None:
         print(f"explore: interrupted by {interrupted['signal']} while {interrupted['during']}",
               file=sys.stderr)
+    where = ""
+    if fanout is not None and fanout.get("slots"):
+        where = f" on {fanout['where']} ({fanout['slots']} at once, {fanout['tasks']} slices)"
     print(f"explore: {st.tried} schedules, {st.sim_seconds:,.0f} simulated s in "
-          f"{time.monotonic() - started:.1f} wall s ({time.process_time() - cpu0:.1f} CPU s), "
+          f"{wall:.1f} wall s ({cpu:.1f} CPU s){where}, "
           f"{len(findings)} finding(s), {st.errors} error(s); "
           f"{out_dir / 'explore.json'}")
+    if fanout is not None and fanout.get("task_errors"):
+        print(f"explore: {fanout['task_errors']} slice(s) failed to run; first: {fanout['first_error']}",
+              file=sys.stderr)
     for f in findings:
         size = f.shrunk or f.original
         print(f"finding: {f.kind} after {f.found_after_s:.1f} s, {f.found_after_cpu_s:.1f} CPU s "
@@ -360,7 +402,79 @@ def _summarize(args: argparse.Namespace, seed: int, bugs: list[str], space: Spac
         return EXIT_INVALID
     if st.tried and st.errors == st.tried:
         return EXIT_FRAMEWORK
+    if fanout is not None and fanout.get("task_errors") and not st.tried:
+        return EXIT_FRAMEWORK
     return EXIT_VALID
+
+
+def _load_corpus(path: Path, search: Search, space: Space, seed: int, bugs: list[str]) -> corpusdir.Keeper:
+    """Starts `search` from the corpus directory's entries; what it keeps from now on goes there too."""
+    loaded = corpusdir.load(path, space)
+    for w in loaded.warnings:
+        print(f"explore: --corpus: {w}", file=sys.stderr)
+    search.load((e.config, e.features) for e in loaded.entries)
+    outside = f", {loaded.outside_space} outside this search's space" if loaded.outside_space else ""
+    print(f"explore: corpus {path}: {len(loaded.entries)} entries loaded{outside}", file=sys.stderr)
+    return corpusdir.Keeper(path, search.corpus, meta={"explore_seed": seed, "bugs": bugs})
+
+
+def _runner(args: argparse.Namespace) -> Runner | None:
+    """Where the search's slices run: Spark (--master), worker processes (--parallel), or None: here."""
+    if args.master is not None:
+        return open_runner(args.master, args.parallel)
+    if args.parallel is not None:
+        return ProcessRunner(args.parallel)
+    return None
+
+
+def _fan_out(args: argparse.Namespace, runner: Runner, search: Search, system: Any, bugs: list[str],
+             out_dir: Path, started: float, view: _View, findings: list[FindingReport],
+             trials_with_finding: list[Trial], keeper: corpusdir.Keeper | None, live_ok: bool) -> FanoutStats:
+    """The search as slices on `runner` (jepsen_py.explore.fanout); findings are shrunk here, on the
+    driver, while the other slices go on (with --keep-going or --until-replayable) or stop."""
+    fan = FanoutStats()
+    cpu0 = time.process_time()
+    last_line = [started]
+
+    def on_trial(trial: Trial) -> None:
+        if keeper is not None:
+            keeper.flush()
+        if trial.error and search.stats.errors == 1:
+            print(f"explore: a trial failed to run: {trial.error}", file=sys.stderr)
+        if not live_ok and not args.no_progress and time.monotonic() - last_line[0] >= 10:
+            last_line[0] = time.monotonic()
+            st = search.stats
+            print(f"[{last_line[0] - started:6.1f}s] schedules {st.tried}, "
+                  f"simulated {st.sim_seconds:,.0f} s, findings {st.findings}, errors {st.errors}",
+                  file=sys.stderr, flush=True)
+
+    def on_finding(trial: Trial) -> bool:
+        trials_with_finding.append(trial)
+        view.status = "shrinking"
+        now = time.monotonic()
+        cpu = time.process_time() - cpu0 + fan.task_cpu_s
+        findings.append(_handle_finding(trial, system, search, out_dir, len(findings) + 1, now - started,
+                                        cpu, args.shrink_budget, args.harden_budget))
+        view.status = "searching"
+        return stops_search(findings[-1], keep_going=args.keep_going, until_replayable=args.until_replayable)
+
+    return run_fanout(search, runner, bugs=bugs, budget_s=args.budget,
+                      stop_at_first=not (args.keep_going or args.until_replayable),
+                      on_trial=on_trial, on_finding=on_finding, stats=fan)
+
+
+def _fanout_summary(args: argparse.Namespace, runner: Runner | None, fan: FanoutStats | None,
+                    keeper: corpusdir.Keeper | None) -> dict[str, Any] | None:
+    out: dict[str, Any] = {}
+    if runner is not None:
+        where = f"Spark {args.master}" if args.master is not None else "worker processes"
+        out.update(where=where, master=args.master, slots=runner.slots)
+        if fan is not None:
+            out.update(tasks=fan.tasks, task_errors=fan.task_errors, first_error=fan.first_error,
+                       task_cpu_s=round(fan.task_cpu_s, 3), workers=fan.workers)
+    if keeper is not None:
+        out.update(corpus_dir=str(keeper.path), corpus_loaded=keeper.loaded, corpus_written=keeper.written)
+    return out or None
 
 
 def stops_search(finding: FindingReport, *, keep_going: bool, until_replayable: bool) -> bool:
