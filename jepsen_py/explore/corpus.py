@@ -173,12 +173,13 @@ class Keeper:
     stopped halfway keeps what it found so far)."""
 
     def __init__(self, path: Path, corpus: list[tuple[Config, frozenset[str]]],
-                 meta: dict[str, Any] | None = None) -> None:
+                 meta: dict[str, Any] | None = None, *, start: int | None = None) -> None:
+        """`start`: the first entry of `corpus` that is new (default: every one there now was loaded)."""
         self.path = path
         self.corpus = corpus
         self.meta = dict(meta or {})
-        self.loaded = len(corpus)
-        self.done = len(corpus)
+        self.loaded = len(corpus) if start is None else start
+        self.done = self.loaded
         self.written = 0
 
     def flush(self) -> int:
