@@ -272,12 +272,12 @@ def run(args: argparse.Namespace) -> int:
     # SIGTERM (and Ctrl-C) stop the search where it is, and explore.json still says what it did.
     catch = (signal.SIGTERM,) + ((signal.SIGINT,) if signal.getsignal(signal.SIGINT)
                                  is signal.default_int_handler else ())
-    fan: FanoutStats | None = None
+    fan = FanoutStats() if runner is not None else None  # kept when a signal stops the fan-out
     with signals_raise(lambda signum: KeyboardInterrupt(signal_name(signum)), catch) as received:
         try:
-            if runner is not None:  # --parallel, --master: slices of the search on other cores
-                fan = _fan_out(args, runner, search, system, bugs, out_dir, started, view, findings,
-                               trials_with_finding, keeper, live_ok)
+            if runner is not None and fan is not None:  # --parallel, --master: slices on other cores
+                _fan_out(args, runner, fan, search, system, bugs, out_dir, started, view, findings,
+                         trials_with_finding, keeper, live_ok)
             deadline = started + args.budget
             while runner is None and time.monotonic() < deadline:
                 system.deadline = deadline  # a trial still running when the budget ends is cut short
@@ -427,12 +427,11 @@ def _runner(args: argparse.Namespace) -> Runner | None:
     return None
 
 
-def _fan_out(args: argparse.Namespace, runner: Runner, search: Search, system: Any, bugs: list[str],
-             out_dir: Path, started: float, view: _View, findings: list[FindingReport],
+def _fan_out(args: argparse.Namespace, runner: Runner, fan: FanoutStats, search: Search, system: Any,
+             bugs: list[str], out_dir: Path, started: float, view: _View, findings: list[FindingReport],
              trials_with_finding: list[Trial], keeper: corpusdir.Keeper | None, live_ok: bool) -> FanoutStats:
     """The search as slices on `runner` (jepsen_py.explore.fanout); findings are shrunk here, on the
     driver, while the other slices go on (with --keep-going or --until-replayable) or stop."""
-    fan = FanoutStats()
     cpu0 = time.process_time()
     last_line = [started]
 
