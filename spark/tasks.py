@@ -8,12 +8,13 @@ driver thread per slot (SparkContext is thread-safe, and jobs of different threa
 The futures are ordinary concurrent.futures ones, like a process pool's.
 
 Our packages reach the executors as the py-files zip of distributed checks (ship_code), and a warm-up
-job on every slot makes each executor's Python import them once, before any timed work.
+job on every slot starts each executor's Python and has it fetch the zip, before any timed work.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import re
 import socket
 import uuid
@@ -64,10 +65,7 @@ def _reachable(master: str) -> None:
 
 
 def _where(_: Any) -> str:
-    import os
-
-    import jepsen_py.explore.tasks  # noqa: F401  (imported once per executor Python, before timing)
-
+    """Run on an executor: unpickling this function imports this module there, from the zip."""
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -84,7 +82,7 @@ class SparkPool:
         self._stopped = False
 
     def warm_up(self) -> int:
-        """Imports our code on the executors; returns how many executor processes answered."""
+        """Starts the executors' Pythons with our code; returns how many executor processes answered."""
         n = self.slots
         return len(set(self.sc.parallelize(range(n), n).map(_where).collect()))
 
