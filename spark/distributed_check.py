@@ -33,6 +33,7 @@ from jepsen_py.checkers.linearizable import Budget, check_key, get_model, merge_
 from jepsen_py.checkers.linearizable.model import Model
 from jepsen_py.spark.session import get_session, is_connect_session
 
+from jepsen_py import NAMESPACED_FOLDERS
 from jepsen_py.errors import BadInput
 from jepsen_py.history import NEMESIS, Op, validate
 
@@ -41,8 +42,11 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 _MODEL_CACHE: dict[str, Any] = {}
-# What a task on an executor imports: the checker, the history records, this module.
-SHIPPED_PACKAGES = ("jepsen_py", "jepsen_py.checkers", "jepsen_py.spark")
+# What a task on an executor imports: the checker and the history records for a distributed check;
+# a simulated trial (explore --master, test-all --master) needs the node code, workloads and nemeses too.
+SHIPPED_PACKAGES = ("jepsen_py", *(f"jepsen_py.{name}" for name in NAMESPACED_FOLDERS))
+# files beside the sources that modules read when imported (the pictures' scripts, the expectations)
+SHIPPED_DATA = ("*.py", "*.js", "*.toml")
 
 
 def _model(model_name: str, init: Any, options: dict[str, Any]) -> Any:
@@ -115,7 +119,7 @@ def _code_zip() -> Path:
     with zipfile.ZipFile(zpath, "w", zipfile.ZIP_DEFLATED) as z:
         for pkg in SHIPPED_PACKAGES:
             folder = Path(str(importlib.import_module(pkg).__file__)).resolve().parent
-            for p in sorted(folder.rglob("*.py")):
+            for p in sorted(f for pattern in SHIPPED_DATA for f in folder.rglob(pattern)):
                 arcname = "/".join((*pkg.split("."), *p.relative_to(folder).parts))
                 if arcname not in written:
                     written.add(arcname)

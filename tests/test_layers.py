@@ -62,6 +62,8 @@ LAYERS: tuple[Layer, ...] = (
         "jepsen_py.pytest_plugin", "jepsen_py.postrun",
         # test-all --backend sim, which builds each cell's spec as `jepsen-py run FLAGS` would
         "jepsen_py.commands.test_all", "jepsen_py.sim.matrix",
+        # the command's adapter that hands explore's slices to Spark's executors
+        "jepsen_py.spark.explore",
     ), ("node", "core", "parts", "run", "spark", "explore")),
 )
 

@@ -30,8 +30,10 @@ from rich.text import Text
 from jepsen_py.backends import add_backend_arguments, backend_kind, backend_options, simulator
 from jepsen_py.bugs import check_bugs
 from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
+from jepsen_py.explore import corpus as corpusdir
 from jepsen_py.explore import report as report_page
 from jepsen_py.explore import schedule as sched
+from jepsen_py.explore.fanout import FanoutStats, ProcessRunner, Runner, run_fanout
 from jepsen_py.explore.harden import Rate, harden, in_kind_key, kind_rates, steadier_kinds, timing_seeds
 from jepsen_py.explore.realspace import REAL_NODE_COUNTS, REAL_TIME_LIMITS, outside_families, real_space
 from jepsen_py.explore.search import Search, Trial, primary_kind
@@ -46,6 +48,8 @@ from jepsen_py.numbers import seed as seed_type
 from jepsen_py.plugins import builtin_workloads, declared_bugs, is_reference, load_object
 from jepsen_py.postrun import CLI_POST_RUN
 from jepsen_py.protocols import TestSpec
+from jepsen_py.spark.explore import open_runner
+from jepsen_py.spark.tasks import check_master
 from jepsen_py.spec import DEFAULT_DB, READ_MODES, parse_db_options, parse_list
 from jepsen_py.store import timestamp, write_text_atomic
 
@@ -95,6 +99,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--backend", default=simulator(),
                    help="where trials run: sim (default: thousands of trials, exact replays), or docker, "
                         "ssh, local (ordinary runs of tens of seconds each, of any --db)")
+    g.add_argument("--parallel", type=integer(1, 1024), default=None, metavar="N",
+                   help="search in N worker processes on this machine, merging their coverage (default: in "
+                        "this process); with --master, how many Spark tasks at once (default: its cores)")
+    g.add_argument("--master", default=None, metavar="URL",
+                   help="run the trials on Spark's executors: spark://HOST:PORT, local[N], yarn or "
+                        "k8s://URL; findings are shrunk here")
+    g.add_argument("--corpus", type=path_text, default=None, metavar="DIR",
+                   help="start from the configurations an earlier search with this DIR kept, and keep the "
+                        "ones that reach new coverage there (one JSON file each; created if missing)")
     s = parser.add_argument_group("space (each narrows what the search may try)")
     s.add_argument("--bug", action="append", metavar="NAMES",
                    help="start the cluster with a known bug, comma separated or repeated")
@@ -321,11 +334,19 @@ def _probe_spec(args: argparse.Namespace, backend: str, ref: str, workload: str)
 def run(args: argparse.Namespace) -> int:
     import secrets
 
+    if (args.master is not None or args.parallel is not None) and not backend_kind(args.backend).simulated:
+        flag = "--master" if args.master is not None else "--parallel"
+        raise BadInput(f"{flag}: trials fan out in the simulator only (--backend sim), not --backend "
+                       f"{args.backend}")
     p = plan(args)
     bugs, space = p.bugs, p.space
+    if args.master is not None:
+        check_master(args.master)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
 
     check_room("--results-dir", args.results_dir)
+    corpus = corpusdir.open_dir(Path(args.corpus)) if args.corpus is not None else None
+    runner = _runner(args)  # Spark refuses a master it cannot reach before anything is written
     out_dir = Path(args.results_dir) / "explore" / timestamp()
     try:
         make_dirs(out_dir.parent)
@@ -335,6 +356,7 @@ def run(args: argparse.Namespace) -> int:
     system = BackendSystem(work_dir=out_dir / "trials", bugs=bugs, backend=p.backend, db=p.db,
                            backend_options={} if p.simulated else backend_options(args), outside=p.outside)
     search = Search(system, space, seed=seed)
+    keeper = _load_corpus(corpus, search, space, seed, bugs) if corpus is not None else None
     console = Console(stderr=True)
     live_ok = not args.no_progress and console.is_terminal
     print(f"explore: seed {seed}, budget {args.budget:g} s, backend {p.backend}, "
@@ -356,14 +378,20 @@ def run(args: argparse.Namespace) -> int:
     # SIGTERM (and Ctrl-C) stop the search where it is, and explore.json still says what it did.
     catch = (signal.SIGTERM,) + ((signal.SIGINT,) if signal.getsignal(signal.SIGINT)
                                  is signal.default_int_handler else ())
+    fan = FanoutStats() if runner is not None else None  # kept when a signal stops the fan-out
     with signals_raise(lambda signum: KeyboardInterrupt(signal_name(signum)), catch) as received:
         try:
+            if runner is not None and fan is not None:  # --parallel, --master: slices on other cores
+                _fan_out(args, runner, fan, search, system, bugs, out_dir, started, view, findings,
+                         trials_with_finding, keeper, live_ok, rows)
             deadline = started + args.budget
-            while time.monotonic() < deadline:
+            while runner is None and time.monotonic() < deadline:
                 system.deadline = deadline  # a trial still running when the budget ends is cut short
                 before = search.stats.features
                 trial = search.step()
                 system.deadline = None
+                if keeper is not None:
+                    keeper.flush()
                 if trial.cut:
                     break
                 rows.append(_row(trial, search, before, time.monotonic() - started - handled))
@@ -405,7 +433,10 @@ def run(args: argparse.Namespace) -> int:
             if live is not None:
                 live.__exit__(None, None, None)
         _ignore(catch)  # nor would one while the summary is written leave any
-        code = _summarize(args, seed, p, search, started, cpu0, findings, out_dir, interrupted, rows)
+        if keeper is not None:
+            keeper.flush()
+        code = _summarize(args, seed, p, search, started, cpu0, findings, out_dir, interrupted, rows,
+                          _fanout_summary(args, runner, fan, keeper))
     if interrupted is not None:
         raise KeyboardInterrupt(interrupted["signal"])
     return code
@@ -442,20 +473,26 @@ def _interrupted(received: list[int], status: str, system: Any, fdir: Path,
 
 def _summarize(args: argparse.Namespace, seed: int, p: Plan, search: Search,
                started: float, cpu0: float, findings: list[FindingReport], out_dir: Path,
-               interrupted: dict[str, Any] | None, rows: list[report_page.TrialRow]) -> int:
+               interrupted: dict[str, Any] | None, rows: list[report_page.TrialRow],
+               fanout: dict[str, Any] | None = None) -> int:
     """Writes explore.json and report.html and prints the summary; returns the exit code the
     findings give."""
     st = search.stats
-    summary = {
+    wall = time.monotonic() - started
+    cpu = time.process_time() - cpu0 + (fanout or {}).get("task_cpu_s", 0.0)
+    summary: dict[str, Any] = {
         "seed": seed, "budget_s": args.budget, "backend": p.backend, "db": p.db, "bugs": p.bugs,
         "reproduce": None if p.simulated else f"{p.reproduce[0]}/{p.reproduce[1]}",
         "space": asdict(p.space), "trials_unknown": sum(1 for r in rows if r.unknown),
         "schedules_tried": st.tried, "trials_cut_by_budget": st.cut, "simulated_s": round(st.sim_seconds, 3),
         "errors": st.errors,
-        "wall_s": round(time.monotonic() - started, 3), "cpu_s": round(time.process_time() - cpu0, 3),
+        "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+        "schedules_per_hour": round(st.tried * 3600 / wall, 1) if wall > 0 else None,
         "coverage_features": st.features,
         "corpus": st.corpus, "findings": [asdict(f) for f in findings],
     }
+    if fanout is not None:
+        summary["fanout"] = fanout
     if interrupted is not None:
         summary["interrupted"] = interrupted
     write_text_atomic(out_dir / "explore.json", json.dumps(summary, indent=1, default=str) + "\n")
@@ -465,10 +502,16 @@ def _summarize(args: argparse.Namespace, seed: int, p: Plan, search: Search,
         print(f"explore: interrupted by {interrupted['signal']} while {interrupted['during']}",
               file=sys.stderr)
     word = "simulated" if p.simulated else "run"
+    where = ""
+    if fanout is not None and fanout.get("slots"):
+        where = f" on {fanout['where']} ({fanout['slots']} at once, {fanout['tasks']} slices)"
     print(f"explore: {st.tried} schedules, {st.sim_seconds:,.0f} {word} s in "
-          f"{time.monotonic() - started:.1f} wall s ({time.process_time() - cpu0:.1f} CPU s), "
+          f"{wall:.1f} wall s ({cpu:.1f} CPU s){where}, "
           f"{len(findings)} finding(s), {st.errors} error(s); "
           f"{out_dir / 'explore.json'}, {page}")
+    if fanout is not None and fanout.get("task_errors"):
+        print(f"explore: {fanout['task_errors']} slice(s) failed to run; first: {fanout['first_error']}",
+              file=sys.stderr)
     for f in findings:
         size = f.shrunk or f.original
         print(f"finding: {f.kind} after {f.found_after_s:.1f} s, {f.found_after_cpu_s:.1f} CPU s "
@@ -488,6 +531,8 @@ def _summarize(args: argparse.Namespace, seed: int, p: Plan, search: Search,
         return EXIT_FRAMEWORK
     if rows and all(r.unknown or r.error for r in rows):  # not one trial reached a verdict
         return EXIT_UNKNOWN
+    if fanout is not None and fanout.get("task_errors") and not st.tried:
+        return EXIT_FRAMEWORK
     return EXIT_VALID
 
 
@@ -502,6 +547,80 @@ def _schedule_text(path: str | None) -> str:
     lines = [f"{e.at:8.3f}s  {e.f}" + (f" {e.value}" if e.value is not None else "")
              for e in s.nemesis_events]
     return "\n".join(lines) or "(no fault ops)"
+
+
+def _load_corpus(path: Path, search: Search, space: Space, seed: int, bugs: list[str]) -> corpusdir.Keeper:
+    """Starts `search` from the corpus directory's entries; what it keeps from now on goes there too."""
+    loaded = corpusdir.load(path, space)
+    for w in loaded.warnings:
+        print(f"explore: --corpus: {w}", file=sys.stderr)
+    search.load((e.config, e.features) for e in loaded.entries)
+    outside = f", {loaded.outside_space} outside this search's space" if loaded.outside_space else ""
+    print(f"explore: corpus {path}: {len(loaded.entries)} entries loaded{outside}", file=sys.stderr)
+    return corpusdir.Keeper(path, search.corpus, meta={"explore_seed": seed, "bugs": bugs})
+
+
+def _runner(args: argparse.Namespace) -> Runner | None:
+    """Where the search's slices run: Spark (--master), worker processes (--parallel), or None: here."""
+    if args.master is not None:
+        return open_runner(args.master, args.parallel)
+    if args.parallel is not None:
+        return ProcessRunner(args.parallel)
+    return None
+
+
+def _fan_out(args: argparse.Namespace, runner: Runner, fan: FanoutStats, search: Search, system: Any,
+             bugs: list[str], out_dir: Path, started: float, view: _View, findings: list[FindingReport],
+             trials_with_finding: list[Trial], keeper: corpusdir.Keeper | None, live_ok: bool,
+             rows: list[report_page.TrialRow]) -> FanoutStats:
+    """The search as slices on `runner` (jepsen_py.explore.fanout); findings are shrunk here, on the
+    driver, while the other slices go on (with --keep-going or --until-replayable) or stop."""
+    cpu0 = time.process_time()
+    last_line = [started]
+    features = [search.stats.features]  # before the trial the next on_trial reports
+
+    def on_trial(trial: Trial) -> None:
+        if not trial.cut:
+            rows.append(_row(trial, search, features[0], time.monotonic() - started))
+        features[0] = search.stats.features
+        if keeper is not None:
+            keeper.flush()
+        if trial.error and search.stats.errors == 1:
+            print(f"explore: a trial failed to run: {trial.error}", file=sys.stderr)
+        if not live_ok and not args.no_progress and time.monotonic() - last_line[0] >= 10:
+            last_line[0] = time.monotonic()
+            st = search.stats
+            print(f"[{last_line[0] - started:6.1f}s] schedules {st.tried}, "
+                  f"simulated {st.sim_seconds:,.0f} s, findings {st.findings}, errors {st.errors}",
+                  file=sys.stderr, flush=True)
+
+    def on_finding(trial: Trial) -> bool:
+        trials_with_finding.append(trial)
+        view.status = "shrinking"
+        now = time.monotonic()
+        cpu = time.process_time() - cpu0 + fan.task_cpu_s
+        findings.append(_handle_finding(trial, system, search, out_dir, len(findings) + 1, now - started,
+                                        cpu, args.shrink_budget, args.harden_budget))
+        view.status = "searching"
+        return stops_search(findings[-1], keep_going=args.keep_going, until_replayable=args.until_replayable)
+
+    return run_fanout(search, runner, bugs=bugs, budget_s=args.budget,
+                      stop_at_first=not (args.keep_going or args.until_replayable),
+                      on_trial=on_trial, on_finding=on_finding, stats=fan)
+
+
+def _fanout_summary(args: argparse.Namespace, runner: Runner | None, fan: FanoutStats | None,
+                    keeper: corpusdir.Keeper | None) -> dict[str, Any] | None:
+    out: dict[str, Any] = {}
+    if runner is not None:
+        where = f"Spark {args.master}" if args.master is not None else "worker processes"
+        out.update(where=where, master=args.master, slots=runner.slots)
+        if fan is not None:
+            out.update(tasks=fan.tasks, task_errors=fan.task_errors, first_error=fan.first_error,
+                       task_cpu_s=round(fan.task_cpu_s, 3), workers=fan.workers)
+    if keeper is not None:
+        out.update(corpus_dir=str(keeper.path), corpus_loaded=keeper.loaded, corpus_written=keeper.written)
+    return out or None
 
 
 def stops_search(finding: FindingReport, *, keep_going: bool, until_replayable: bool) -> bool:

@@ -22,6 +22,8 @@ from jepsen_py.errors import BadInput
 from jepsen_py.flags import check_room, path
 from jepsen_py.numbers import MAX_SECONDS, check_seeds, integer, number
 from jepsen_py.numbers import seed as seed_type
+from jepsen_py.spark.matrix import open_matrix_pool
+from jepsen_py.spark.tasks import check_master
 
 NAME = "test-all"
 HELP = "run the bug x workload x nemesis detection matrix and check it against the expectations"
@@ -70,6 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sim.add_argument("--run-wall-limit", type=number(0, MAX_SECONDS, lo_open=True), default=None,
                      metavar="S", help="sim: stop a run after S wall seconds and count it failed "
                                        "(default 30 x its time limit + 300)")
+    sim.add_argument("--master", default=None, metavar="URL",
+                     help="sim: run the matrix's runs as Spark tasks on this master (spark://HOST:PORT, "
+                          "local[N], yarn, k8s://URL), --parallel at once (default: its cores); the same "
+                          "table, summary and exit code")
     sim.add_argument("--sweep-nemesis-interval", type=number(0, MAX_SECONDS, lo_open=True), default=None,
                      metavar="S", help="sim: the sweep's seconds between fault ops (default 5)")
 
@@ -91,8 +97,11 @@ def run(args: argparse.Namespace) -> int:
     bugs = [b.strip() for b in args.bugs.split(",") if b.strip()] if args.bugs else None
     cells = mx.select(cells, bugs)
     if is_simulated(args.backend):
+        if args.master is not None:
+            check_master(args.master)
         return _run_sim(cells, bugs, args, test_count)
-    for flag in ("correct_runs", "sweep", "sweep_time_limit", "sweep_nemesis_interval", "run_wall_limit"):
+    for flag in ("correct_runs", "sweep", "sweep_time_limit", "sweep_nemesis_interval", "run_wall_limit",
+                 "master"):
         if getattr(args, flag) is not None:
             raise BadInput(f"--{flag.replace('_', '-')}: an option of the simulator's matrix (--backend sim)")
     if args.time_limit is not None:
@@ -189,6 +198,9 @@ def _run_sim(cells: list[mx.Cell], bugs: list[str] | None, args: argparse.Namesp
     kw = {"results_dir": args.results_dir, "matrix": matrix, "node_count": args.node_count, "seed": seed,
           "parallel": args.parallel, "wall_limit_s": args.run_wall_limit,
           "on_tally": lambda rows, records: write(rows, records, False)}
+    if args.master is not None:  # the runs as Spark tasks, writing where the driver would
+        kw.update(results_dir=args.results_dir.resolve(),
+                  pool=open_matrix_pool(args.master, args.parallel if args.parallel > 1 else None))
     total = sum(p.runs for p in planned)
     if args.no_progress or not sys.stderr.isatty():
         def plain(cell: mx.Cell, i: int, rec: mx.RunRecord | None, status: object) -> None:

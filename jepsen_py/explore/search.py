@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -112,7 +112,11 @@ class Search:
 
     def step(self) -> Trial:
         cfg = self.next_config()
-        trial = self.system.trial(cfg)
+        return self.record(cfg, self.system.trial(cfg))
+
+    def record(self, cfg: Config, trial: Trial) -> Trial:
+        """Counts a trial of `cfg` in: its stats, its coverage, the corpus if it reached something new.
+        Trials run elsewhere (worker processes, Spark executors) come in here too, on the driver."""
         trial.config = trial.config or cfg
         if trial.cut:
             self.stats.cut += 1
@@ -132,6 +136,21 @@ class Search:
         if trial.failed:
             self.stats.findings += 1
         return trial
+
+    def load(self, entries: Iterable[tuple[Config, frozenset[str]]],
+             seen: Mapping[str, int] | None = None) -> None:
+        """Starts the search from configurations an earlier search kept (a corpus directory, or the
+        driver's merged corpus): each joins the corpus, and its features count as seen (`seen`, when
+        given, carries the counts themselves). Called before the first step, so the warm-up's random
+        trials already compare against what was reached before, as a fuzzer's seed corpus does."""
+        for cfg, feats in entries:
+            self.corpus.append((cfg, frozenset(feats)))
+            if seen is None:
+                self.seen.update(feats)
+        if seen is not None:
+            self.seen.update(seen)
+        self.stats.corpus = len(self.corpus)
+        self.stats.features = len(self.seen)
 
 
 def run_search(search: Search, *, budget_s: float, keep_going: bool = False,

@@ -24,9 +24,10 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from jepsen_py import matrix as mx
 from jepsen_py import spec as specmod
@@ -198,8 +199,8 @@ def run_cell_sim(cell: mx.Cell, iteration: int, results_dir: Path, matrix: str, 
     return rec
 
 
-def _in_child(cell: mx.Cell, iteration: int, results_dir: Path, matrix: str, node_count: int,
-              seed: int, wall_limit_s: float | None) -> SimRunRecord:
+def run_in_child(cell: mx.Cell, iteration: int, results_dir: Path, matrix: str, node_count: int,
+                 seed: int, wall_limit_s: float | None) -> SimRunRecord:
     """One run in a worker process; a crash of the controller becomes the run's record."""
     try:
         return run_cell_sim(cell, iteration, results_dir, matrix, node_count, seed, wall_limit_s=wall_limit_s)
@@ -211,16 +212,31 @@ def _in_child(cell: mx.Cell, iteration: int, results_dir: Path, matrix: str, nod
 OnRun = Callable[[mx.Cell, int, "SimRunRecord | None", "SimStatus | None"], None]
 
 
+class Pool(Protocol):
+    """Where runs go when not in this process: `slots` at once, each `submit` a future of its record
+    (a process pool here; Spark's executors with test-all --master, jepsen_py.spark.matrix)."""
+
+    slots: int
+
+    def submit(self, fn: Callable[..., SimRunRecord], /, *args: Any) -> Future[SimRunRecord]:
+        """Runs fn(*args) somewhere."""
+
+    def close(self) -> None:
+        """Waits for what runs and releases the workers."""
+
+
 def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_count: int, seed: int,
                parallel: int = 1, on_run: OnRun = lambda c, i, r, s: None,
                wall_limit_s: float | None = None,
                on_tally: Callable[[list[mx.Row], list[mx.RunRecord]], None] | None = None,
+               pool: Pool | None = None,
                ) -> tuple[list[mx.Row], list[mx.RunRecord]]:
     """Runs every planned cell its number of times, iteration by iteration (so a matrix stopped
     early has covered every cell evenly). Run i of a cell has seed `seed + i`.
 
     parallel 1 runs in this process, and on_run gets the live SimStatus of each run (the bar draws
-    it); parallel N runs N worker processes (the simulation is one thread: threads would not help).
+    it); parallel N runs N worker processes (the simulation is one thread: threads would not help);
+    a `pool` runs them where it runs things, its slots at once (parallel is then ignored).
     Each run may take `wall_limit_s` wall seconds (default: default_wall_limit of its cell)."""
 
     def limit(cell: mx.Cell) -> float:
@@ -247,7 +263,7 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
                 on_tally(*tally())
         on_run(cell, i, rec, None)
 
-    if parallel <= 1:
+    if parallel <= 1 and pool is None:
         for k, cell, i in jobs:
             status = SimStatus(cell.time_limit)
             on_run(cell, i, None, status)
@@ -260,15 +276,13 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
             finish(k, cell, i, rec)
         return tally()
 
-    ctx = multiprocessing.get_context("spawn")  # no threads or rich state forked into the workers
-    # no max_tasks_per_child: on Python 3.11 the pool stops handing out work once a worker has
-    # retired (a matrix of hundreds of runs hung after 2 x 50)
-    # the kernel ends each worker if this process dies without shutting the pool down (SIGKILL)
-    with concurrent.futures.ProcessPoolExecutor(max_workers=parallel, mp_context=ctx,
-                                                initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+    if pool is None:
+        pool = _ProcessPool(parallel)
+    parallel = pool.slots
+    try:
         futures = {}
         for k, cell, i in jobs:
-            fut = pool.submit(_in_child, cell, i, results_dir, matrix, node_count, run_seed(seed, i),
+            fut = pool.submit(run_in_child, cell, i, results_dir, matrix, node_count, run_seed(seed, i),
                               limit(cell))
             futures[fut] = (k, cell, i)
         for _, cell, i in jobs[:parallel]:
@@ -285,8 +299,31 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
             if pending:
                 _, nxt_cell, nxt_i = pending.pop(0)
                 on_run(nxt_cell, nxt_i, None, None)
+    finally:
+        pool.close()
     return tally()
 
 
-__all__ = ["DEFAULT_SEED", "SAFE_READ_MODES", "Planned", "SimRunRecord", "WallLimit", "default_wall_limit",
-           "plan", "run_cell_sim", "run_matrix", "runnable", "spec_for", "sweep_cells", "wall_limit"]
+class _ProcessPool:
+    """`parallel` worker processes: spawned, so no threads or rich state are forked into them."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        ctx = multiprocessing.get_context("spawn")
+        # no max_tasks_per_child: on Python 3.11 the pool stops handing out work once a worker has
+        # retired (a matrix of hundreds of runs hung after 2 x 50)
+        # the kernel ends each worker if this process dies without shutting the pool down (SIGKILL)
+        self._pool = concurrent.futures.ProcessPoolExecutor(max_workers=slots, mp_context=ctx,
+                                                            initializer=die_with_parent,
+                                                            initargs=(os.getpid(),))
+
+    def submit(self, fn: Callable[..., SimRunRecord], /, *args: Any) -> Future[SimRunRecord]:
+        return self._pool.submit(fn, *args)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+__all__ = ["DEFAULT_SEED", "SAFE_READ_MODES", "Planned", "Pool", "SimRunRecord", "WallLimit",
+           "default_wall_limit", "plan", "run_cell_sim", "run_in_child", "run_matrix", "runnable", "spec_for",
+           "sweep_cells", "wall_limit"]

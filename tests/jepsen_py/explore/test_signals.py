@@ -95,3 +95,34 @@ def test_a_finished_search_leaves_no_dangling_latest_link(tmp_path: Path) -> Non
     (out_dir,) = (tmp_path / "explore").iterdir()
     assert json.loads((out_dir / "explore.json").read_text())["schedules_tried"] >= 1
     assert not _dangling(out_dir), [(p, os.readlink(p)) for p in _dangling(out_dir)]
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(c) for c in text.split()]
+
+
+def test_sigterm_during_a_parallel_search_stops_the_workers_and_writes_explore_json(tmp_path: Path) -> None:
+    proc = _explore(tmp_path, "--budget", "120", "--seed", "3", "--parallel", "2", "--nemesis", "none",
+                    "--workload", "offsets", "--node-count", "3", "--time-limit", "2")
+    try:
+        deadline = time.monotonic() + 60
+        while len(_children(proc.pid)) < 2:  # the pool's workers (and its resource tracker)
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        workers = _children(proc.pid)
+        time.sleep(6)  # the workers are in their first slices
+        summary, _, _ = _interrupted(proc, tmp_path, signal.SIGTERM)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert summary["interrupted"]["during"] == "searching"
+    assert summary["fanout"]["where"] == "worker processes"
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{w}").exists() for w in workers):
+        assert time.monotonic() < deadline, "a worker outlived the interrupted search"
+        time.sleep(0.1)
