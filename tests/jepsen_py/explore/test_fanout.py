@@ -10,19 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from jepsen_py.cli import main
 from jepsen_py.explore.fanout import FanoutStats, run_fanout
 from jepsen_py.explore.search import Search
 from jepsen_py.explore.space import Space
 from jepsen_py.explore.tasks import Task, TaskResult, run_task
 from tests.jepsen_py.explore.planted import PlantedSystem
-
-
-def _code(argv: list[str]) -> int:
-    try:
-        return main(argv)
-    except SystemExit as e:
-        return int(e.code or 0)
+from tests.jepsen_py.explore.test_command import _code
 
 
 @pytest.mark.parametrize("argv, message", [
