@@ -58,20 +58,21 @@ class TrialRecord:
     wall_seconds: float
     error: str | None = None
     cut: bool = False
+    unknown: bool = False  # the checkers could not tell: the driver's report and exit code count it
     schedule: Schedule | None = None  # a failing trial's recorded schedule, to shrink
 
     @classmethod
     def of(cls, trial: Trial, cfg: Config) -> TrialRecord:
         return cls(config=trial.config or cfg, anomalies=dict(trial.anomalies), coverage=trial.coverage,
                    sim_seconds=trial.sim_seconds, wall_seconds=trial.wall_seconds, error=trial.error,
-                   cut=trial.cut, schedule=trial.schedule if trial.failed else None)
+                   cut=trial.cut, unknown=trial.unknown, schedule=trial.schedule if trial.failed else None)
 
     def trial(self) -> Trial:
         """The record as the driver's Search counts it in (no run directory: it was the executor's)."""
         sched = self.schedule if self.schedule is not None else _NO_SCHEDULE
         return Trial(schedule=sched, anomalies=dict(self.anomalies), coverage=self.coverage,
                      sim_seconds=self.sim_seconds, wall_seconds=self.wall_seconds, config=self.config,
-                     error=self.error, cut=self.cut)
+                     error=self.error, cut=self.cut, unknown=self.unknown)
 
 
 # clean trials come back without their schedule (the driver keeps only failing ones)

@@ -5,15 +5,17 @@ line, 254, before anything is created."""
 from __future__ import annotations
 
 import json
+import random
 from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 
 from jepsen_py.explore.fanout import FanoutStats, run_fanout
-from jepsen_py.explore.search import Search
+from jepsen_py.explore.schedule import Schedule
+from jepsen_py.explore.search import Search, Trial
 from jepsen_py.explore.space import Space
-from jepsen_py.explore.tasks import Task, TaskResult, run_task
+from jepsen_py.explore.tasks import Task, TaskResult, TrialRecord, run_task
 from tests.jepsen_py.explore.planted import PlantedSystem
 from tests.jepsen_py.explore.test_command import _code
 
@@ -119,3 +121,15 @@ def test_parallel_on_the_correct_build_searches_the_budget(tmp_path: Path) -> No
     assert code == 0 and out["findings"] == []
     assert out["schedules_tried"] > 0 and out["fanout"]["tasks"] >= 2 and out["fanout"]["workers"] == 2
     assert out["schedules_per_hour"] > 0 and out["cpu_s"] > 0
+
+
+def test_a_trial_record_carries_what_the_driver_judges_by() -> None:
+    # An unknown trial (the checkers could not tell) is neither a finding nor a pass; the driver's
+    # report and its exit 2 rule read `unknown` from the records that come back from the slices.
+    cfg = Space().sample(random.Random(1))
+    schedule = Schedule(workload=cfg.workload, nodes=["n1"], seed=1, time_limit=1.0, concurrency=1, events=[])
+    trial = Trial(schedule=schedule,
+                  anomalies={}, coverage=frozenset({"f"}), sim_seconds=1.0, wall_seconds=0.5, config=cfg,
+                  unknown=True)
+    back = TrialRecord.of(trial, cfg).trial()
+    assert back.unknown and not back.failed and back.coverage == trial.coverage and back.config == cfg
