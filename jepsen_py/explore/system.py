@@ -410,7 +410,3 @@ class BackendSystem:
             _discard(run_dir)
             trial.run_dir = None
         return trial
-
-
-# The name the simulator's search has always used: the same class, on the simulated backend by default.
-SimSystem = BackendSystem

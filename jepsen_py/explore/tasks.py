@@ -24,7 +24,7 @@ from typing import Any
 from jepsen_py.explore.schedule import Schedule
 from jepsen_py.explore.search import Search, Trial
 from jepsen_py.explore.space import Config, Space
-from jepsen_py.explore.system import SimSystem
+from jepsen_py.explore.system import BackendSystem
 from jepsen_py.lifetime import die_with_parent
 
 
@@ -111,7 +111,7 @@ def run_task(task: Task) -> TaskResult:
     work = Path(tempfile.mkdtemp(prefix="jepsen-py-explore-"))
     records: list[TrialRecord] = []
     try:
-        system = SimSystem(work_dir=work, bugs=list(task.bugs))
+        system = BackendSystem(work_dir=work, bugs=list(task.bugs))
         search = Search(system, task.space, seed=task.seed, warmup=task.warmup)
         search.load(task.corpus, task.seen)
         soft, hard = started + task.slice_s, started + task.budget_s

@@ -12,7 +12,7 @@ import pytest
 from jepsen_py.cli import main
 from jepsen_py.explore.search import Search
 from jepsen_py.explore.space import Config, Space
-from jepsen_py.explore.system import Deadline, SimSystem, TrialCut
+from jepsen_py.explore.system import BackendSystem, Deadline, TrialCut
 from jepsen_py.generator import Context, Template, lift
 
 pytestmark = pytest.mark.slow
@@ -32,7 +32,7 @@ def test_deadline_generator_raises_once_the_wall_clock_is_past_it() -> None:
 
 
 def test_a_trial_is_cut_when_the_deadline_passes(tmp_path: Path) -> None:
-    system = SimSystem(work_dir=tmp_path / "trials")
+    system = BackendSystem(work_dir=tmp_path / "trials")
     search = Search(system, Space(), seed=1)
     search.next_config = lambda: LONG  # type: ignore[method-assign]
     started = time.monotonic()

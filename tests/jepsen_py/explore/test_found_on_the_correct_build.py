@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from jepsen_py.explore.schedule import load
-from jepsen_py.explore.system import SimSystem
+from jepsen_py.explore.system import BackendSystem
 
 FOUND = Path(__file__).parent / "found"
 
@@ -37,6 +37,6 @@ def test_every_kept_schedule_is_named() -> None:
 def test_a_schedule_found_on_the_correct_build_replays_valid(tmp_path: Path, name: str) -> None:
     schedule = load(FOUND / name)
     assert schedule.anomaly == WAS[name] and not schedule.bugs
-    trial = SimSystem(work_dir=tmp_path).replay(schedule, keep=tmp_path / "kept")
+    trial = BackendSystem(work_dir=tmp_path).replay(schedule, keep=tmp_path / "kept")
     assert trial.error is None
     assert trial.anomalies == {}, (trial.anomalies, trial.run_dir)

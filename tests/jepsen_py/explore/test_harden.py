@@ -22,7 +22,7 @@ from jepsen_py.explore.harden import (
     widenings,
 )
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule, load
-from jepsen_py.explore.system import SimSystem
+from jepsen_py.explore.system import BackendSystem
 from jepsen_py.sim.run import TIMING_SEED
 
 SCHEDULES = Path(__file__).parent / "schedules"
@@ -183,7 +183,7 @@ def test_a_recovery_duplicates_schedule_hardens_from_a_minority_to_every_node(tm
     overwrote, among the killed; a kill of a minority picks it under some timings only, a kill of
     every node restarts it whichever it is."""
     s = load(SCHEDULES / "recovery-duplicates-leader-clock-then-kill-minority.json")
-    system = SimSystem(work_dir=tmp_path, bugs=list(s.bugs))
+    system = BackendSystem(work_dir=tmp_path, bugs=list(s.bugs))
     result = harden(s, "crash", shows=lambda c, timing: "crash" in system.replay_timed(c, timing),
                     still_fails=lambda c: still_fails(system, c, "crash"), budget_s=900)
     assert not result.exhausted
@@ -233,7 +233,7 @@ def test_a_finding_is_named_by_the_kind_its_replays_under_other_timings_show_mos
     history is non-linearizable every time (on Docker: lost-commit in 4 of 10 runs, nonlinearizable
     in 10 of 10), so the schedule written is named nonlinearizable."""
     s = load(SCHEDULES / "split-brain-metadata-commit-then-bump-clock.json")
-    system = SimSystem(work_dir=tmp_path / "trials", bugs=list(s.bugs))
+    system = BackendSystem(work_dir=tmp_path / "trials", bugs=list(s.bugs))
     report = FindingReport(kind="lost-commit", kinds={"lost-commit": 1}, found_after_s=1.0, schedules_tried=1,
                            found_after_cpu_s=1.0, config="", original=s.size())
     written, kind = _harden(s, "lost-commit", system, report, 300.0, [], tmp_path)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from jepsen_py.explore.space import Config
-from jepsen_py.explore.system import SimSystem
+from jepsen_py.explore.system import BackendSystem
 from jepsen_py.sim.loop import Scheduler, SimLoop
 from jepsen_py.sim.watchdog import NodeLivelock, livelock_watchdog
 
@@ -48,7 +48,7 @@ def test_a_node_spinning_after_a_wal_recovery_is_a_crash_not_a_hang(tmp_path: Pa
     cfg = Config(workload="offsets", families=("kill", "partition"), shapes=("leader",), targets=("all",),
                  interval=3.0, mode="cycle", read_mode="read-index", node_count=3, time_limit=25.0, seed=0,
                  rate=25.0)
-    system = SimSystem(work_dir=tmp_path / "trials", bugs=["recovery-duplicates"])
+    system = BackendSystem(work_dir=tmp_path / "trials", bugs=["recovery-duplicates"])
     trial = system.trial(cfg)
     assert trial.error is None and "crash" in trial.anomalies, trial.anomalies
     assert trial.run_dir is not None
