@@ -200,8 +200,12 @@ def run_cell_sim(cell: mx.Cell, iteration: int, results_dir: Path, matrix: str, 
 
 
 def run_in_child(cell: mx.Cell, iteration: int, results_dir: Path, matrix: str, node_count: int,
-                 seed: int, wall_limit_s: float | None) -> SimRunRecord:
-    """One run in a worker process; a crash of the controller becomes the run's record."""
+                 seed: int, wall_limit_s: float | None,
+                 versions: dict[str, str] | None = None) -> SimRunRecord:
+    """One run in a worker process; a crash of the controller becomes the run's record. `versions`
+    are the DB versions the driver found: an executor runs from a copy of the code without its git
+    history, where `git describe` would say unversioned."""
+    _VERSION.update(versions or {})
     try:
         return run_cell_sim(cell, iteration, results_dir, matrix, node_count, seed, wall_limit_s=wall_limit_s)
     except Exception as e:
@@ -279,11 +283,14 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
     if pool is None:
         pool = _ProcessPool(parallel)
     parallel = pool.slots
+    for p in planned:  # the DB versions, found here where the checkout is
+        with contextlib.suppress(JepsenError):  # the cell's own run records why its flags are refused
+            spec_for(run_flags(p.cell, f"{matrix}-{p.cell.label}", results_dir, node_count, seed))
     try:
         futures = {}
         for k, cell, i in jobs:
             fut = pool.submit(run_in_child, cell, i, results_dir, matrix, node_count, run_seed(seed, i),
-                              limit(cell))
+                              limit(cell), dict(_VERSION))
             futures[fut] = (k, cell, i)
         for _, cell, i in jobs[:parallel]:
             on_run(cell, i, None, None)

@@ -69,4 +69,9 @@ def test_test_all_master_gives_the_parallel_table(standalone: Standalone, tmp_pa
     assert a["rows"] and [{k: r[k] for k in cells} for r in a["rows"]] == [
         {k: r[k] for k in cells} for r in b["rows"]]
     assert a["passed"] == b["passed"]
+    # the executors run a zip of the code without its git history: the version is the driver's
+    versions = {r: {json.loads(t.read_text())["options"].get("db_version")
+                    for t in (tmp_path / "r").glob(f"{r}-*/*/test.json")} for r in ("par", "spk")}
+    assert len(versions["par"]) == 1 and "unversioned" not in versions["par"]
+    assert versions["spk"] == versions["par"]
     assert "jepsen-py test-all" in _apps(standalone)
