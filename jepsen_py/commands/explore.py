@@ -35,7 +35,13 @@ from jepsen_py.explore import report as report_page
 from jepsen_py.explore import schedule as sched
 from jepsen_py.explore.fanout import FanoutStats, ProcessRunner, Runner, run_fanout
 from jepsen_py.explore.harden import Rate, harden, in_kind_key, kind_rates, steadier_kinds, timing_seeds
-from jepsen_py.explore.realspace import REAL_NODE_COUNTS, REAL_TIME_LIMITS, outside_families, real_space
+from jepsen_py.explore.realspace import (
+    REAL_DRAWS,
+    REAL_NODE_COUNTS,
+    REAL_TIME_LIMITS,
+    outside_families,
+    real_space,
+)
 from jepsen_py.explore.search import Search, Trial, primary_kind
 from jepsen_py.explore.shrink import FAULT_PASSES, PASSES, Shrinker
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, Space
@@ -355,7 +361,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--results-dir: cannot create {out_dir}: {e.strerror or e}") from None
     system = BackendSystem(work_dir=out_dir / "trials", bugs=bugs, backend=p.backend, db=p.db,
                            backend_options={} if p.simulated else backend_options(args), outside=p.outside)
-    search = Search(system, space, seed=seed)
+    search = Search(system, space, seed=seed, draws=1 if p.simulated else REAL_DRAWS)
     keeper = _load_corpus(corpus, search, space, seed, bugs) if corpus is not None else None
     console = Console(stderr=True)
     live_ok = not args.no_progress and console.is_terminal
@@ -483,7 +489,7 @@ def _summarize(args: argparse.Namespace, seed: int, p: Plan, search: Search,
     summary: dict[str, Any] = {
         "seed": seed, "budget_s": args.budget, "backend": p.backend, "db": p.db, "bugs": p.bugs,
         "reproduce": None if p.simulated else f"{p.reproduce[0]}/{p.reproduce[1]}",
-        "space": asdict(p.space), "trials_unknown": sum(1 for r in rows if r.unknown),
+        "space": asdict(p.space), "draws": search.draws, "trials_unknown": sum(1 for r in rows if r.unknown),
         "schedules_tried": st.tried, "trials_cut_by_budget": st.cut, "simulated_s": round(st.sim_seconds, 3),
         "errors": st.errors,
         "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),

@@ -28,6 +28,9 @@ REAL_TIME_LIMITS: tuple[float, ...] = (10.0, 20.0, 30.0)
 REAL_NODE_COUNTS: tuple[int, ...] = (3, 5)
 # a fault every few seconds: a real cluster needs an election timeout or two to react to each
 REAL_INTERVALS: tuple[float, ...] = (2.0, 3.0, 5.0, 8.0)
+# candidates per draw (search.py, pairs.py): a real search tries a few dozen configurations, so each
+# is the one of 20 that meets the most untried pairs of workload, fault, read mode, nodes, target
+REAL_DRAWS = 20
 
 # fault family -> the capabilities it needs of the DB (protocols.CAPABILITIES' names)
 FAMILY_NEEDS: dict[str, tuple[str, ...]] = {

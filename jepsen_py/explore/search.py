@@ -8,6 +8,10 @@ Coverage guidance: every feature counts how many trials reached it. A trial that
 earlier one had joins the corpus. After the warm-up, most trials mutate a corpus entry chosen with
 weight sum(1 / times seen) over its features (configurations that reach rare states get more
 children); the rest stay random so nothing is starved.
+
+Where trials are expensive (a real backend), each draw, random or a mutation of the parent chosen,
+makes `draws` candidates and takes the one trying the most pairs of configuration factors no trial
+tried yet (pairs.py), so a few dozen trials meet every workload with every fault family.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from jepsen_py.explore.pairs import Pair, most_new_pairs, pairs
 from jepsen_py.explore.schedule import Schedule
 from jepsen_py.explore.space import Config, Space
 
@@ -95,20 +100,34 @@ class Search:
     seed: int
     warmup: int = 10
     random_share: float = 0.25
+    draws: int = 1  # candidates per draw, the one trying the most untried factor pairs kept
     rng: random.Random = field(init=False)
     seen: Counter[str] = field(init=False, default_factory=Counter)
     corpus: list[tuple[Config, frozenset[str]]] = field(init=False, default_factory=list)
     stats: Stats = field(init=False, default_factory=Stats)
+    tried_pairs: set[Pair] = field(init=False, default_factory=set)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
 
     def next_config(self) -> Config:
         if self.stats.tried < self.warmup or not self.corpus or self.rng.random() < self.random_share:
-            return self.space.sample(self.rng)
+            return self._best(lambda: self.space.sample(self.rng))
         weights = [sum(1.0 / self.seen[f] for f in feats) + 1e-6 for _, feats in self.corpus]
         parent, _ = self.rng.choices(self.corpus, weights=weights, k=1)[0]
-        return self.space.mutate(parent, self.rng)
+        return self._best(lambda: self.space.mutate(parent, self.rng))
+
+    def _best(self, draw: Callable[[], Config]) -> Config:
+        """One draw, or with `draws` > 1 the best of that many for pairwise coverage (one draw takes
+        the random stream exactly as a search without pairs did: simulated searches repeat)."""
+        if self.draws <= 1:
+            return draw()
+        first, *others = [draw() for _ in range(self.draws)]
+        if not self.tried_pairs:  # nothing tried yet: every candidate is as new as the first
+            return first
+        # among those with as many fault families as the first: swarm testing's mix is kept
+        return most_new_pairs([first, *(c for c in others if len(c.families) == len(first.families))],
+                              self.tried_pairs)
 
     def step(self) -> Trial:
         cfg = self.next_config()
@@ -124,6 +143,7 @@ class Search:
         self.stats.tried += 1
         self.stats.sim_seconds += trial.sim_seconds
         self.stats.last = cfg.label()
+        self.tried_pairs |= pairs(cfg)
         if trial.error:
             self.stats.errors += 1
             return trial
@@ -145,6 +165,7 @@ class Search:
         trials already compare against what was reached before, as a fuzzer's seed corpus does."""
         for cfg, feats in entries:
             self.corpus.append((cfg, frozenset(feats)))
+            self.tried_pairs |= pairs(cfg)
             if seen is None:
                 self.seen.update(feats)
         if seen is not None:

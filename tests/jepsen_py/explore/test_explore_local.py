@@ -26,7 +26,9 @@ def test_a_seed_bug_found_and_replayed_on_local(local_env: None, tmp_path: Path,
     out = capsys.readouterr().out
     assert code == 1, out
     [summary_path] = list(tmp_path.glob("explore/*/explore.json"))
-    [finding] = json.loads(summary_path.read_text())["findings"]
+    summary = json.loads(summary_path.read_text())
+    assert summary["draws"] == 20  # a real backend draws pairwise (pairs.py)
+    [finding] = summary["findings"]
     shrunk = sched.load(finding["schedule_file"])
     assert shrunk.recorded_on == "local" and shrunk.fault_count == 0
     assert finding["reproduction"] == "1/1", finding

@@ -23,6 +23,7 @@ def test_explore_finds_shrinks_and_replays(tmp_path: Path, capsys: pytest.Captur
     assert code == 1, out
     [summary_path] = list(tmp_path.glob("explore/*/explore.json"))
     summary = json.loads(summary_path.read_text())
+    assert summary["draws"] == 1  # trials are cheap here: the plain search, its pinned draws
     [finding] = summary["findings"]
     assert finding["kind"] in ("duplicate-create", "stale-read", "nonlinearizable")
     assert finding["reproduced"] is True
