@@ -222,3 +222,19 @@ def test_link_latency_is_lognormal_around_its_median_and_seeded() -> None:
     assert abs(statistics.median(xs) / 0.002 - 1) < 0.03
     assert abs(statistics.pstdev(logs) - 0.5) < 0.02
     assert 3.0 < max(logs) / 0.5 < 4.0 and 3.0 < -min(logs) / 0.5 < 4.0  # tails of about 3.5 sigma
+
+
+def test_a_link_with_a_profile_of_its_own_delays_by_it_in_one_direction_only() -> None:
+    from jepsen_py.sim.network import LinkProfile
+
+    w = World()
+    reader, writer = w.dial()
+    w.net.links[("a", "b")] = LinkProfile(median_s=0.25, sigma=0.0)
+    sent = w.s.now
+    writer.write(b"slow")
+    w.s.run_until(sent + 1.0)
+    assert w.got == [(pytest.approx(sent + 0.25), b"slow")]
+    w.server_writers[0].write(b"fast")
+    back = w.s.now
+    got = w.run(reader.read(4))
+    assert got == b"fast" and w.s.now - back < 0.01
