@@ -165,3 +165,14 @@ def test_run_schedule_stretched_past_the_time_limit_bound_on_a_real_backend(
     err = capsys.readouterr().err
     assert code == 254 and "stretched for a real backend" in err and err.count("\n") == 1, err
     assert not (tmp_path / "r").exists()
+
+
+def test_run_schedule_goes_to_the_hosts_the_backend_options_name(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """--ssh-host (like every backend option) reaches the replay: it went to hosts called n1, n2, n3
+    on port 22 instead. Port 1 on loopback refuses at once, so the line names where it went."""
+    hosts = [x for n in ("n1", "n2", "n3") for x in ("--ssh-host", f"{n}=127.0.0.1:1")]
+    code = _code(["run", "--schedule", str(_schedule_file(tmp_path)), "--backend", "ssh", *hosts,
+                  "--results-dir", str(tmp_path / "r"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 254 and "127.0.0.1:1): cannot connect" in err, err
