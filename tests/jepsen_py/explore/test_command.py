@@ -167,8 +167,8 @@ def test_run_schedule_stretched_past_the_time_limit_bound_on_a_real_backend(
     assert not (tmp_path / "r").exists()
 
 
-def test_run_schedule_goes_to_the_hosts_the_backend_options_name(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_schedule_goes_to_the_hosts_the_backend_options_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """--ssh-host (like every backend option) reaches the replay: it went to hosts called n1, n2, n3
     on port 22 instead. Port 1 on loopback refuses at once, so the line names where it went."""
     hosts = [x for n in ("n1", "n2", "n3") for x in ("--ssh-host", f"{n}=127.0.0.1:1")]
