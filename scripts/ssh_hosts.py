@@ -4,18 +4,20 @@
 
     python3 scripts/ssh_hosts.py --nodes 3 -- python3 -m jepsen_py.cli run --backend ssh --workload offsets
     python3 scripts/ssh_hosts.py --nodes 3 -- python3 -m jepsen_py.cli explore --backend ssh \\
-        --bug zombie-leader --budget 300 --seed 1 \\; python3 -m jepsen_py.cli run --backend ssh --schedule F
+        --bug zombie-leader --budget 300 --seed 1 \\; \\
+        python3 -m jepsen_py.cli run --backend ssh --schedule {schedule}
 
 Each command (commands separated by a lone `;`, quoted from the shell) gets
 `--ssh-host NODE=127.0.0.1:PORT ... --ssh-key FILE --ssh-known-hosts FILE` appended and runs in turn on
-the same hosts; `{schedule}` in a command stands for the newest schedule-*.json an earlier command
-wrote under --results-dir (default ./results). The containers are removed at the end (only these).
+the same hosts; `{schedule}` in a command stands for the schedule file of the newest explore's first
+finding under --results-dir (default ./results). The containers are removed at the end (only these).
 Exit: the last command's exit code.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -39,11 +41,13 @@ def split_commands(argv: list[str]) -> list[list[str]]:
 
 
 def newest_schedule(results: Path) -> str:
-    found = sorted(results.glob("explore/*/finding-*/schedule*.json"), key=lambda p: p.stat().st_mtime)
-    found = [p for p in found if p.name != "schedule-found.json"] or found
-    if not found:
-        raise SystemExit(f"ssh_hosts: no schedule under {results}/explore")
-    return str(found[-1])
+    """The schedule file of the first finding of the newest explore under `results`."""
+    summaries = sorted(results.glob("explore/*/explore.json"), key=lambda p: p.stat().st_mtime)
+    for path in reversed(summaries):
+        findings = json.loads(path.read_text()).get("findings") or []
+        if findings and findings[0].get("schedule_file"):
+            return str(findings[0]["schedule_file"])
+    raise SystemExit(f"ssh_hosts: no finding with a schedule under {results}/explore")
 
 
 def main() -> int:

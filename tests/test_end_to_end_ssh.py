@@ -85,9 +85,11 @@ def test_run_over_ssh_catches_a_seed_bug(hosts: SSHHosts, tmp_path: Path) -> Non
 
 def test_explore_over_ssh_finds_a_bug_and_run_schedule_replays_it_on_the_same_hosts(
         hosts: SSHHosts, tmp_path: Path) -> None:
+    # offsets and topics in each node's own store: lost on the first trial, whatever it draws; one
+    # replay for the rate, no shrinking (each is an ordinary run of tens of seconds here)
     proc = jepsen(hosts, "explore", "--bug", "split-brain-metadata", "--seed", "1", "--budget", "120",
-                  "--shrink-budget", "0", "--reproduce", "1/1", "--results-dir", str(tmp_path / "explore"),
-                  timeout=400)
+                  "--time-limit", "10", "--shrink-budget", "0", "--reproduce", "1/1",
+                  "--results-dir", str(tmp_path / "explore"), timeout=400)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     [summary_path] = list((tmp_path / "explore").glob("explore/*/explore.json"))
     summary = json.loads(summary_path.read_text())
@@ -105,6 +107,7 @@ def test_explore_over_ssh_finds_a_bug_and_run_schedule_replays_it_on_the_same_ho
     spec = json.loads((run_dir / "test.json").read_text())
     # the replay ran on the hosts named, not on hosts called n1, n2, n3 at port 22
     assert spec["options"]["ssh_host"] == list(hosts.hosts), spec["options"]
-    assert proc.returncode in (0, 1) and results["valid"] in (True, False), out[-3000:]
+    # the same bug on the same hosts: the replay fails too (its kind may differ from the one found)
+    assert proc.returncode == 1 and results["valid"] is False, out[-3000:]
     assert f"schedule anomaly {found.anomaly}:" in out
     assert_hosts_clean(hosts)
