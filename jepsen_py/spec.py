@@ -15,7 +15,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from jepsen_py.backends import default_backend
+from jepsen_py.backends import backend_kind, default_backend
 from jepsen_py.cluster.readmodes import READ_MODES
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import allow_empty, path_text
@@ -268,7 +268,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -> TestSpec:
     """Builds and checks the spec from parsed `run` arguments."""
-    nodes = parse_nodes(node_names(args), args.node_count)
+    backend = args.backend or default_backend()
+    names = node_names(args)
+    hosts = backend_kind(backend).hosts(options or {}) if names is None and args.node_count is None else None
+    nodes = hosts or parse_nodes(names, args.node_count)
     nemesis = [n for n in parse_list(args.nemesis) if n != "none"]
     bugs = parse_list(args.bug)
     if args.test_count < 1 or args.test_count > 100_000:
@@ -291,7 +294,7 @@ def from_args(args: argparse.Namespace, options: dict[str, Any] | None = None) -
         rate=_positive("--rate", args.rate, zero_ok=True),
         nemesis_interval=_positive("--nemesis-interval", args.nemesis_interval),
         seed=seed,
-        backend=args.backend or default_backend(),
+        backend=backend,
         read_mode=default_read_mode(args.read_mode, canonical_db(args.db)),
         bugs=bugs,
         db=check_reference(canonical_db(args.db), "--db"),

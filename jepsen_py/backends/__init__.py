@@ -59,6 +59,14 @@ class BackendKind:
     #: loggers of its own engine, where a run cut short by a search's budget says so (the search
     #: silences those lines: the cut is expected)
     loggers: tuple[str, ...] = ()
+    #: "module:function" (options) -> node names: the hosts its options name (SSH's --ssh-host), which
+    #: are the nodes when no other list is given; None: it makes whatever nodes a test asks for
+    given_nodes: str | None = None
+    #: "module:function" (options, nodes) -> options: its options for a test on `nodes` only (a
+    #: search's trial or a schedule on fewer nodes than the hosts named)
+    narrows_options: str | None = None
+    #: how a user names those hosts, for the line that asks for them
+    hosts_flag: str = ""
 
     @property
     def faults_take_time(self) -> bool:
@@ -88,6 +96,17 @@ class BackendKind:
     def timing_seed_key(self) -> str | None:
         return str(_load(self.timing_seed)) if self.timing_seed else None
 
+    def hosts(self, options: dict[str, Any]) -> list[str] | None:
+        """The nodes `options` name for this backend (its hosts); None when it names none, or this
+        backend makes its nodes itself."""
+        if not self.given_nodes:
+            return None
+        return list(_load(self.given_nodes)(options)) or None
+
+    def options_for(self, options: dict[str, Any], nodes: list[str]) -> dict[str, Any]:
+        """`options` narrowed to a test on `nodes` (unchanged for a backend that names no hosts)."""
+        return dict(_load(self.narrows_options)(options, nodes)) if self.narrows_options else dict(options)
+
 
 def _load(ref: str) -> Any:
     module_name, attr = ref.split(":")
@@ -99,7 +118,10 @@ def _load(ref: str) -> Any:
 
 KINDS: dict[str, BackendKind] = {k.name: k for k in (
     BackendKind("docker", "jepsen_py.backends.docker", "DockerBackend"),
-    BackendKind("ssh", "jepsen_py.backends.ssh", "SSHBackend"),
+    BackendKind("ssh", "jepsen_py.backends.ssh", "SSHBackend",
+                given_nodes="jepsen_py.backends.ssh:given_nodes",
+                narrows_options="jepsen_py.backends.ssh:options_for",
+                hosts_flag="--ssh-host NODE=HOST[:PORT]"),
     BackendKind("local", "jepsen_py.backends.local", "LocalBackend"),
     BackendKind("none", "jepsen_py.backends.none", "NoneBackend", provisions=False),
     BackendKind("sim", "jepsen_py.sim.backend", "SimBackend", simulated=True, provisions=False,

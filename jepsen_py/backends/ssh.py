@@ -30,6 +30,7 @@ from typing import Any
 from jepsen_py.backends.common import RemoteCommandFailed, check_signal, daemon_argv, tar_of, untar_to
 from jepsen_py.errors import BadInput, EnvironmentProblem, FrameworkFailure
 from jepsen_py.flags import path_text
+from jepsen_py.nodenames import check_node_name
 from jepsen_py.numbers import integer
 from jepsen_py.protocols import ExecResult, Remote, Test, TestSpec
 
@@ -47,7 +48,9 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
                             "JEPSEN_PY_SSH_PASSWORD, which keeps it out of the process list; prefer keys")
     group.add_argument("--ssh-port", type=integer(1, 65535), default=22, help="SSH port (default 22)")
     group.add_argument("--ssh-host", action="append", default=[], metavar="NODE=HOST[:PORT]",
-                       help="where SSH reaches NODE, when that is not the node's name (repeatable)")
+                       help="where SSH reaches NODE, when that is not the node's name (repeatable); without "
+                            "--nodes or --node-count the nodes named here are the test's nodes (and an "
+                            "explore's hosts)")
     group.add_argument("--ssh-sudo", action=argparse.BooleanOptionalAction, default=None,
                        help="run commands with sudo (default: when the user is not root)")
     group.add_argument("--strict-host-key-checking", action=argparse.BooleanOptionalAction, default=True,
@@ -55,6 +58,30 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
                             "accepts any key)")
     group.add_argument("--ssh-known-hosts", type=path_text, metavar="FILE", default=None,
                        help="known_hosts file (default ~/.ssh/known_hosts)")
+
+
+def parse_hosts(options: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """--ssh-host's NODE=HOST[:PORT] items as (node, where) pairs, in the order given."""
+    hosts: list[tuple[str, str]] = []
+    for item in options.get("ssh_host") or []:
+        node, sep, where = str(item).partition("=")
+        if not sep or not node or not where:
+            raise BadInput(f"--ssh-host: expected NODE=HOST[:PORT], got {item!r}")
+        if node in dict(hosts):
+            raise BadInput(f"--ssh-host: node {node!r} given twice")
+        hosts.append((node, where))
+    return tuple(hosts)
+
+
+def given_nodes(options: Mapping[str, Any]) -> list[str]:
+    """The nodes --ssh-host names: the hosts a run without --nodes (and every search) runs on."""
+    return [check_node_name(node, "--ssh-host") for node, _ in parse_hosts(options)]
+
+
+def options_for(options: Mapping[str, Any], nodes: Sequence[str]) -> dict[str, Any]:
+    """`options` with --ssh-host narrowed to `nodes`: a trial on 3 of 5 hosts names those 3."""
+    keep = set(nodes)
+    return {**options, "ssh_host": [f"{n}={w}" for n, w in parse_hosts(options) if n in keep]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,14 +99,8 @@ class SSHOptions:
     @classmethod
     def from_spec(cls, spec: TestSpec) -> SSHOptions:
         o = spec.options or {}
-        hosts = []
-        for item in o.get("ssh_host") or []:
-            node, sep, where = str(item).partition("=")
-            if not sep or not node or not where:
-                raise BadInput(f"--ssh-host: expected NODE=HOST[:PORT], got {item!r}")
-            hosts.append((node, where))
         return cls(user=o.get("ssh_user") or "root", key=o.get("ssh_key"), password=o.get("ssh_password"),
-                   port=int(o.get("ssh_port") or 22), hosts=tuple(hosts), sudo=o.get("ssh_sudo"),
+                   port=int(o.get("ssh_port") or 22), hosts=parse_hosts(o), sudo=o.get("ssh_sudo"),
                    strict=o.get("strict_host_key_checking", True) is not False,
                    known_hosts=o.get("ssh_known_hosts"))
 

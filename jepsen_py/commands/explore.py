@@ -19,6 +19,7 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from jepsen_py.backends import add_backend_arguments, backend_kind, backend_options, simulator
+from jepsen_py.backends import BackendKind, add_backend_arguments, backend_kind, backend_options, simulator
 from jepsen_py.bugs import check_bugs
 from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
 from jepsen_py.explore import corpus as corpusdir
@@ -133,7 +134,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="read modes to try (default: read-index,lease; local is stale by design)")
     s.add_argument("--node-count", action="append", type=integer(1, 9), metavar="N",
                    help="node counts to try, repeatable (default: "
-                        f"{' and '.join(map(str, REAL_NODE_COUNTS))}, the smallest most often)")
+                        f"{' and '.join(map(str, REAL_NODE_COUNTS))}, the smallest most often; on ssh "
+                        "at most the hosts --ssh-host names, which are the nodes)")
     s.add_argument("--time-limit", action="append", type=number(1, 3600), metavar="S",
                    help="main-phase lengths to try, repeatable (default: 8, 15, 25 in simulation; "
                         f"{', '.join(f'{t:g}' for t in REAL_TIME_LIMITS)} on a real backend)")
@@ -290,6 +292,9 @@ class Plan:
     reproduce: tuple[int, int]
     shrink_budget: float
     outside: list[sched.OutsideFamily] = field(default_factory=list)
+    # the hosts trials run on, when the backend's options name them (ssh): a trial of N nodes takes
+    # the first N; None: the backend makes n1..nN
+    hosts: list[str] | None = None
 
 
 def plan(args: argparse.Namespace) -> Plan:
@@ -322,12 +327,33 @@ def plan(args: argparse.Namespace) -> Plan:
     workloads = _names(args.workload)
     outside = [f for ref in refs for f in outside_families(
         ref, db_cls, args.db, _probe_spec(args, kind.name, ref, workloads[0] if workloads else "register"))]
+    hosts, node_counts = host_node_counts(kind, backend_options(args), args.node_count or [])
     space = real_space(db_cls, args.db, default_db=args.db == DEFAULT_DB, workloads=workloads,
                        families=[] if families == ["none"] or (refs and not families) else (families or None),
-                       modes=_names(args.read_mode), node_counts=args.node_count or (),
+                       modes=_names(args.read_mode), node_counts=node_counts,
                        time_limits=args.time_limit or (), fixed=fixed, outside=outside)
     return Plan(kind.name, False, args.db, bugs, space, args.reproduce or REAL_REPRODUCE,
-                REAL_SHRINK_BUDGET_S if args.shrink_budget is None else args.shrink_budget, outside)
+                REAL_SHRINK_BUDGET_S if args.shrink_budget is None else args.shrink_budget, outside, hosts)
+
+
+def host_node_counts(kind: BackendKind, options: dict[str, Any],
+                     asked: Sequence[int]) -> tuple[list[str] | None, tuple[int, ...]]:
+    """On a backend whose nodes are the hosts its options name (ssh), those hosts and the node counts
+    a search may draw: the ones asked for, each at most the hosts given, else the real backends'
+    default counts that fit (all the hosts when none does). Elsewhere (None, the counts asked)."""
+    if not kind.given_nodes:
+        return None, tuple(asked)
+    hosts = kind.hosts(options)
+    if not hosts:
+        raise BadInput(f"--backend {kind.name}: explore runs on the hosts you name, one {kind.hosts_flag} "
+                       "per node")
+    over = sorted({n for n in asked if n > len(hosts)})
+    if over:
+        raise BadInput(f"--node-count {over[-1]}: --backend {kind.name} has {len(hosts)} host(s) "
+                       f"({', '.join(hosts)}); name more with {kind.hosts_flag} or ask for at most "
+                       f"{len(hosts)}")
+    counts = tuple(asked) or tuple(n for n in REAL_NODE_COUNTS if n <= len(hosts)) or (len(hosts),)
+    return hosts, counts
 
 
 def _probe_spec(args: argparse.Namespace, backend: str, ref: str, workload: str) -> TestSpec:
@@ -360,7 +386,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         raise BadInput(f"--results-dir: cannot create {out_dir}: {e.strerror or e}") from None
     system = BackendSystem(work_dir=out_dir / "trials", bugs=bugs, backend=p.backend, db=p.db,
-                           backend_options={} if p.simulated else backend_options(args), outside=p.outside)
+                           backend_options={} if p.simulated else backend_options(args), outside=p.outside,
+                           hosts=p.hosts)
     search = Search(system, space, seed=seed, draws=1 if p.simulated else REAL_DRAWS)
     keeper = _load_corpus(corpus, search, space, seed, bugs) if corpus is not None else None
     console = Console(stderr=True)

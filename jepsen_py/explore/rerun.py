@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.analysis import PostRun
-from jepsen_py.backends import backend_kind, default_backend
+from jepsen_py.backends import BackendKind, backend_kind, backend_options, default_backend
 from jepsen_py.errors import EXIT_BAD_INPUT, BadInput
 from jepsen_py.explore import schedule as sched
 from jepsen_py.explore.replay import REAL_MARGIN_S, for_real_backend
@@ -49,13 +49,16 @@ def run_schedule(args: argparse.Namespace, post_run: Sequence[PostRun] = ()) -> 
     s = sched.load(args.schedule)
 
     backend = args.backend or default_backend()
-    simulated = backend_kind(backend).simulated
+    kind = backend_kind(backend)
+    kind.check_args(args)
+    simulated = kind.simulated
     name = args.name or f"schedule-{s.workload}"
     # a schedule recorded on a real backend has a real cluster's offsets already: run as recorded
     as_recorded = simulated or s.recorded_on is not None
     played = s if as_recorded else for_real_backend(s)
     check_played(s, played, args.schedule, override=bool(getattr(args, "ignore_machine_limits", False)))
-    spec = spec_for(played, backend=backend, results_dir=Path(args.results_dir), name=name, db=args.db)
+    spec = spec_for(played, backend=backend, results_dir=Path(args.results_dir), name=name, db=args.db,
+                    base=schedule_backend_options(kind, backend_options(args), s, args.schedule))
     if simulated:
         outcome: Any = replay_run(s, spec, run_sim, post_run)
     elif as_recorded:
@@ -78,6 +81,20 @@ def run_schedule(args: argparse.Namespace, post_run: Sequence[PostRun] = ()) -> 
     if args.junit_xml:
         write_junit_outcomes([outcome], Path(args.junit_xml))
     return int(outcome.exit_code)
+
+
+def schedule_backend_options(kind: BackendKind, options: dict[str, Any], s: Schedule,
+                             where: str) -> dict[str, Any]:
+    """The backend's own options (--ssh-host, --docker-image, ...) for the replay: the schedule
+    decides the nodes, so on hosts named by the options (ssh) each of its nodes must be one of them,
+    and the options are narrowed to those nodes."""
+    hosts = kind.hosts(options)
+    if hosts is not None:
+        missing = [n for n in s.nodes if n not in hosts]
+        if missing:
+            raise BadInput(f"--schedule: {where} runs on {', '.join(s.nodes)}; {kind.hosts_flag} names "
+                           f"{', '.join(hosts)}, not {', '.join(missing)}")
+    return kind.options_for(options, list(s.nodes))
 
 
 def check_played(s: Schedule, played: Schedule, where: str, *, override: bool = False) -> None:

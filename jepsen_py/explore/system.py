@@ -279,6 +279,9 @@ class BackendSystem:
     backend_options: dict[str, Any] = field(default_factory=dict)
     # the outside nemeses' fault families the space may draw (registered in schedule.FAMILIES)
     outside: list[OutsideFamily] = field(default_factory=list)
+    # the nodes trials run on when the backend's options name its hosts (ssh): a trial of N nodes
+    # takes the first N, and the backend's options are narrowed to them; None: n1..nN
+    hosts: list[str] | None = None
 
     def __post_init__(self) -> None:
         if self.run is None:
@@ -293,12 +296,17 @@ class BackendSystem:
         assert self.run is not None
         return self.run
 
+    def _options(self, nodes: list[str]) -> dict[str, Any]:
+        """The backend's options for a run on `nodes` (on ssh, only their --ssh-host entries)."""
+        return backend_kind(self.backend).options_for(self.backend_options, nodes)
+
     def _name(self) -> str:
         self.count += 1
         return f"trial-{self.count:05d}"
 
     def trial(self, config: Config) -> Trial:
-        nodes = [f"n{i + 1}" for i in range(config.node_count)]
+        nodes = list(self.hosts[:config.node_count]) if self.hosts else [f"n{i + 1}" for i in
+                                                                          range(config.node_count)]
         rate = self.rate if config.rate is None else config.rate
         skeleton = Schedule(workload=config.workload, nodes=nodes, seed=config.seed,
                             time_limit=config.time_limit,
@@ -309,7 +317,7 @@ class BackendSystem:
                             recorded_on=None if self.exact else self.backend,
                             outside=[f for f in self.outside if f.name in config.families])
         spec = spec_for(skeleton, backend=self.backend, results_dir=self.work_dir, name=self._name(),
-                        db=self.db, base=self.backend_options)
+                        db=self.db, base=self._options(nodes))
         if config.families:  # every family of the configuration, even one its timeline never started
             spec.nemesis = sorted({*spec.nemesis, *(FAMILIES[f][2] for f in config.families)})
             spec.fault_targets = list(config.targets)
@@ -333,7 +341,7 @@ class BackendSystem:
         stretch = not self.exact and schedule.recorded_on is None  # recorded in simulation
         played = for_real_backend(schedule) if stretch else schedule
         spec = spec_for(played, backend=self.backend, results_dir=keep or self.work_dir,
-                        name=name or self._name(), db=self.db, base=self.backend_options)
+                        name=name or self._name(), db=self.db, base=self._options(list(played.nodes)))
         started = time.monotonic()
         with self._running(spec):
             run = self._cut_short(self._runner())

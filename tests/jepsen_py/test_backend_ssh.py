@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import paramiko
 import pytest
 
 from jepsen_py.backends.common import RemoteCommandFailed
 from jepsen_py.backends.ssh import SSHBackend, SSHOptions, SSHRemote
 from jepsen_py.errors import BadInput, EnvironmentProblem
 from tests.nemeses.support import make_spec, make_test
+from tests.sshd import sshd_hosts
 
 NODES = ["n1", "n2"]
 
@@ -39,39 +39,9 @@ def test_command_quotes_every_argument():
 @pytest.fixture(scope="module")
 def sshd(node_image, tmp_path_factory):
     """Two containers running sshd, each with its own host key; a client key and known_hosts."""
-    from jepsen_py.backends.docker import DockerBackend
-
-    tmp = tmp_path_factory.mktemp("ssh")
-    key = tmp / "id_rsa"
-    pk = paramiko.RSAKey.generate(2048)
-    pk.write_private_key_file(str(key))
-    key.with_suffix(".pub").write_text(f"{pk.get_name()} {pk.get_base64()} jepsen-py-test\n")
-    spec = make_spec(NODES, tmp, options={"docker_image": node_image, "publish_ports": [22]})
-    test = make_test(spec, tmp)
-    backend = DockerBackend(spec)
-    remotes = backend.setup(test)
-    known = []
-    try:
-        for n, r in remotes.items():
-            r.exec(["sh", "-c", "rm -f /etc/ssh/ssh_host_*"])
-            r.exec(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", "/etc/ssh/ssh_host_ed25519_key"])
-            r.upload(key.with_suffix(".pub"), "/root/.ssh/authorized_keys")
-            r.exec(["useradd", "-m", "-s", "/bin/sh", "jepsen"])
-            r.exec(["sh", "-c", "echo jepsen:s3cret | chpasswd"])
-            r.exec(["sh", "-c", "echo 'jepsen ALL=(ALL) ALL' > /etc/sudoers.d/jepsen"])
-            r.exec(["useradd", "-m", "-s", "/bin/sh", "nopw"])
-            r.exec(["sh", "-c", "echo nopw:s3cret | chpasswd"])
-            r.exec(["sh", "-c", "echo 'nopw ALL=(ALL) NOPASSWD: ALL' > /etc/sudoers.d/nopw"])
-            r.exec(["mkdir", "-p", "/run/sshd"])
-            r.exec(["/usr/sbin/sshd"])
-            host, port = backend.client_endpoint(n, 22)
-            pub = r.exec(["cat", "/etc/ssh/ssh_host_ed25519_key.pub"]).stdout.split()
-            known.append(f"[{host}]:{port} {pub[0]} {pub[1]}")
-        (tmp / "known_hosts").write_text("\n".join(known) + "\n")
-        yield {"backend": backend, "tmp": tmp, "key": str(key), "known": str(tmp / "known_hosts"),
-               "hosts": [f"{n}={':'.join(map(str, backend.client_endpoint(n, 22)))}" for n in NODES]}
-    finally:
-        backend.teardown(test)
+    with sshd_hosts(node_image, tmp_path_factory.mktemp("ssh"), NODES) as hosts:
+        yield {"backend": hosts.backend, "tmp": hosts.tmp, "key": hosts.key, "known": hosts.known,
+               "hosts": list(hosts.hosts)}
 
 
 def ssh_spec(sshd, **extra):

@@ -9,6 +9,7 @@ import pytest
 
 from jepsen_py import cli
 from jepsen_py import spec as specmod
+from jepsen_py.commands.run import collect_options
 from jepsen_py.errors import BadInput
 
 
@@ -48,3 +49,15 @@ def test_missing_nodes_file_and_clashing_counts(tmp_path: Path) -> None:
         specmod.from_args(parse("--nodes-file", str(tmp_path / "absent")))
     with pytest.raises(BadInput, match="--node-count says 3"):
         specmod.from_args(parse("-n", "a", "-n", "b", "--node-count", "3"))
+
+
+def test_on_ssh_the_hosts_named_are_the_nodes_unless_nodes_are_given() -> None:
+    """Jepsen's classic mode: the hosts are the nodes. --ssh-host names them, so a run given no
+    --nodes or --node-count runs on exactly those (it took n1..n5 whatever hosts were named)."""
+    hosts = ["--ssh-host", "db1=127.0.0.1:2201", "--ssh-host", "db2=127.0.0.1:2202", "--ssh-host", "db3=h3"]
+    args = parse("--backend", "ssh", *hosts)
+    assert specmod.from_args(args, collect_options(args)).nodes == ["db1", "db2", "db3"]
+    args = parse("--backend", "ssh", *hosts, "--node-count", "2")
+    assert specmod.from_args(args, collect_options(args)).nodes == ["n1", "n2"]
+    args = parse("--backend", "docker", *hosts)  # a backend that makes its nodes takes no hosts
+    assert len(specmod.from_args(args, collect_options(args)).nodes) == 5

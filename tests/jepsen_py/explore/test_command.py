@@ -48,6 +48,12 @@ def _code(argv: list[str]) -> int:
     (["--backend", "docker", "--reproduce", "1/2/3"], "--reproduce: expected K/N"),
     (["--reproduce", "1/2"], "--reproduce: a simulated replay is exact"),
     (["--ssh-host", "n1=h1"], "--ssh-host: not an option of the simulator"),
+    (["--backend", "ssh"],
+     "--backend ssh: explore runs on the hosts you name, one --ssh-host NODE=HOST[:PORT] per node"),
+    (["--backend", "ssh", "--ssh-host", "n1=h1", "--ssh-host", "n2=h2", "--ssh-host", "n3=h3",
+      "--node-count", "5"], "--node-count 5: --backend ssh has 3 host(s) (n1, n2, n3)"),
+    (["--backend", "ssh", "--ssh-host", "n1=h1", "--ssh-host", "n1=h2"], "--ssh-host: node 'n1' given twice"),
+    (["--backend", "ssh", "--ssh-host", "n/1=h1"], "--ssh-host"),
     (["--backend", "docker", "--db", "tests.jepsen_py.explore.plaindb:PlainDB", "--workload", "register",
       "--bug", "x"], "--bug: unknown bug 'x' for tests.jepsen_py.explore.plaindb:PlainDB (known: none)"),
     (["--db", "tests.jepsen_py.explore.plaindb:PlainDB"], "--db: the simulator runs our cluster only"),
@@ -88,6 +94,9 @@ def _schedule_file(tmp_path: Path) -> Path:
     (["--db-option", "reads=replica"], "--db-option: the schedule file decides this"),
     (["--test-count", "2"], "a schedule is one run"),
     (["--backend", "floppy"], "unknown backend 'floppy'"),
+    (["--backend", "ssh", "--ssh-host", "n1=h1", "--ssh-host", "n2=h2"],
+     "s.json runs on n1, n2, n3; --ssh-host NODE=HOST[:PORT] names n1, n2, not n3"),
+    (["--backend", "sim", "--ssh-host", "n1=h1"], "--ssh-host: not an option of the simulator"),
 ])
 def test_run_schedule_refuses_flags_the_schedule_decides(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                           extra: list[str], message: str) -> None:
@@ -156,3 +165,14 @@ def test_run_schedule_stretched_past_the_time_limit_bound_on_a_real_backend(
     err = capsys.readouterr().err
     assert code == 254 and "stretched for a real backend" in err and err.count("\n") == 1, err
     assert not (tmp_path / "r").exists()
+
+
+def test_run_schedule_goes_to_the_hosts_the_backend_options_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--ssh-host (like every backend option) reaches the replay: it went to hosts called n1, n2, n3
+    on port 22 instead. Port 1 on loopback refuses at once, so the line names where it went."""
+    hosts = [x for n in ("n1", "n2", "n3") for x in ("--ssh-host", f"{n}=127.0.0.1:1")]
+    code = _code(["run", "--schedule", str(_schedule_file(tmp_path)), "--backend", "ssh", *hosts,
+                  "--results-dir", str(tmp_path / "r"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 254 and "127.0.0.1:1): cannot connect" in err, err

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from jepsen_py.backends import KINDS, backend_kind, simulator
+from jepsen_py.commands.explore import host_node_counts
 from jepsen_py.errors import BadInput
 from jepsen_py.explore import schedule as sched
 from jepsen_py.explore.realspace import REAL_TIME_LIMITS, outside_families, real_space
@@ -167,3 +168,39 @@ def test_an_outside_nemesis_joins_the_space_and_its_schedules(tmp_path: Path) ->
     assert "fault:freeze" in trial.coverage
     back = sched.load(sched.save(trial.schedule, tmp_path / "s.json"))
     assert back.outside == [fam] and back.families() == [FREEZER] and back.fault_count >= 1
+
+
+def test_on_ssh_the_hosts_given_are_the_nodes_and_bound_the_node_counts() -> None:
+    """The SSH backend makes no nodes: a search draws only node counts it has hosts for, and
+    names what it cannot do in one line."""
+    ssh, docker = backend_kind("ssh"), backend_kind("docker")
+    three = {"ssh_host": ["db1=127.0.0.1:2201", "db2=127.0.0.1:2202", "db3=127.0.0.1:2203"]}
+    assert host_node_counts(ssh, three, []) == (["db1", "db2", "db3"], (3,))
+    assert host_node_counts(ssh, three, [3]) == (["db1", "db2", "db3"], (3,))
+    five = {"ssh_host": [f"n{i}=h{i}" for i in range(1, 6)]}
+    assert host_node_counts(ssh, five, [])[1] == (3, 5)
+    assert host_node_counts(ssh, {"ssh_host": ["a=h", "b=h2"]}, []) == (["a", "b"], (2,))
+    with pytest.raises(BadInput, match=r"^--node-count 5: --backend ssh has 3 host\(s\) \(db1, db2, db3\)"):
+        host_node_counts(ssh, three, [3, 5])
+    with pytest.raises(BadInput, match="explore runs on the hosts you name, one --ssh-host"):
+        host_node_counts(ssh, {"ssh_host": []}, [])
+    assert host_node_counts(docker, {}, [5]) == (None, (5,))
+
+
+def test_a_trial_on_fewer_nodes_than_hosts_takes_the_first_and_names_only_them(tmp_path: Path) -> None:
+    hosts = [f"db{i}" for i in range(1, 6)]
+    options = {"ssh_host": [f"{h}=127.0.0.1:{2200 + i}" for i, h in enumerate(hosts, 1)], "ssh_key": "k"}
+    seen: list[Any] = []
+
+    def run(spec: Any, workload: Any, nemesis_generator: Any, post_run: Any) -> _Outcome:
+        seen.append(spec)
+        return _Outcome(run_dir=tmp_path / "none", results={})
+
+    system = BackendSystem(work_dir=tmp_path, backend="ssh", run=run, backend_options=options, hosts=hosts)
+    cfg = Config(workload="offsets", families=("partition",), shapes=("one",), targets=("one",), interval=2.0,
+                 mode="cycle", read_mode="read-index", node_count=3, time_limit=10.0, seed=4)
+    trial = system.trial(cfg)
+    assert seen[0].nodes == ["db1", "db2", "db3"] == trial.schedule.nodes
+    assert seen[0].options["ssh_host"] == options["ssh_host"][:3] and seen[0].options["ssh_key"] == "k"
+    system.replay(trial.schedule.with_events(trial.schedule.events, nodes=["db1", "db2"]))
+    assert seen[1].nodes == ["db1", "db2"] and seen[1].options["ssh_host"] == options["ssh_host"][:2]
