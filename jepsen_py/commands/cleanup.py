@@ -42,9 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also remove the cached node images (they are rebuilt on the next run)")
     parser.add_argument("--ssh-nodes", metavar="N1,N2,...", default=None,
                         help="also remove the iptables rules jepsen-py left on these SSH hosts "
-                             "(with the --ssh-* options below; the next run's DB setup wipes the rest)")
+                             "(default: the nodes --ssh-host names, if any; with the --ssh-* options "
+                             "below; the next run's DB setup wipes the rest)")
 
-    ssh.add_arguments(parser.add_argument_group("ssh options (with --ssh-nodes)"))
+    ssh.add_arguments(parser.add_argument_group("ssh options (with --ssh-nodes or --ssh-host)"))
 
 
 def host_iptables() -> list[str]:
@@ -110,11 +111,14 @@ def cleanup(run: str | None = None, images: bool = False) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     removed = cleanup(args.run, args.images)
-    if args.ssh_nodes:
-        keys = ("ssh_user", "ssh_key", "ssh_password", "ssh_port", "ssh_host", "ssh_sudo",
-                "strict_host_key_checking", "ssh_known_hosts")
-        nodes = [n.strip() for n in args.ssh_nodes.split(",") if n.strip()]
-        removed["ssh hosts"] = ssh_iptables(nodes, {k: getattr(args, k) for k in keys})
+    keys = ("ssh_user", "ssh_key", "ssh_password", "ssh_port", "ssh_host", "ssh_sudo",
+            "strict_host_key_checking", "ssh_known_hosts")
+    options = {k: getattr(args, k) for k in keys}
+    # the hosts a run was given: --ssh-nodes, else the nodes --ssh-host names (as for a run)
+    nodes = ([n.strip() for n in args.ssh_nodes.split(",") if n.strip()] if args.ssh_nodes
+             else ssh.given_nodes(options) if args.ssh_host else [])
+    if nodes:
+        removed["ssh hosts"] = ssh_iptables(nodes, options)
     total = 0
     for kind, items in removed.items():
         if isinstance(items, str):

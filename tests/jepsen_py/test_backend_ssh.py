@@ -192,3 +192,29 @@ def test_partition_over_ssh_and_cleanup_of_leftover_rules(sshd, tmp_path):
         assert all("jepsen-py" not in r.exec(["iptables", "-S"]).stdout for r in test.remotes.values())
     finally:
         test.backend.teardown(test)
+
+
+def test_cleanup_reaches_the_hosts_ssh_host_names_without_ssh_nodes(sshd, tmp_path, capsys):
+    """`jepsen-py cleanup --ssh-host ...` (the flags the run was given) removes the rules a dead
+    controller left on those hosts; --ssh-nodes is only needed where --ssh-host was not."""
+    from jepsen_py.nemeses.partition import PartitionNemesis
+
+    from jepsen_py.cli import main
+    from jepsen_py.history import Op
+
+    spec = ssh_spec(sshd)
+    test = make_test(spec, tmp_path)
+    test.backend = SSHBackend(spec)
+    test.remotes = test.backend.setup(test)
+    try:
+        PartitionNemesis(["one"]).invoke(test, Op(0, 0, "invoke", "nemesis", "start-partition", value="one"))
+        flags = [a for h in sshd["hosts"] for a in ("--ssh-host", h)]
+        # --run scopes the Docker side to a run that does not exist: the fixture's containers stay
+        code = main(["cleanup", "--run", "no-such-run", *flags, "--ssh-key", sshd["key"],
+                     "--ssh-known-hosts", sshd["known"]])
+        out = capsys.readouterr().out
+        assert code == 0, out
+        assert "n1: 2 rule(s)" in out and "n2: 2 rule(s)" in out, out
+        assert all("jepsen-py" not in r.exec(["iptables", "-S"]).stdout for r in test.remotes.values())
+    finally:
+        test.backend.teardown(test)
