@@ -143,7 +143,8 @@ class Search:
         self.stats.tried += 1
         self.stats.sim_seconds += trial.sim_seconds
         self.stats.last = cfg.label()
-        self.tried_pairs |= pairs(cfg)
+        if self.draws > 1:
+            self.tried_pairs |= pairs(cfg)
         if trial.error:
             self.stats.errors += 1
             return trial
@@ -165,7 +166,8 @@ class Search:
         trials already compare against what was reached before, as a fuzzer's seed corpus does."""
         for cfg, feats in entries:
             self.corpus.append((cfg, frozenset(feats)))
-            self.tried_pairs |= pairs(cfg)
+            if self.draws > 1:
+                self.tried_pairs |= pairs(cfg)
             if seen is None:
                 self.seen.update(feats)
         if seen is not None:
