@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,11 +172,11 @@ def test_broken_connection_is_reopened(sshd):
         backend.teardown(None)
 
 
-@pytest.mark.docker
-def test_partition_over_ssh_and_cleanup_of_leftover_rules(sshd, tmp_path):
+@contextlib.contextmanager
+def _hosts_left_partitioned(sshd, tmp_path) -> Iterator[Any]:
+    """A test whose two hosts were partitioned by a controller that then died: the rules stay."""
     from jepsen_py.nemeses.partition import PartitionNemesis
 
-    from jepsen_py.commands.cleanup import ssh_iptables
     from jepsen_py.history import Op
 
     spec = ssh_spec(sshd)
@@ -182,6 +185,16 @@ def test_partition_over_ssh_and_cleanup_of_leftover_rules(sshd, tmp_path):
     test.remotes = test.backend.setup(test)
     try:
         PartitionNemesis(["one"]).invoke(test, Op(0, 0, "invoke", "nemesis", "start-partition", value="one"))
+        yield test
+    finally:
+        test.backend.teardown(test)
+
+
+@pytest.mark.docker
+def test_partition_over_ssh_and_cleanup_of_leftover_rules(sshd, tmp_path):
+    from jepsen_py.commands.cleanup import ssh_iptables
+
+    with _hosts_left_partitioned(sshd, tmp_path) as test:
         rules = {n: r.exec(["iptables", "-S", "JEPSEN-PY"]).stdout.count("-j DROP")
                  for n, r in test.remotes.items()}
         assert rules == {"n1": 1, "n2": 1}, "a 2-node grudge: each side drops the other"
@@ -190,24 +203,15 @@ def test_partition_over_ssh_and_cleanup_of_leftover_rules(sshd, tmp_path):
         # Per host: the jump from INPUT and the one DROP rule.
         assert sorted(ssh_iptables(NODES, opts)) == ["n1: 2 rule(s)", "n2: 2 rule(s)"]
         assert all("jepsen-py" not in r.exec(["iptables", "-S"]).stdout for r in test.remotes.values())
-    finally:
-        test.backend.teardown(test)
 
 
+@pytest.mark.docker
 def test_cleanup_reaches_the_hosts_ssh_host_names_without_ssh_nodes(sshd, tmp_path, capsys):
     """`jepsen-py cleanup --ssh-host ...` (the flags the run was given) removes the rules a dead
     controller left on those hosts; --ssh-nodes is only needed where --ssh-host was not."""
-    from jepsen_py.nemeses.partition import PartitionNemesis
-
     from jepsen_py.cli import main
-    from jepsen_py.history import Op
 
-    spec = ssh_spec(sshd)
-    test = make_test(spec, tmp_path)
-    test.backend = SSHBackend(spec)
-    test.remotes = test.backend.setup(test)
-    try:
-        PartitionNemesis(["one"]).invoke(test, Op(0, 0, "invoke", "nemesis", "start-partition", value="one"))
+    with _hosts_left_partitioned(sshd, tmp_path) as test:
         flags = [a for h in sshd["hosts"] for a in ("--ssh-host", h)]
         # --run scopes the Docker side to a run that does not exist: the fixture's containers stay
         code = main(["cleanup", "--run", "no-such-run", *flags, "--ssh-key", sshd["key"],
@@ -216,5 +220,3 @@ def test_cleanup_reaches_the_hosts_ssh_host_names_without_ssh_nodes(sshd, tmp_pa
         assert code == 0, out
         assert "n1: 2 rule(s)" in out and "n2: 2 rule(s)" in out, out
         assert all("jepsen-py" not in r.exec(["iptables", "-S"]).stdout for r in test.remotes.values())
-    finally:
-        test.backend.teardown(test)
