@@ -283,9 +283,11 @@ def run_matrix(planned: list[Planned], *, results_dir: Path, matrix: str, node_c
     if pool is None:
         pool = _ProcessPool(parallel)
     parallel = pool.slots
-    for p in planned:  # the DB versions, found here where the checkout is
+    # the DB versions, found here where the checkout is: once per set of extra flags (--db, --db-version
+    # come from those), not once per cell
+    for cell in {tuple(p.cell.args): p.cell for p in planned}.values():
         with contextlib.suppress(JepsenError):  # the cell's own run records why its flags are refused
-            spec_for(run_flags(p.cell, f"{matrix}-{p.cell.label}", results_dir, node_count, seed))
+            spec_for(run_flags(cell, f"{matrix}-{cell.label}", results_dir, node_count, seed))
     try:
         futures = {}
         for k, cell, i in jobs:
