@@ -13,7 +13,7 @@ Nothing here knows a bug: every pair counts the same.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from jepsen_py.explore.space import Config
 
@@ -45,19 +45,6 @@ def pairs(cfg: Config) -> frozenset[Pair]:
 
 
 def most_new_pairs(candidates: Sequence[Config], tried: set[Pair]) -> Config:
-    """The candidate whose pairs are most often untried (the first of equals). A share, not a count:
-    a count would favour the configurations with the most faults and targets, and swarm testing
-    wants few faults driven hard as often as it drew them. The first draw of a search is the first
-    candidate: nothing is tried yet."""
-    def new_share(c: Config) -> float:
-        ps = pairs(c)
-        return len(ps - tried)
-    return max(candidates, key=new_share)
-
-
-def covered(configs: Iterable[Config]) -> set[Pair]:
-    """The pairs a list of configurations tried."""
-    out: set[Pair] = set()
-    for c in configs:
-        out |= pairs(c)
-    return out
+    """The candidate that tries the most pairs not in `tried` (the first of equals). A count favours
+    configurations with more faults and targets: the caller offers candidates of one fault count."""
+    return max(candidates, key=lambda c: len(pairs(c) - tried))
