@@ -36,12 +36,11 @@ import statistics
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from heapq import heappush
 from typing import Any
 
 from jepsen_py.cluster.io import ConnectionHandler
 
-from .loop import KernelEvent, Scheduler, SimLoop
+from .loop import Scheduler, SimLoop
 
 #: TCP_USER_TIMEOUT of every stream (the value cluster/io.py gives real sockets)
 UNACKED_TIMEOUT_S = 2.0
@@ -229,36 +228,9 @@ class SimStreamWriter:
     def write(self, data: bytes) -> None:
         ep = self._ep
         out = ep.out
-        loop = ep.loop
-        if not data or out is None or ep.closed or ep.error is not None or loop._dead:  # ep.gone
+        if not data or out is None or ep.closed or ep.error is not None or ep.loop._dead:  # ep.gone
             return
-        if data.__class__ is not bytes:
-            data = bytes(data)
-        f = out.fabric
-        s = f.scheduler
-        now = s.now
-        b = loop._busy_until
-        at = b if b > now else now  # loop.global_now()
-        pending = out.pending
-        if f._cuts or out.in_flight != len(pending):
-            out.send(data, at)
-            return
-        # Pipe.send and _launch in one, for the usual chunk: no cut anywhere and nothing queued
-        # ahead of it, so it goes on the wire at once (the same draw, the same event, one call)
-        pending.append(data)
-        out.pending_bytes += len(data)
-        links = f.links
-        profile = (links.get((ep.host, ep.peer_host)) or f.default) if links else f.default
-        t = at + profile.draw(f.rng)
-        if t < out.last_t:
-            t = out.last_t
-        out.last_t = t
-        out.in_flight += 1
-        ev = KernelEvent(out._deliver, (out.gen,))
-        if t <= now:
-            s._ready.append((None, ev))
-        else:
-            heappush(s._heap, (t, next(s._seq), None, ev))
+        out.send(bytes(data), ep.loop.global_now())
 
     async def drain(self) -> None:
         ep = self._ep
