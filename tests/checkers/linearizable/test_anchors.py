@@ -42,7 +42,10 @@ def test_anchor_verdict(name, expected):
             assert r["valid"] is expected, (failed_cas, r["failures"][:1])
     else:
         assert fmt == "porcupine-kv"
-        r = check(ops, get_model("kv"))
+        # Porcupine's verdict is its early exit's: the search stops at the first invalid key. Every
+        # key of c50-bad checked takes a minute more (two of its keys are still undecided when the
+        # search's budget runs out); the full per-key report is test_every_key's.
+        r = check(ops, get_model("kv"), stop_at_first_failure=True)
         assert r["valid"] is expected
         assert 1 < r["keys_checked"] <= 10
     if not expected:
