@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -220,3 +224,67 @@ def test_cleanup_reaches_the_hosts_ssh_host_names_without_ssh_nodes(sshd, tmp_pa
         assert code == 0, out
         assert "n1: 2 rule(s)" in out and "n2: 2 rule(s)" in out, out
         assert all("jepsen-py" not in r.exec(["iptables", "-S"]).stdout for r in test.remotes.values())
+
+
+def _node_processes(sshd) -> dict[str, list[str]]:
+    """Per host, the state of each live `cluster.node` process (ps STAT: "T" when stopped)."""
+    out: dict[str, list[str]] = {}
+    for node, remote in sshd["backend"].remotes.items():
+        rows = remote.exec(["ps", "-eo", "stat=,args="]).stdout.splitlines()
+        out[node] = [r.split()[0] for r in rows if "cluster.node" in r and not r.lstrip().startswith("Z")]
+    return out
+
+
+def _alive(remote, pid: str) -> bool:
+    return remote.exec(["kill", "-0", pid], check=False).exit_code == 0
+
+
+@pytest.mark.docker
+def test_cleanup_over_ssh_ends_the_nodes_a_killed_driver_left_paused(sshd, tmp_path, capsys):
+    """A driver SIGKILLed while a pause fault holds a node stopped leaves the nodes running on the
+    hosts; `cleanup --ssh-host ...` ends them, the stopped one too, and nothing else: a process
+    someone started over ssh survives. On clean hosts it then removes nothing."""
+    from jepsen_py.cli import main
+
+    flags = [a for h in sshd["hosts"] for a in ("--ssh-host", h)]
+    flags += ["--ssh-key", sshd["key"], "--ssh-known-hosts", sshd["known"]]
+    ours = SSHBackend(ssh_spec(sshd)).setup(None)
+    bystanders = {}
+    for node, remote in ours.items():  # not through start_daemon: not the framework's
+        remote.exec(["sh", "-c", "setsid -f sleep 601 </dev/null >/dev/null 2>&1"])
+        bystanders[node] = remote.exec(["pgrep", "-nx", "sleep"]).stdout.strip()
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "jepsen_py.cli", "run", "--backend", "ssh", "--workload", "offsets",
+         "--nemesis", "pause", "--fault-targets", "one", "--nemesis-interval", "1", "--time-limit", "120",
+         "--no-progress", "--results-dir", str(tmp_path), *flags],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not any("T" in s for s in _node_processes(sshd).values()):
+            assert driver.poll() is None, driver.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "no node was ever paused"
+            time.sleep(0.1)
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+        left = _node_processes(sshd)
+        assert all(left.values()) and any("T" in s for s in left.values()), left
+
+        code = main(["cleanup", "--run", "no-such-run", *flags])
+        out = capsys.readouterr().out
+        assert code == 0, out
+        for node in NODES:
+            assert f"removed process on: {node}: /opt/jepsen-py/node.pid (pid " in out, out
+        assert _node_processes(sshd) == {n: [] for n in NODES}
+        assert all(_alive(ours[n], pid) for n, pid in bystanders.items()), "cleanup hit a user's process"
+
+        code = main(["cleanup", "--run", "no-such-run", *flags])
+        out = capsys.readouterr().out
+        assert code == 0 and out.strip().endswith("cleanup: removed 0 item(s)"), out
+        assert all(_alive(ours[n], pid) for n, pid in bystanders.items())
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait(timeout=30)
+        for node, remote in ours.items():
+            remote.exec(["kill", "-s", "KILL", bystanders[node]], check=False)
+            remote.close()
