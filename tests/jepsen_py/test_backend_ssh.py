@@ -15,7 +15,15 @@ from typing import Any
 import pytest
 
 from jepsen_py.backends.common import RemoteCommandFailed
-from jepsen_py.backends.ssh import SSHBackend, SSHOptions, SSHRemote
+from jepsen_py.backends.ssh import (
+    DaemonRecord,
+    SSHBackend,
+    SSHOptions,
+    SSHRemote,
+    parse_records,
+    parse_stat,
+    record_path,
+)
 from jepsen_py.errors import BadInput, EnvironmentProblem
 from tests.nemeses.support import make_spec, make_test
 from tests.sshd import sshd_hosts
@@ -281,6 +289,17 @@ def test_cleanup_over_ssh_ends_the_nodes_a_killed_driver_left_paused(sshd, tmp_p
         out = capsys.readouterr().out
         assert code == 0 and out.strip().endswith("cleanup: removed 0 item(s)"), out
         assert all(_alive(ours[n], pid) for n, pid in bystanders.items())
+
+        # The DB's own files stay without --db; with it, the DB's teardown wipes them.
+        def has_dir(r: SSHRemote) -> bool:
+            return r.exec(["test", "-e", "/opt/jepsen-py"], check=False).exit_code == 0
+
+        assert all(has_dir(r) for r in ours.values())
+        code = main(["cleanup", "--run", "no-such-run", *flags, "--db", "jepsen_py.raftdb:RaftMetadataDB"])
+        out = capsys.readouterr().out
+        assert code == 0 and "ran jepsen_py.raftdb:RaftMetadataDB's teardown on n1, n2" in out, out
+        assert not any(has_dir(r) for r in ours.values())
+        assert all(_alive(ours[n], pid) for n, pid in bystanders.items())
     finally:
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
@@ -288,3 +307,25 @@ def test_cleanup_over_ssh_ends_the_nodes_a_killed_driver_left_paused(sshd, tmp_p
         for node, remote in ours.items():
             remote.exec(["kill", "-s", "KILL", bystanders[node]], check=False)
             remote.close()
+
+
+def test_proc_stat_and_daemon_records_are_read_as_written():
+    """The fields cleanup trusts, read from this process's own /proc/PID/stat."""
+    with open(f"/proc/{os.getpid()}/stat") as fh:
+        stat = parse_stat(fh.read())
+    assert stat is not None and stat.pgid == os.getpgrp() and stat.state == "R"
+    rec = record_path("/opt/a b:c/x.pid")
+    listing = f"{rec}:41\n{rec}:{stat.start}\n{rec}:boot-1\n{rec}:/opt/a b:c/x.pid\n{rec}.tmp:9\n"
+    assert parse_records(listing) == [DaemonRecord(rec, 41, stat.start, "boot-1", "/opt/a b:c/x.pid")]
+    assert record_path("/opt/a b:c/x.pid") == rec != record_path("/opt/other.pid")
+    assert parse_records(f"{rec}:41\n{rec}:x\n") == [], "a torn record is no record"
+
+
+def test_cleanup_refuses_a_db_without_hosts_and_a_bad_db_before_touching_anything(capsys):
+    from jepsen_py.cli import main
+
+    assert main(["cleanup", "--run", "no-such-run", "--db", "jepsen_py.raftdb:RaftMetadataDB"]) == 254
+    assert "--ssh-host or --ssh-nodes" in capsys.readouterr().err
+    code = main(["cleanup", "--run", "no-such-run", "--ssh-host", "n1=127.0.0.1:1", "--db", "no_such_mod:DB"])
+    err = capsys.readouterr().err
+    assert code == 254 and "no_such_mod" in err and len(err.strip().splitlines()) == 1, err
