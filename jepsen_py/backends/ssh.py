@@ -205,17 +205,36 @@ def _recorded_process(remote: SSHRemote, rec: DaemonRecord, boot: str) -> ProcSt
     return stat
 
 
+def _records(remote: SSHRemote) -> tuple[list[DaemonRecord], str]:
+    """The host's daemon records and its boot id ("" when there are no records)."""
+    listing = remote.exec(["grep", "-r", "-H", "-s", "", DAEMONS_DIR], check=False).stdout
+    records = parse_records(listing)
+    if not records:
+        return [], ""
+    return records, remote.exec(["cat", BOOT_ID]).stdout.strip()
+
+
+def _forget(remote: SSHRemote, rec: DaemonRecord) -> None:
+    """Drops a record whose process is gone, and its pidfile while that still names the pid (a
+    later pidfile-based kill must not hit whoever holds the pid next)."""
+    held = remote.exec(["cat", rec.pidfile], check=False)
+    if held.exit_code == 0 and held.stdout.strip() == str(rec.pid):
+        remote.exec(["rm", "-f", rec.pidfile], check=False)
+    remote.exec(["rm", "-f", rec.path, f"{rec.path}.tmp"], check=False)
+
+
+def _remove_empty_dirs(remote: SSHRemote) -> None:
+    """The records' directories go once empty, so a host is left as found (rmdir keeps a full one)."""
+    remote.exec(["rmdir", DAEMONS_DIR, posixpath.dirname(DAEMONS_DIR)], check=False)
+
+
 def end_recorded_daemons(remote: SSHRemote, *, wait: float = 10.0) -> list[str]:
     """Ends every daemon start_daemon recorded on the host that still runs, and drops the records
     (and the pidfiles still naming their pid) of all; returns "PIDFILE (pid N)" per process ended.
 
     SIGKILL goes to the daemon's process group (its children) and ends a SIGSTOPped process too. A pid
     that another process holds now is left alone: only the recorded boot and start time count."""
-    listing = remote.exec(["grep", "-r", "-H", "-s", "", DAEMONS_DIR], check=False).stdout
-    records = parse_records(listing)
-    if not records:
-        return []
-    boot = remote.exec(["cat", BOOT_ID]).stdout.strip()
+    records, boot = _records(remote)
     ended: list[str] = []
     for rec in records:
         stat = _recorded_process(remote, rec, boot)
@@ -229,11 +248,19 @@ def end_recorded_daemons(remote: SSHRemote, *, wait: float = 10.0) -> list[str]:
                                            f"SIGKILL for {wait:.0f} s")
                 time.sleep(0.05)
             ended.append(f"{rec.pidfile} (pid {rec.pid})")
-        held = remote.exec(["cat", rec.pidfile], check=False)
-        if held.exit_code == 0 and held.stdout.strip() == str(rec.pid):
-            remote.exec(["rm", "-f", rec.pidfile], check=False)
-        remote.exec(["rm", "-f", rec.path, f"{rec.path}.tmp"], check=False)
+        _forget(remote, rec)
+    _remove_empty_dirs(remote)
     return ended
+
+
+def forget_ended_daemons(remote: SSHRemote) -> None:
+    """Drops the records of daemons no longer running (a run's teardown ended them) and keeps those
+    still running (--leave-db-running), which cleanup ends later."""
+    records, boot = _records(remote)
+    for rec in records:
+        if _recorded_process(remote, rec, boot) is None:
+            _forget(remote, rec)
+    _remove_empty_dirs(remote)
 
 
 class SSHRemote(Remote):
@@ -537,6 +564,11 @@ class SSHBackend:
         return (self.peer_address(node), int(port))
 
     def teardown(self, test: Test | None) -> None:
+        """Forgets the daemons that ended (the DB's teardown ran before), then disconnects."""
         for r in self.remotes.values():
+            try:
+                forget_ended_daemons(r)
+            except Exception as e:  # a host gone, a broken connection: still disconnect the rest
+                log.warning("ssh %s: daemon records not tidied: %s", r.node, e)
             r.close()
         self.remotes = {}

@@ -16,10 +16,12 @@ import pytest
 
 from jepsen_py.backends.common import RemoteCommandFailed
 from jepsen_py.backends.ssh import (
+    DAEMONS_DIR,
     DaemonRecord,
     SSHBackend,
     SSHOptions,
     SSHRemote,
+    end_recorded_daemons,
     parse_records,
     parse_stat,
     record_path,
@@ -94,6 +96,11 @@ def test_exec_upload_download_daemon_with_host_key_checking(sshd, tmp_path):
 
         r.start_daemon(["sleep", "300"], pidfile="/run/t/s.pid", logfile="/var/log/t/s.log")
         assert r.signal("/run/t/s.pid", "0")
+        # recorded on the host for cleanup: its pid, start time, boot and pidfile
+        [rec] = parse_records(r.exec(["grep", "-r", "-H", "", DAEMONS_DIR]).stdout)
+        assert rec.path == record_path("/run/t/s.pid") and rec.pidfile == "/run/t/s.pid"
+        assert str(rec.pid) == r.exec(["cat", "/run/t/s.pid"]).stdout.strip()
+        assert rec.start == parse_stat(r.exec(["cat", f"/proc/{rec.pid}/stat"]).stdout).start
         assert r.signal("/run/t/s.pid", "KILL")
         deadline = time.monotonic() + 60  # a bound on a hang: each probe is an ssh exec
         while r.signal("/run/t/s.pid", "0"):
@@ -104,6 +111,8 @@ def test_exec_upload_download_daemon_with_host_key_checking(sshd, tmp_path):
         assert backend.peer_address("n2") == sshd["backend"].peer_address("n2")
     finally:
         backend.teardown(None)
+    # the daemon ended, so teardown dropped its record: the host is left as found
+    assert sshd["backend"].remotes["n1"].exec(["ls", "/var/lib/jepsen-py"], check=False).exit_code != 0
 
 
 @pytest.mark.docker
@@ -289,6 +298,16 @@ def test_cleanup_over_ssh_ends_the_nodes_a_killed_driver_left_paused(sshd, tmp_p
         out = capsys.readouterr().out
         assert code == 0 and out.strip().endswith("cleanup: removed 0 item(s)"), out
         assert all(_alive(ours[n], pid) for n, pid in bystanders.items())
+
+        # A record whose pid another process holds now (another start time, another boot) is
+        # dropped, and that process left alone.
+        n1, pid = ours["n1"], bystanders["n1"]
+        start = parse_stat(n1.exec(["cat", f"/proc/{pid}/stat"]).stdout).start
+        boot = n1.exec(["cat", "/proc/sys/kernel/random/boot_id"]).stdout.strip()
+        for pidfile, fields in (("/run/a.pid", (str(int(start) + 1), boot)), ("/run/b.pid", (start, "old"))):
+            n1.write_file(record_path(pidfile), "\n".join([pid, *fields, pidfile]) + "\n")
+        assert end_recorded_daemons(n1) == [] and _alive(n1, pid)
+        assert n1.exec(["ls", DAEMONS_DIR], check=False).exit_code != 0
 
         # The DB's own files stay without --db; with it, the DB's teardown wipes them.
         def has_dir(r: SSHRemote) -> bool:
