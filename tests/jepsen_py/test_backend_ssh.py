@@ -348,3 +348,21 @@ def test_cleanup_refuses_a_db_without_hosts_and_a_bad_db_before_touching_anythin
     code = main(["cleanup", "--run", "no-such-run", "--ssh-host", "n1=127.0.0.1:1", "--db", "no_such_mod:DB"])
     err = capsys.readouterr().err
     assert code == 254 and "no_such_mod" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.docker
+def test_daemon_records_work_through_sudo(sshd):
+    """A non-root user with sudo: the record is written and read as root, and the daemon ends."""
+    spec = make_spec(NODES, sshd["tmp"], backend="ssh", options={
+        "ssh_host": sshd["hosts"], "ssh_user": "jepsen", "ssh_password": "s3cret",
+        "ssh_known_hosts": sshd["known"]})
+    backend = SSHBackend(spec)
+    r = backend.setup(None)["n2"]
+    try:
+        r.start_daemon(["sleep", "302"], pidfile="/run/sudo-t/s.pid", logfile="/run/sudo-t/s.log")
+        pid = r.exec(["cat", "/run/sudo-t/s.pid"]).stdout.strip()
+        assert end_recorded_daemons(r) == [f"/run/sudo-t/s.pid (pid {pid})"]
+        assert not _alive(r, pid) and r.exec(["test", "-e", "/run/sudo-t/s.pid"], check=False).exit_code == 1
+    finally:
+        r.exec(["rm", "-rf", "/run/sudo-t"], check=False)
+        backend.teardown(None)
