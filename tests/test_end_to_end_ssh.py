@@ -47,12 +47,14 @@ def run_dir_of(results: Path) -> tuple[Path, dict[str, Any]]:
 
 
 def assert_hosts_clean(hosts: SSHHosts) -> None:
-    """No node process left running and no iptables rule of ours on any host."""
+    """No node process left running, no iptables rule and no daemon record of ours on any host."""
     for node, remote in hosts.backend.remotes.items():
         procs = remote.exec(["pgrep", "-af", "cluster.node"], check=False)
         assert procs.exit_code == 1, f"{node}: {procs.stdout}"
         rules = remote.exec(["iptables", "-S"]).stdout
         assert "JEPSEN-PY" not in rules and "jepsen-py" not in rules, f"{node}: {rules}"
+        records = remote.exec(["ls", "-R", "/var/lib/jepsen-py"], check=False)
+        assert records.exit_code != 0, f"{node}: daemon records left: {records.stdout}"
 
 
 def test_run_over_ssh_is_valid_on_the_correct_build(hosts: SSHHosts, tmp_path: Path) -> None:

@@ -7,12 +7,17 @@ string, so every argument is quoted with shlex before it leaves, and no input is
 the remote shell. With a non-root user, `--ssh-sudo` (on by default for non-root users) runs every
 command through `sudo -n`. Files move by SFTP as one tar each way. A connection that breaks is
 re-opened and the command retried, but only when it never started on the node.
+
+Every daemon started on a host is recorded there under DAEMONS_DIR (its pid, its start time and the
+boot it ran in), so `jepsen-py cleanup` can end exactly the processes the framework started after a
+controller died, and never a process that reused a pid since.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import logging
 import os
 import posixpath
@@ -37,6 +42,27 @@ from jepsen_py.protocols import ExecResult, Remote, Test, TestSpec
 log = logging.getLogger(__name__)
 
 CONNECT_RETRIES = 5
+
+# The framework's own directory on a host: one record per pidfile it had start-stop-daemon write.
+DAEMONS_DIR = "/var/lib/jepsen-py/daemons"
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+# Runs start-stop-daemon (the arguments after the pidfile and the record's path) and then records
+# the daemon it started: pid, start time (clock ticks since boot, /proc/PID/stat field 22), boot id,
+# pidfile. A fixed script: every input arrives as a positional argument, none is interpolated. A
+# daemon that is gone already, or a record that cannot be written, leaves the start's outcome as is.
+_START_AND_RECORD = r"""
+pidfile=$1 record=$2
+shift 2
+"$@" || exit $?
+pid=$(cat -- "$pidfile" 2>/dev/null) || exit 0
+start=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f20)
+[ -n "$start" ] || exit 0
+boot=$(cat /proc/sys/kernel/random/boot_id) || exit 0
+mkdir -p -- "${record%/*}" 2>/dev/null &&
+  printf '%s\n' "$pid" "$start" "$boot" "$pidfile" > "$record.tmp" 2>/dev/null &&
+  mv -f -- "$record.tmp" "$record" 2>/dev/null
+exit 0
+"""
 
 
 def add_arguments(group: argparse._ArgumentGroup) -> None:
@@ -118,6 +144,123 @@ class SSHOptions:
         if sep and port.isdigit() and ":" not in host:
             return host, int(port)
         return where, self.port
+
+
+def record_path(pidfile: str) -> str:
+    """Where the record of the daemon with `pidfile` goes: one per pidfile, a restart replaces it."""
+    return posixpath.join(DAEMONS_DIR, hashlib.sha256(pidfile.encode()).hexdigest()[:24] + ".daemon")
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonRecord:
+    """One daemon the framework started on a host, as start_daemon recorded it there."""
+
+    path: str
+    pid: int
+    start: str
+    boot: str
+    pidfile: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProcStat:
+    """The fields of /proc/PID/stat that say whether a pid is still the process recorded."""
+
+    state: str
+    pgid: int
+    start: str
+
+
+def parse_records(listing: str) -> list[DaemonRecord]:
+    """`grep -r -H '' DAEMONS_DIR` (PATH:LINE per line) as records; anything else is skipped."""
+    lines: dict[str, list[str]] = {}
+    for row in listing.splitlines():
+        path, sep, line = row.partition(":")
+        if sep and path.endswith(".daemon"):
+            lines.setdefault(path, []).append(line)
+    out = []
+    for path, f in sorted(lines.items()):
+        if len(f) == 4 and f[0].isdigit() and f[1].isdigit() and f[2] and posixpath.isabs(f[3]):
+            out.append(DaemonRecord(path, int(f[0]), f[1], f[2], f[3]))
+    return out
+
+
+def parse_stat(text: str) -> ProcStat | None:
+    """/proc/PID/stat's state, process group and start time (the name before ")" may hold spaces)."""
+    rest = text.rpartition(")")[2].split()
+    if len(rest) < 20 or not rest[2].lstrip("-").isdigit():
+        return None
+    return ProcStat(rest[0], int(rest[2]), rest[19])
+
+
+def _recorded_process(remote: SSHRemote, rec: DaemonRecord, boot: str) -> ProcStat | None:
+    """The live process `rec` names, or None when it is gone (or a zombie) or its pid now belongs
+    to another process (another boot, another start time)."""
+    if rec.boot != boot:
+        return None
+    res = remote.exec(["cat", f"/proc/{rec.pid}/stat"], check=False)
+    stat = parse_stat(res.stdout) if res.exit_code == 0 else None
+    if stat is None or stat.start != rec.start or stat.state in ("Z", "X"):
+        return None
+    return stat
+
+
+def _records(remote: SSHRemote) -> tuple[list[DaemonRecord], str]:
+    """The host's daemon records and its boot id ("" when there are no records)."""
+    listing = remote.exec(["grep", "-r", "-H", "-s", "", DAEMONS_DIR], check=False).stdout
+    records = parse_records(listing)
+    if not records:
+        return [], ""
+    return records, remote.exec(["cat", BOOT_ID]).stdout.strip()
+
+
+def _forget(remote: SSHRemote, rec: DaemonRecord) -> None:
+    """Drops a record whose process is gone, and its pidfile while that still names the pid (a
+    later pidfile-based kill must not hit whoever holds the pid next)."""
+    held = remote.exec(["cat", rec.pidfile], check=False)
+    if held.exit_code == 0 and held.stdout.strip() == str(rec.pid):
+        remote.exec(["rm", "-f", rec.pidfile], check=False)
+    remote.exec(["rm", "-f", rec.path, f"{rec.path}.tmp"], check=False)
+
+
+def _remove_empty_dirs(remote: SSHRemote) -> None:
+    """The records' directories go once empty, so a host is left as found (rmdir keeps a full one)."""
+    remote.exec(["rmdir", DAEMONS_DIR, posixpath.dirname(DAEMONS_DIR)], check=False)
+
+
+def end_recorded_daemons(remote: SSHRemote, *, wait: float = 10.0) -> list[str]:
+    """Ends every daemon start_daemon recorded on the host that still runs, and drops the records
+    (and the pidfiles still naming their pid) of all; returns "PIDFILE (pid N)" per process ended.
+
+    SIGKILL goes to the daemon's process group (its children) and ends a SIGSTOPped process too. A pid
+    that another process holds now is left alone: only the recorded boot and start time count."""
+    records, boot = _records(remote)
+    ended: list[str] = []
+    for rec in records:
+        stat = _recorded_process(remote, rec, boot)
+        if stat is not None:
+            group = [f"-{stat.pgid}"] if stat.pgid > 1 else []
+            remote.exec(["kill", "-s", "KILL", "--", *group, str(rec.pid)], check=False)
+            deadline = time.monotonic() + wait
+            while _recorded_process(remote, rec, boot) is not None:
+                if time.monotonic() > deadline:
+                    raise FrameworkFailure(f"{remote.node}: pid {rec.pid} ({rec.pidfile}) survived "
+                                           f"SIGKILL for {wait:.0f} s")
+                time.sleep(0.05)
+            ended.append(f"{rec.pidfile} (pid {rec.pid})")
+        _forget(remote, rec)
+    _remove_empty_dirs(remote)
+    return ended
+
+
+def forget_ended_daemons(remote: SSHRemote) -> None:
+    """Drops the records of daemons no longer running (a run's teardown ended them) and keeps those
+    still running (--leave-db-running), which cleanup ends later."""
+    records, boot = _records(remote)
+    for rec in records:
+        if _recorded_process(remote, rec, boot) is None:
+            _forget(remote, rec)
+    _remove_empty_dirs(remote)
 
 
 class SSHRemote(Remote):
@@ -367,7 +510,11 @@ class SSHRemote(Remote):
         cwd: str | None = None,
     ) -> None:
         self.exec(["mkdir", "-p", posixpath.dirname(pidfile), posixpath.dirname(logfile)])
-        self.exec(daemon_argv(argv, pidfile=pidfile, logfile=logfile, cwd=cwd), env=env)
+        start = daemon_argv(argv, pidfile=pidfile, logfile=logfile, cwd=cwd)
+        res = self.exec(["sh", "-c", _START_AND_RECORD, "sh", pidfile, record_path(pidfile), *start],
+                        env=env, check=False)
+        if res.exit_code != 0:
+            raise RemoteCommandFailed(self.node, start, res.exit_code, res.stderr or res.stdout)
 
     def signal(self, pidfile: str, sig: str) -> bool:
         sig = check_signal(sig)
@@ -417,6 +564,11 @@ class SSHBackend:
         return (self.peer_address(node), int(port))
 
     def teardown(self, test: Test | None) -> None:
+        """Forgets the daemons that ended (the DB's teardown ran before), then disconnects."""
         for r in self.remotes.values():
+            try:
+                forget_ended_daemons(r)
+            except Exception as e:  # a host gone, a broken connection: still disconnect the rest
+                log.warning("ssh %s: daemon records not tidied: %s", r.node, e)
             r.close()
         self.remotes = {}

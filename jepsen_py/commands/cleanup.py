@@ -3,27 +3,32 @@
 Exactly the framework's own things, found by its label: Docker containers and networks labelled
 `jepsen-py`, iptables rules commented `jepsen-py` on this host, and the local backend's network
 namespaces, links, processes and the run directories that carry its marker file (never its whole
-state root). Nothing without the label or the marker is touched. Safe to run at any time, but
-it also ends runs in progress (use --run to limit it to one run's containers).
+state root). On SSH hosts: the iptables rules commented `jepsen-py` and the daemons the framework
+started there (found by the records start_daemon keeps, checked by pid, start time and boot), then,
+with --db, that DB's own teardown. Nothing without the label, the marker or a record is touched. Safe
+to run at any time, but it also ends runs in progress (use --run to limit it to one run's containers).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import random
 import shutil
 import subprocess
+from pathlib import Path
 from typing import Any
 
 from jepsen_py.backends import ssh
 from jepsen_py.backends.common import LABEL, RUN_LABEL
 from jepsen_py.backends.docker import docker_client, remove_labelled
 from jepsen_py.backends.local import cleanup_local
-from jepsen_py.backends.ssh import SSHBackend
-from jepsen_py.errors import EnvironmentProblem
+from jepsen_py.backends.ssh import SSHBackend, end_recorded_daemons
+from jepsen_py.errors import BadInput, EnvironmentProblem
 from jepsen_py.nemeses import net
 from jepsen_py.nemeses.net import CHAIN, labelled_rules
-from jepsen_py.protocols import TestSpec
+from jepsen_py.plugins import load_db, plugin_call
+from jepsen_py.protocols import DB, Test, TestSpec
 
 NAME = "cleanup"
 HELP = "remove every container, network, iptables rule and process jepsen-py made (after a crash)"
@@ -31,7 +36,7 @@ HELP = "remove every container, network, iptables rule and process jepsen-py mad
 log = logging.getLogger(__name__)
 SINGULAR = {"containers": "container", "networks": "network", "images": "image",
             "iptables": "iptables rule", "namespaces": "network namespace", "links": "link",
-            "processes": "process", "ssh hosts": "iptables rules on",
+            "processes": "process", "ssh hosts": "iptables rules on", "ssh processes": "process on",
             "run directories": "local run directory"}
 
 
@@ -41,9 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--images", action="store_true",
                         help="also remove the cached node images (they are rebuilt on the next run)")
     parser.add_argument("--ssh-nodes", metavar="N1,N2,...", default=None,
-                        help="also remove the iptables rules jepsen-py left on these SSH hosts "
-                             "(default: the nodes --ssh-host names, if any; with the --ssh-* options "
-                             "below; the next run's DB setup wipes the rest)")
+                        help="also clean these SSH hosts: the iptables rules jepsen-py left there and "
+                             "the daemons it started there (paused ones too), nothing else "
+                             "(default: the nodes --ssh-host names, if any; with the --ssh-* options below)")
+    parser.add_argument("--db", metavar="MODULE:CLASS", default=None,
+                        help="on the SSH hosts, also run this DB's teardown (what a run ends with: it "
+                             "stops the DB and wipes its data), e.g. jepsen_py.raftdb:RaftMetadataDB")
 
     ssh.add_arguments(parser.add_argument_group("ssh options (with --ssh-nodes or --ssh-host)"))
 
@@ -80,20 +88,45 @@ def docker_resources(run: str | None, images: bool) -> dict[str, list[str]]:
     return removed
 
 
+def ssh_spec(nodes: list[str], options: dict[str, Any], db: str = "") -> TestSpec:
+    """The spec cleanup reaches the SSH hosts with (and builds a --db from)."""
+    return TestSpec(name="cleanup", workload="", nemesis=[], nodes=nodes, time_limit=1, concurrency=1,
+                    rate=0, nemesis_interval=1, seed=0, backend="ssh", read_mode="read-index", bugs=[],
+                    db=db, results_dir=Path("."), options=options)
+
+
 def ssh_iptables(nodes: list[str], options: dict[str, Any]) -> list[str]:
     """Removes the labelled iptables rules on each SSH host; returns "node: count" lines."""
-    from pathlib import Path
-
-
-    spec = TestSpec(name="cleanup", workload="", nemesis=[], nodes=nodes, time_limit=1, concurrency=1,
-                    rate=0, nemesis_interval=1, seed=0, backend="ssh", read_mode="read-index", bugs=[],
-                    db="", results_dir=Path("."), options=options)
-    backend = SSHBackend(spec)
+    backend = SSHBackend(ssh_spec(nodes, options))
     try:
         remotes = backend.setup(None)
         return [f"{n}: {net.remove_all(r)} rule(s)" for n, r in remotes.items()]
     finally:
         backend.teardown(None)
+
+
+def ssh_hosts(spec: TestSpec, db: DB | None = None) -> dict[str, Any]:
+    """Cleans each SSH host: its labelled iptables rules, the daemons the framework started there
+    (records checked against the live process, so a reused pid is never hit), then `db`'s teardown.
+    Returns what was removed, by kind, one "node: ..." item each (hosts with nothing, none)."""
+    out: dict[str, Any] = {"ssh hosts": [], "ssh processes": []}
+    backend = SSHBackend(spec)
+    try:
+        remotes = backend.setup(None)
+        for node, remote in remotes.items():
+            rules = net.remove_all(remote)
+            if rules:
+                out["ssh hosts"].append(f"{node}: {rules} rule(s)")
+            out["ssh processes"] += [f"{node}: {p}" for p in end_recorded_daemons(remote)]
+        if db is not None:
+            test = Test(spec=spec, store_dir=Path("."), log=log, rng=random.Random(0), backend=backend,
+                        db=db, remotes=dict(remotes))
+            for node in remotes:
+                plugin_call("--db", spec.db, f"teardown(test, {node!r})", db.teardown, test, node)
+            out["ssh db teardown"] = f"ran {spec.db}'s teardown on {', '.join(remotes)}"
+    finally:
+        backend.teardown(None)
+    return out
 
 
 def cleanup(run: str | None = None, images: bool = False) -> dict[str, Any]:
@@ -110,15 +143,19 @@ def cleanup(run: str | None = None, images: bool = False) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    removed = cleanup(args.run, args.images)
     keys = ("ssh_user", "ssh_key", "ssh_password", "ssh_port", "ssh_host", "ssh_sudo",
             "strict_host_key_checking", "ssh_known_hosts")
     options = {k: getattr(args, k) for k in keys}
     # the hosts a run was given: --ssh-nodes, else the nodes --ssh-host names (as for a run)
     nodes = ([n.strip() for n in args.ssh_nodes.split(",") if n.strip()] if args.ssh_nodes
              else ssh.given_nodes(options) if args.ssh_host else [])
+    if args.db is not None and not nodes:
+        raise BadInput("--db: tears the DB down on SSH hosts; name them with --ssh-host or --ssh-nodes")
+    spec = ssh_spec(nodes, options, args.db or "")
+    db = load_db(args.db, spec) if args.db is not None else None  # a bad --db: refused before anything
+    removed = cleanup(args.run, args.images)
     if nodes:
-        removed["ssh hosts"] = ssh_iptables(nodes, options)
+        removed.update(ssh_hosts(spec, db))
     total = 0
     for kind, items in removed.items():
         if isinstance(items, str):

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +15,17 @@ from typing import Any
 import pytest
 
 from jepsen_py.backends.common import RemoteCommandFailed
-from jepsen_py.backends.ssh import SSHBackend, SSHOptions, SSHRemote
+from jepsen_py.backends.ssh import (
+    DAEMONS_DIR,
+    DaemonRecord,
+    SSHBackend,
+    SSHOptions,
+    SSHRemote,
+    end_recorded_daemons,
+    parse_records,
+    parse_stat,
+    record_path,
+)
 from jepsen_py.errors import BadInput, EnvironmentProblem
 from tests.nemeses.support import make_spec, make_test
 from tests.sshd import sshd_hosts
@@ -82,6 +96,11 @@ def test_exec_upload_download_daemon_with_host_key_checking(sshd, tmp_path):
 
         r.start_daemon(["sleep", "300"], pidfile="/run/t/s.pid", logfile="/var/log/t/s.log")
         assert r.signal("/run/t/s.pid", "0")
+        # recorded on the host for cleanup: its pid, start time, boot and pidfile
+        [rec] = parse_records(r.exec(["grep", "-r", "-H", "", DAEMONS_DIR]).stdout)
+        assert rec.path == record_path("/run/t/s.pid") and rec.pidfile == "/run/t/s.pid"
+        assert str(rec.pid) == r.exec(["cat", "/run/t/s.pid"]).stdout.strip()
+        assert rec.start == parse_stat(r.exec(["cat", f"/proc/{rec.pid}/stat"]).stdout).start
         assert r.signal("/run/t/s.pid", "KILL")
         deadline = time.monotonic() + 60  # a bound on a hang: each probe is an ssh exec
         while r.signal("/run/t/s.pid", "0"):
@@ -92,6 +111,8 @@ def test_exec_upload_download_daemon_with_host_key_checking(sshd, tmp_path):
         assert backend.peer_address("n2") == sshd["backend"].peer_address("n2")
     finally:
         backend.teardown(None)
+    # the daemon ended, so teardown dropped its record: the host is left as found
+    assert sshd["backend"].remotes["n1"].exec(["ls", "/var/lib/jepsen-py"], check=False).exit_code != 0
 
 
 @pytest.mark.docker
@@ -220,3 +241,128 @@ def test_cleanup_reaches_the_hosts_ssh_host_names_without_ssh_nodes(sshd, tmp_pa
         assert code == 0, out
         assert "n1: 2 rule(s)" in out and "n2: 2 rule(s)" in out, out
         assert all("jepsen-py" not in r.exec(["iptables", "-S"]).stdout for r in test.remotes.values())
+
+
+def _node_processes(sshd) -> dict[str, list[str]]:
+    """Per host, the state of each live `cluster.node` process (ps STAT: "T" when stopped)."""
+    out: dict[str, list[str]] = {}
+    for node, remote in sshd["backend"].remotes.items():
+        rows = remote.exec(["ps", "-eo", "stat=,args="]).stdout.splitlines()
+        out[node] = [r.split()[0] for r in rows if "cluster.node" in r and not r.lstrip().startswith("Z")]
+    return out
+
+
+def _alive(remote, pid: str) -> bool:
+    return remote.exec(["kill", "-0", pid], check=False).exit_code == 0
+
+
+@pytest.mark.docker
+def test_cleanup_over_ssh_ends_the_nodes_a_killed_driver_left_paused(sshd, tmp_path, capsys):
+    """A driver SIGKILLed while a pause fault holds a node stopped leaves the nodes running on the
+    hosts; `cleanup --ssh-host ...` ends them, the stopped one too, and nothing else: a process
+    someone started over ssh survives. On clean hosts it then removes nothing."""
+    from jepsen_py.cli import main
+
+    flags = [a for h in sshd["hosts"] for a in ("--ssh-host", h)]
+    flags += ["--ssh-key", sshd["key"], "--ssh-known-hosts", sshd["known"]]
+    ours = SSHBackend(ssh_spec(sshd)).setup(None)
+    bystanders = {}
+    for node, remote in ours.items():  # not through start_daemon: not the framework's
+        remote.exec(["sh", "-c", "setsid -f sleep 601 </dev/null >/dev/null 2>&1"])
+        bystanders[node] = remote.exec(["pgrep", "-nx", "sleep"]).stdout.strip()
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "jepsen_py.cli", "run", "--backend", "ssh", "--workload", "offsets",
+         "--nemesis", "pause", "--fault-targets", "one", "--nemesis-interval", "1", "--time-limit", "120",
+         "--no-progress", "--results-dir", str(tmp_path), *flags],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not any("T" in s for s in _node_processes(sshd).values()):
+            assert driver.poll() is None, driver.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "no node was ever paused"
+            time.sleep(0.1)
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+        left = _node_processes(sshd)
+        assert all(left.values()) and any("T" in s for s in left.values()), left
+
+        code = main(["cleanup", "--run", "no-such-run", *flags])
+        out = capsys.readouterr().out
+        assert code == 0, out
+        for node in NODES:
+            assert f"removed process on: {node}: /opt/jepsen-py/node.pid (pid " in out, out
+        assert _node_processes(sshd) == {n: [] for n in NODES}
+        assert all(_alive(ours[n], pid) for n, pid in bystanders.items()), "cleanup hit a user's process"
+
+        code = main(["cleanup", "--run", "no-such-run", *flags])
+        out = capsys.readouterr().out
+        assert code == 0 and out.strip().endswith("cleanup: removed 0 item(s)"), out
+        assert all(_alive(ours[n], pid) for n, pid in bystanders.items())
+
+        # A record whose pid another process holds now (another start time, another boot) is
+        # dropped, and that process left alone.
+        n1, pid = ours["n1"], bystanders["n1"]
+        start = parse_stat(n1.exec(["cat", f"/proc/{pid}/stat"]).stdout).start
+        boot = n1.exec(["cat", "/proc/sys/kernel/random/boot_id"]).stdout.strip()
+        for pidfile, fields in (("/run/a.pid", (str(int(start) + 1), boot)), ("/run/b.pid", (start, "old"))):
+            n1.write_file(record_path(pidfile), "\n".join([pid, *fields, pidfile]) + "\n")
+        assert end_recorded_daemons(n1) == [] and _alive(n1, pid)
+        assert n1.exec(["ls", DAEMONS_DIR], check=False).exit_code != 0
+
+        # The DB's own files stay without --db; with it, the DB's teardown wipes them.
+        def has_dir(r: SSHRemote) -> bool:
+            return r.exec(["test", "-e", "/opt/jepsen-py"], check=False).exit_code == 0
+
+        assert all(has_dir(r) for r in ours.values())
+        code = main(["cleanup", "--run", "no-such-run", *flags, "--db", "jepsen_py.raftdb:RaftMetadataDB"])
+        out = capsys.readouterr().out
+        assert code == 0 and "ran jepsen_py.raftdb:RaftMetadataDB's teardown on n1, n2" in out, out
+        assert not any(has_dir(r) for r in ours.values())
+        assert all(_alive(ours[n], pid) for n, pid in bystanders.items())
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait(timeout=30)
+        for node, remote in ours.items():
+            remote.exec(["kill", "-s", "KILL", bystanders[node]], check=False)
+            remote.close()
+
+
+def test_proc_stat_and_daemon_records_are_read_as_written():
+    """The fields cleanup trusts, read from this process's own /proc/PID/stat."""
+    with open(f"/proc/{os.getpid()}/stat") as fh:
+        stat = parse_stat(fh.read())
+    assert stat is not None and stat.pgid == os.getpgrp() and stat.state == "R"
+    rec = record_path("/opt/a b:c/x.pid")
+    listing = f"{rec}:41\n{rec}:{stat.start}\n{rec}:boot-1\n{rec}:/opt/a b:c/x.pid\n{rec}.tmp:9\n"
+    assert parse_records(listing) == [DaemonRecord(rec, 41, stat.start, "boot-1", "/opt/a b:c/x.pid")]
+    assert record_path("/opt/a b:c/x.pid") == rec != record_path("/opt/other.pid")
+    assert parse_records(f"{rec}:41\n{rec}:x\n") == [], "a torn record is no record"
+
+
+def test_cleanup_refuses_a_db_without_hosts_and_a_bad_db_before_touching_anything(capsys):
+    from jepsen_py.cli import main
+
+    assert main(["cleanup", "--run", "no-such-run", "--db", "jepsen_py.raftdb:RaftMetadataDB"]) == 254
+    assert "--ssh-host or --ssh-nodes" in capsys.readouterr().err
+    code = main(["cleanup", "--run", "no-such-run", "--ssh-host", "n1=127.0.0.1:1", "--db", "no_such_mod:DB"])
+    err = capsys.readouterr().err
+    assert code == 254 and "no_such_mod" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.docker
+def test_daemon_records_work_through_sudo(sshd):
+    """A non-root user with sudo: the record is written and read as root, and the daemon ends."""
+    spec = make_spec(NODES, sshd["tmp"], backend="ssh", options={
+        "ssh_host": sshd["hosts"], "ssh_user": "jepsen", "ssh_password": "s3cret",
+        "ssh_known_hosts": sshd["known"]})
+    backend = SSHBackend(spec)
+    r = backend.setup(None)["n2"]
+    try:
+        r.start_daemon(["sleep", "302"], pidfile="/run/sudo-t/s.pid", logfile="/run/sudo-t/s.log")
+        pid = r.exec(["cat", "/run/sudo-t/s.pid"]).stdout.strip()
+        assert end_recorded_daemons(r) == [f"/run/sudo-t/s.pid (pid {pid})"]
+        assert not _alive(r, pid) and r.exec(["test", "-e", "/run/sudo-t/s.pid"], check=False).exit_code == 1
+    finally:
+        r.exec(["rm", "-rf", "/run/sudo-t"], check=False)
+        backend.teardown(None)
