@@ -87,7 +87,8 @@ class AvailabilityChecker:
         # status, e.g. a leaderless one) only what the clients saw is judged.
         observed = any(op.process == OBSERVER for op in history)
         claims = leader_claims(history)
-        terms = [s.term for s in samples(history) if s.term is not None] + [c.term for c in claims]
+        sampled = samples(history)  # read once: the observer's samples are most of a history
+        terms = [s.term for s in sampled if s.term is not None] + [c.term for c in claims]
         minutes = max((end - start) / (60 * S), 1 / 60)
         leader_changes = max(len({c.term for c in claims}) - 1, 0)
         term_growth = (max(terms) - min(terms)) if terms else 0
@@ -102,7 +103,7 @@ class AvailabilityChecker:
             after = [p.complete for p in ps if p.type == OK and p.complete is not None
                      and p.invoke.time >= heal]
             first = min(after, key=lambda o: o.time) if after else None
-            leaders_after = sorted({s.node for s in samples(history) if s.time >= heal and s.role == "leader"}
+            leaders_after = sorted({s.node for s in sampled if s.time >= heal and s.role == "leader"}
                                    | {c.node for c in claims if c.time >= heal})
             recovery = {
                 "faults": True,
@@ -133,7 +134,7 @@ class AvailabilityChecker:
             churn.append((f"terms grew {tpm:.0f} per minute (limit {th.max_terms_per_minute:g}): "
                           "election churn", []))
         if th.max_terms_per_minute is not None and observed:  # one switch turns both churn checks off
-            churn += _quiet_churn(history, end)
+            churn += _quiet_churn(history, end, sampled)
         first = min(op.time for op in history)
         settled = [(a if a == first else a + int(QUIET_GRACE_S * S), b)  # an undo costs an election
                    for a, b in quiet_stretches(history, end)]
@@ -272,11 +273,11 @@ QUIET_MAX_TERMS = 5
 QUIET_GRACE_S = 3.0
 
 
-def _quiet_churn(history: Sequence[Op], end: int) -> list[tuple[str, list[int]]]:
+def _quiet_churn(history: Sequence[Op], end: int, sampled: Sequence[Sample]) -> list[tuple[str, list[int]]]:
     """Election churn with no fault to blame (the unordered-send bug's signature, or a node that ran
     up its term while cut off and deposes the leader when it returns): explanation and the observer
-    sample at which the terms had grown past the limit."""
-    smp = [sm for sm in samples(history) if sm.term is not None]
+    sample at which the terms had grown past the limit. `sampled`: samples(history)."""
+    smp = [sm for sm in sampled if sm.term is not None]
     windows: list[FaultWindow] | None = None
     out = []
     for a, b in quiet_stretches(history, end):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from jepsen_py import store
 from jepsen_py.errors import BadInput, FrameworkFailure, JepsenError
 from jepsen_py.generator import Generator
+from jepsen_py.history import Op
 from jepsen_py.interpreter import Clock, Interpreter, MonotonicClock, Scheduler
 from jepsen_py.nemeses.faults import declared
 from jepsen_py.observer import Observer
@@ -61,6 +62,9 @@ class RunOutcome:
     anomalies: int = 0
     error: str | None = None
     phases: list[str] = field(default_factory=list)
+    # the history as the analysis read and validated it (empty when it could not): a caller that
+    # reads the run further (explore's coverage) need not parse history.jsonl again
+    history: list[Op] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def ok_fraction(self) -> float:

@@ -191,16 +191,24 @@ def _finite_float(text: str) -> float:
     return x
 
 
+# One decoder for every line: json.loads with hooks would build a new one per call.
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+
+
 def depth_ok(v: Any, limit: int = MAX_DEPTH) -> bool:
     """Is `v` nested at most `limit` deep (lists and objects)? Iterative: a deep value must not
-    overflow the stack that measures it."""
+    overflow the stack that measures it. A scalar answers at once, and only containers are stacked:
+    most fields of most ops are scalars, and every line of a history is measured."""
+    if not isinstance(v, list | dict):
+        return True
     stack = [(v, 0)]
     while stack:
         x, d = stack.pop()
-        if isinstance(x, list | dict):
-            if d >= limit:
-                return False
-            stack.extend((y, d + 1) for y in (x.values() if isinstance(x, dict) else x))
+        if d >= limit:
+            return False
+        for y in (x.values() if isinstance(x, dict) else x):
+            if isinstance(y, list | dict):
+                stack.append((y, d + 1))
     return True
 
 
@@ -208,8 +216,10 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def check_fields(d: dict[str, Any], *, where: str) -> None:
-    """The field types and ranges every reader of ops relies on; BadInput naming `where`."""
+def check_fields(d: dict[str, Any], *, where: str, nested: bool = True) -> None:
+    """The field types and ranges every reader of ops relies on; BadInput naming `where`.
+    `nested=False`: the caller knows no field can be nested deeper than MAX_DEPTH (parse_line, from
+    the text's brackets), so the depths are not measured."""
     typ = d["type"]
     if not isinstance(typ, str) or typ not in TYPES:
         raise BadInput(f"{where}: unknown op type {_short(typ)} (expected invoke, ok, fail or info)")
@@ -231,6 +241,8 @@ def check_fields(d: dict[str, Any], *, where: str) -> None:
     meta = d.get("meta")
     if meta is not None and not isinstance(meta, dict):
         raise BadInput(f"{where}: meta must be an object, got {_short(meta)}")
+    if not nested:
+        return
     for k in ("key", "value", "error", "meta"):
         if not depth_ok(d.get(k)):
             raise BadInput(f"{where}: {k} is nested more than {MAX_DEPTH} deep")
@@ -247,7 +259,9 @@ def _short(v: Any) -> str:
 def parse_line(line: str, *, where: str) -> Op:
     """One JSON line into an Op, or BadInput naming `where` (file:line)."""
     try:
-        d = json.loads(line, parse_constant=_no_constant, parse_float=_finite_float)
+        if line.startswith("\ufeff"):  # what json.loads refuses before decoding
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", line, 0)
+        d = _DECODER.decode(line)
     except json.JSONDecodeError as e:
         raise BadInput(f"{where}: not a JSON object ({e.msg})") from None
     except RecursionError:
@@ -259,7 +273,8 @@ def parse_line(line: str, *, where: str) -> Op:
     missing = [k for k in _REQUIRED if k not in d]
     if missing:
         raise BadInput(f"{where}: op is missing {', '.join(missing)}")
-    check_fields(d, where=where)
+    # a field nested deeper than MAX_DEPTH needs more brackets than that: most lines have a few
+    check_fields(d, where=where, nested=line.count("[") + line.count("{") > MAX_DEPTH)
     return Op.from_dict(d)
 
 

@@ -400,4 +400,5 @@ def run_test(
     return engine.outcome(run_dir=run_dir, valid=verdict.valid, results=results,
                           exit_code=verdict.exit_code, invokes=verdict.invokes, oks=verdict.oks,
                           anomalies=count_anomalies(results),
-                          error=None if verdict.error is None else f"{verdict.error}", phases=run.phases)
+                          error=None if verdict.error is None else f"{verdict.error}", phases=run.phases,
+                          history=verdict.history)

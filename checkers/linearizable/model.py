@@ -140,10 +140,16 @@ class Why:
     __repr__ = __str__
 
 
+# Values freeze returns as they are, tested first: most values it sees are these, one per element.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def freeze(v: Any) -> Hashable:
     """JSON values into hashable ones: lists become tuples, dicts sorted item tuples of a marker."""
+    if type(v) in _SCALARS:
+        return v
     if isinstance(v, list | tuple):
-        return tuple(freeze(x) for x in v)
+        return tuple([freeze(x) for x in v])
     if isinstance(v, dict):
         return FrozenDict((freeze(k), freeze(x)) for k, x in v.items())
     if isinstance(v, set | frozenset):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from jepsen_py.checkers.crash import CrashChecker
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule
@@ -81,7 +81,9 @@ class Recorder(Generator):
         self.waits: dict[object, list[float | None]] = {}
 
     def _ctx(self, ctx: Context) -> Context:
-        return ctx if self.rng is None else replace(ctx, rng=self.rng)
+        if self.rng is None:
+            return ctx
+        return Context(ctx.time, ctx.thread, ctx.process, self.rng, ctx.threads, ctx.busy, ctx.nodes)
 
     def op(self, ctx: Context) -> Step:
         at = self.clock.offset(ctx.time) if self.timed else 0.0

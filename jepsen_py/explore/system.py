@@ -407,10 +407,12 @@ class BackendSystem:
                          config=config, run_dir=None, cut=True)
         kinds = anomaly_kinds(results) if outcome.exit_code == 1 else {}
         error = (outcome.error or f"exit {outcome.exit_code}") if outcome.exit_code >= 254 else None
-        cov = features(s.events, read_history(run_dir), read_logs(run_dir), read_mode=s.read_mode,
-                       workload=s.workload)
+        # the history as the run's analysis read it, else (it could not) every line that parses
+        analysed: list[Op] = getattr(outcome, "history", None) or []
+        cov = features(s.events, analysed or read_history(run_dir), read_logs(run_dir),
+                       read_mode=s.read_mode, workload=s.workload)
         if not self.exact:  # what the faults did once they landed, and what the checkers saw
-            cov = cov | landed_features(_history_ops(run_dir)) | anomaly_features(kinds)
+            cov = cov | landed_features(analysed or _history_ops(run_dir)) | anomaly_features(kinds)
         trial = Trial(schedule=s, anomalies=kinds, coverage=cov,
                       sim_seconds=sim_seconds(results, s.time_limit), wall_seconds=wall, config=config,
                       run_dir=run_dir, error=error, unknown=outcome.exit_code == 2)

@@ -198,3 +198,37 @@ def test_pairs_match_invocations_with_completions() -> None:
     ps = pairs(ops)
     assert [(p.invoke.index, p.complete.index if p.complete else None, p.type) for p in ps] == [
         (0, 5, FAIL), (1, 3, OK), (4, None, INFO)]
+
+
+def test_parse_line_measures_depths_only_when_the_brackets_allow_a_deep_field(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line with no more brackets than MAX_DEPTH cannot hold a field nested deeper: its fields'
+    depths are not walked (every line of every history is parsed); a line with more still is, and
+    the limit holds either side of it."""
+    import jepsen_py.history as history
+
+    walked: list[object] = []
+    real = history.depth_ok
+
+    def counted(v: object, limit: int = history.MAX_DEPTH) -> bool:
+        walked.append(v)
+        return real(v, limit)
+
+    monkeypatch.setattr(history, "depth_ok", counted)
+    base = {"index": 0, "time": 1, "type": "ok", "process": 0, "f": "read", "key": "k",
+            "value": {"a": [1, 2, {"b": None}]}, "node": "n1", "meta": {"role": "leader", "w": "[[[{{"}}
+    op = parse_line(json.dumps(base), where="h:1")
+    assert op.value == {"a": [1, 2, {"b": None}]} and walked == []
+
+    deepest = history.MAX_DEPTH - 1  # a value of MAX_DEPTH nested lists: the most that is allowed
+    ok_line = json.dumps({**base, "value": json.loads("[" * (deepest + 1) + "]" * (deepest + 1))})
+    assert parse_line(ok_line, where="h:2").value is not None and walked
+    too_deep = json.dumps({**base, "value": json.loads("[" * (deepest + 2) + "]" * (deepest + 2))})
+    with pytest.raises(BadInput, match="h:3: value is nested more than 64 deep"):
+        parse_line(too_deep, where="h:3")
+
+
+def test_parse_line_refuses_a_byte_order_mark_as_json_loads_did() -> None:
+    line = "\ufeff" + json.dumps({"index": 0, "time": 1, "type": "ok", "process": 0, "f": "read"})
+    with pytest.raises(BadInput, match=r"h:1: not a JSON object \(Unexpected UTF-8 BOM"):
+        parse_line(line, where="h:1")

@@ -200,3 +200,17 @@ def test_failed_write_did_not_happen():
     h = hist(("invoke", 0, "write", 1), ("fail", 0, "write", 1),
              ("invoke", 1, "read", None), ("ok", 1, "read", 1))
     assert check(h, get_model("register", 0))["valid"] is False
+
+
+def test_freeze_keeps_scalars_and_freezes_every_container_inside() -> None:
+    """Scalars come back as they are (the fast path), containers at any depth become hashable."""
+    from jepsen_py.checkers.linearizable.model import FrozenDict, thaw
+
+    for scalar in ("k", 3, 2.5, True, None):
+        assert freeze(scalar) is scalar
+    v = {"a": [1, {"b": (2, [3])}], "c": {4, 5}, "d": None}
+    f = freeze(v)
+    same = freeze({"d": None, "c": {5, 4}, "a": [1, {"b": [2, [3]]}]})
+    assert isinstance(f, FrozenDict) and f == same and hash(f) == hash(same)
+    assert f.get("a") == (1, FrozenDict({("b", (2, (3,)))})) and f.get("c") == frozenset({4, 5})
+    assert thaw(f) == {"a": [1, {"b": [2, [3]]}], "c": [4, 5], "d": None}

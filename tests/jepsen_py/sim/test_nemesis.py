@@ -254,3 +254,42 @@ def test_an_unknown_op_fails_and_the_queue_is_still_applied() -> None:
     test, sim, _, _, _ = setup("kill")
     with pytest.raises(ValueError, match="no nemesis handles 'zap'"):
         asyncio.run(sim.invoke(test, Op(0, 0, INVOKE, NEMESIS, "zap")))
+
+
+def test_status_is_what_the_wire_gives_without_a_json_round_trip_when_plain(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """SimDB.status answers as a client of the node's API would (JSON's types: tuples as lists, keys
+    as strings), and a copy: the node's own dict is never handed out. A plain status (the node's)
+    is copied without the text in between; anything else still takes the round trip."""
+    import json
+
+    import jepsen_py.sim.nemesis as simnemesis
+
+    class Cluster:
+        def __init__(self, st: dict[str, Any]) -> None:
+            self.st = st
+
+        def status(self, node: str) -> dict[str, Any]:
+            return self.st
+
+    plain = {"id": "n1", "role": "leader", "term": 3, "leader": "n1", "uptime_s": 1.25, "bugs": ("a",),
+             "progress": {"n2": {"match": 7, "ok": True, "x": None}}, "transport": [[1, 2.5], ("n3",)]}
+    odd = {"id": "n1", "role": "follower", "term": 2, "progress": {2: {"match": 1}}}
+    wire = {name: json.loads(json.dumps(st)) for name, st in (("plain", plain), ("odd", odd))}
+
+    calls: list[str] = []
+    real_loads = json.loads
+
+    def loads(text: str) -> Any:
+        calls.append(text)
+        return real_loads(text)
+
+    monkeypatch.setattr(simnemesis.json, "loads", loads)
+    got = SimDB(Cluster(plain), ["n1"]).status(None, "n1")  # type: ignore[arg-type]
+    assert got == {**wire["plain"], "node": "n1"} and calls == []
+    assert got is not None and got["progress"] is not plain["progress"]
+    got["progress"]["n2"]["match"] = 0
+    assert plain["progress"]["n2"]["match"] == 7  # type: ignore[index]
+    odd_got = SimDB(Cluster(odd), ["n1"]).status(None, "n1")  # type: ignore[arg-type]
+    assert odd_got == {**wire["odd"], "node": "n1", "leader": None} and len(calls) == 1
+    assert odd_got["progress"] == {"2": {"match": 1}}
