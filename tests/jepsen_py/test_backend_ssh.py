@@ -27,6 +27,7 @@ from jepsen_py.backends.ssh import (
     record_path,
 )
 from jepsen_py.errors import BadInput, EnvironmentProblem
+from jepsen_py.spec import TestSpec
 from tests.nemeses.support import make_spec, make_test
 from tests.sshd import sshd_hosts
 
@@ -138,11 +139,16 @@ def test_changed_host_key_is_refused(sshd, tmp_path):
         SSHBackend(ssh_spec(sshd, ssh_known_hosts=str(swapped))).setup(None)
 
 
-@pytest.mark.docker
-def test_password_login_and_sudo(sshd):
-    spec = make_spec(NODES, sshd["tmp"], backend="ssh", options={
+def password_spec(sshd: dict[str, Any]) -> TestSpec:
+    """The fixture's hosts as the non-root user `jepsen`, by password (sudo on by default)."""
+    return make_spec(NODES, sshd["tmp"], backend="ssh", options={
         "ssh_host": sshd["hosts"], "ssh_user": "jepsen", "ssh_password": "s3cret",
         "ssh_known_hosts": sshd["known"]})
+
+
+@pytest.mark.docker
+def test_password_login_and_sudo(sshd):
+    spec = password_spec(sshd)
     backend = SSHBackend(spec)
     remotes = backend.setup(None)
     try:
@@ -353,9 +359,7 @@ def test_cleanup_refuses_a_db_without_hosts_and_a_bad_db_before_touching_anythin
 @pytest.mark.docker
 def test_daemon_records_work_through_sudo(sshd):
     """A non-root user with sudo: the record is written and read as root, and the daemon ends."""
-    spec = make_spec(NODES, sshd["tmp"], backend="ssh", options={
-        "ssh_host": sshd["hosts"], "ssh_user": "jepsen", "ssh_password": "s3cret",
-        "ssh_known_hosts": sshd["known"]})
+    spec = password_spec(sshd)
     backend = SSHBackend(spec)
     r = backend.setup(None)["n2"]
     try:
