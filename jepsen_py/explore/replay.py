@@ -83,7 +83,7 @@ class Recorder(Generator):
     def _ctx(self, ctx: Context) -> Context:
         if self.rng is None:
             return ctx
-        return Context(ctx.time, ctx.thread, ctx.process, self.rng, ctx.threads, ctx.busy, ctx.nodes)
+        return ctx.but(rng=self.rng)
 
     def op(self, ctx: Context) -> Step:
         at = self.clock.offset(ctx.time) if self.timed else 0.0
