@@ -95,16 +95,6 @@ def ssh_spec(nodes: list[str], options: dict[str, Any], db: str = "") -> TestSpe
                     db=db, results_dir=Path("."), options=options)
 
 
-def ssh_iptables(nodes: list[str], options: dict[str, Any]) -> list[str]:
-    """Removes the labelled iptables rules on each SSH host; returns "node: count" lines."""
-    backend = SSHBackend(ssh_spec(nodes, options))
-    try:
-        remotes = backend.setup(None)
-        return [f"{n}: {net.remove_all(r)} rule(s)" for n, r in remotes.items()]
-    finally:
-        backend.teardown(None)
-
-
 def ssh_hosts(spec: TestSpec, db: DB | None = None) -> dict[str, Any]:
     """Cleans each SSH host: its labelled iptables rules, the daemons the framework started there
     (records checked against the live process, so a reused pid is never hit), then `db`'s teardown.

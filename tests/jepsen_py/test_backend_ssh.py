@@ -219,7 +219,8 @@ def _hosts_left_partitioned(sshd, tmp_path) -> Iterator[Any]:
 
 @pytest.mark.docker
 def test_partition_over_ssh_and_cleanup_of_leftover_rules(sshd, tmp_path):
-    from jepsen_py.commands.cleanup import ssh_iptables
+    from jepsen_py.commands.cleanup import ssh_hosts
+    from jepsen_py.commands.cleanup import ssh_spec as cleanup_spec
 
     with _hosts_left_partitioned(sshd, tmp_path) as test:
         rules = {n: r.exec(["iptables", "-S", "JEPSEN-PY"]).stdout.count("-j DROP")
@@ -228,7 +229,7 @@ def test_partition_over_ssh_and_cleanup_of_leftover_rules(sshd, tmp_path):
         # As if the controller had died here: cleanup reaches the hosts over SSH.
         opts = {"ssh_host": sshd["hosts"], "ssh_key": sshd["key"], "ssh_known_hosts": sshd["known"]}
         # Per host: the jump from INPUT and the one DROP rule.
-        assert sorted(ssh_iptables(NODES, opts)) == ["n1: 2 rule(s)", "n2: 2 rule(s)"]
+        assert sorted(ssh_hosts(cleanup_spec(NODES, opts))["ssh hosts"]) == ["n1: 2 rule(s)", "n2: 2 rule(s)"]
         assert all("jepsen-py" not in r.exec(["iptables", "-S"]).stdout for r in test.remotes.values())
 
 
