@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
+from typing import Any
 
 PR_SET_PDEATHSIG = 1
 
@@ -51,17 +52,57 @@ def signals_raise(on_signal: Callable[[int], BaseException],
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
+    raised: list[tuple[BaseException, int]] = []  # the handler's latest exceptions, to know them again
 
-    def handler(signum: int, frame: object) -> None:
+    # A signal that lands while Python runs a __del__ or a weakref callback (the garbage collector's
+    # work, at any moment) raises there, and Python prints the exception and drops it: the signal
+    # would be lost. Such a signal is sent again a moment later, from another thread, so that it
+    # lands once the callback has returned.
+    def again(signum: int) -> None:
+        main = threading.main_thread().ident
+        if main is not None:
+            timer = threading.Timer(0.002, signal.pthread_kill, (main, signum))
+            timer.daemon = True
+            timer.start()
+
+    def handler(signum: int, frame: Any) -> None:
+        if _inside(frame, unraisable.__code__):
+            again(signum)  # raising here would be dropped too
+            return
         received.append(signum)
-        raise on_signal(signum)
+        exc = on_signal(signum)
+        raised[:] = [*raised[-7:], (exc, signum)]
+        raise exc
+
+    previous_hook = sys.unraisablehook
+
+    def unraisable(info: Any) -> None:
+        for exc, signum in raised:
+            if info.exc_value is exc:
+                raised.remove((exc, signum))
+                if received and received[-1] == signum:
+                    received.pop()  # the handler appends it again
+                again(signum)
+                return
+        previous_hook(info)
 
     old = {s: signal.signal(s, handler) for s in signals}
+    sys.unraisablehook = unraisable
     try:
         yield received
     finally:
+        if sys.unraisablehook is unraisable:
+            sys.unraisablehook = previous_hook
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def _inside(frame: Any, code: Any) -> bool:
+    while frame is not None:
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def signal_name(signum: int) -> str:
