@@ -18,68 +18,24 @@ import argparse
 import contextlib
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from jepsen_py.spark.standalone import standalone as start_standalone  # noqa: E402
 
 
 @contextlib.contextmanager
 def standalone(cores: int, work: Path) -> Iterator[str]:
     """A Master and one Worker on 127.0.0.1, stopped (with their executors) on the way out."""
-    import pyspark
-
-    home = Path(pyspark.__file__).parent
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1",
-           "SPARK_LOG_DIR": str(work / "logs"), "SPARK_WORKER_DIR": str(work / "work"),
-           "PYSPARK_PYTHON": sys.executable}
-    port, ui, wport, wui = (_free_port() for _ in range(4))
-    url = f"spark://127.0.0.1:{port}"
-    cls = str(home / "bin" / "spark-class")
-    procs = []
-    try:
-        for argv, log in (
-                ([cls, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                  "--webui-port", str(ui)], "master.log"),
-                ([cls, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--port",
-                  str(wport), "--webui-port", str(wui), "--cores", str(cores), "--memory", "2g", "--work-dir",
-                  str(work / "work")], "worker.log")):
-            with open(work / log, "wb") as out:
-                procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                              start_new_session=True))
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=5) as r:
-                    if json.load(r).get("aliveworkers", 0) >= 1:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-                raise RuntimeError(f"the standalone cluster did not come up; logs in {work}")
-            time.sleep(0.5)
-        yield url
-    finally:
-        for p in reversed(procs):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                p.wait(timeout=30)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
+    with start_standalone(work, cores=cores) as cluster:
+        yield cluster.url
 
 
 def explore(label: str, extra: list[str], budget: float, seed: int, results: Path) -> dict:

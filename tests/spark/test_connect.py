@@ -15,17 +15,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from jepsen_py.spark.standalone import stop_group
 from jepsen_py.spark.synthetic import SyntheticRun, write_run
 
 from tests.conftest import require
 from tests.spark.conftest import spark_available
-from tests.spark.test_standalone import _free_port, _stop
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 START_TIMEOUT_S = 240
 JOB_TIMEOUT_S = 400
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _connect_client_available() -> bool:
@@ -64,7 +70,7 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             time.sleep(1)
         yield f"sc://127.0.0.1:{port}"
     finally:
-        _stop(server)
+        stop_group(server)
 
 
 def _jepsen(*argv: str) -> subprocess.CompletedProcess[str]:

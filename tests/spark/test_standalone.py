@@ -4,20 +4,15 @@ our code from the driver (local mode hides that: it runs tasks in the driver's o
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from jepsen_py.spark.standalone import Standalone
+from jepsen_py.spark.standalone import standalone as start_standalone
 from jepsen_py.spark.synthetic import SyntheticRun, write_run
 
 from tests.conftest import require
@@ -30,83 +25,12 @@ START_TIMEOUT_S = 120
 JOB_TIMEOUT_S = 400
 
 
-@dataclass
-class Standalone:
-    url: str
-    webui: str
-    logs: list[Path]
-
-    def state(self) -> dict:
-        with urllib.request.urlopen(f"{self.webui}/json/", timeout=5) as r:
-            return json.load(r)
-
-    def log_tail(self) -> str:
-        return "\n".join(p.read_text(errors="replace")[-2000:] for p in self.logs if p.exists())
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _stop(p: subprocess.Popen[bytes]) -> None:
-    """The daemon and what it started (a Worker's executors share its process group)."""
-    if p.poll() is None:
-        os.killpg(p.pid, signal.SIGTERM)
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait(timeout=30)
-    # executors may outlive a Worker that exited on SIGTERM: nothing of the group is left behind
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(p.pid, signal.SIGKILL)
-
-
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
     require("Java and PySpark", spark_available())
-    import pyspark
-
-    home = Path(pyspark.__file__).parent
-    d = tmp_path_factory.mktemp("standalone")
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1",
-           "SPARK_LOG_DIR": str(d / "logs"), "SPARK_WORKER_DIR": str(d / "work"),
-           "PYSPARK_PYTHON": sys.executable}
-    port, master_ui, worker_port, worker_ui = (_free_port() for _ in range(4))
-    url = f"spark://127.0.0.1:{port}"
-    spark_class = str(home / "bin" / "spark-class")
-    procs: list[subprocess.Popen[bytes]] = []
-    logs = [d / "master.log", d / "worker.log"]
-    try:
-        with open(logs[0], "wb") as out:
-            procs.append(subprocess.Popen(
-                [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                 "--port", str(port), "--webui-port", str(master_ui)],
-                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
-        with open(logs[1], "wb") as out:
-            procs.append(subprocess.Popen(
-                [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-                 "--port", str(worker_port), "--webui-port", str(worker_ui), "--cores", "2",
-                 "--memory", "2g", "--work-dir", str(d / "work")],
-                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
-        cluster = Standalone(url, f"http://127.0.0.1:{master_ui}", logs)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            try:
-                if cluster.state().get("aliveworkers", 0) >= 1:
-                    break
-            except OSError:
-                pass
-            dead = [p.args[1] for p in procs if p.poll() is not None]
-            assert not dead and time.monotonic() < deadline, (
-                f"standalone cluster did not come up ({dead or 'timeout'}):\n{cluster.log_tail()}")
-            time.sleep(0.5)
+    with start_standalone(tmp_path_factory.mktemp("standalone"), cores=2,
+                          start_timeout_s=START_TIMEOUT_S) as cluster:
         yield cluster
-    finally:
-        for p in reversed(procs):
-            _stop(p)
 
 
 def _jepsen(*argv: str) -> subprocess.CompletedProcess[str]:
