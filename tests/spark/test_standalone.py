@@ -43,6 +43,16 @@ def _apps(cluster: Standalone) -> list[str]:
         "activeapps", [])]
 
 
+def test_the_cluster_is_the_one_its_daemons_bound(standalone: Standalone) -> None:
+    """The URL and UI come from what the Master bound, not from ports chosen before its start (which
+    another process can take first): the Master's own page names the same URL, and its Worker."""
+    state = standalone.state()
+    assert state["url"] == standalone.url and state["status"] == "ALIVE"
+    (worker,) = state["workers"]
+    assert worker["state"] == "ALIVE" and worker["cores"] == 2
+    assert "Successfully started service on port 6066" not in standalone.log_tail(100_000)
+
+
 def test_check_engine_spark_on_a_standalone_cluster(standalone: Standalone, tmp_path: Path) -> None:
     run = write_run(tmp_path, SyntheticRun(pairs=300, keys=3, seed=41, stale_reads=1, bugs=["zombie-leader"]))
     p = _jepsen("check", str(run / "history.jsonl"), "--model", "register", "--engine", "spark",
