@@ -18,11 +18,12 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+T = TypeVar("T")
 _MASTER_PORT = re.compile(r"Successfully started service 'sparkMaster' on port (\d+)")
 _MASTER_UI = re.compile(r"Successfully started service 'MasterUI' on port (\d+)")
 
@@ -59,12 +60,12 @@ def stop_group(p: subprocess.Popen[bytes]) -> None:
         os.killpg(p.pid, signal.SIGKILL)
 
 
-def _wait(what: str, ready: Any, procs: list[subprocess.Popen[bytes]], logs: tuple[Path, ...],
-          deadline: float) -> Any:
+def _wait(what: str, ready: Callable[[], T | None], procs: list[subprocess.Popen[bytes]],
+          logs: tuple[Path, ...], deadline: float) -> T:
     """Polls `ready()` until it returns something, failing early if a daemon died."""
     while True:
         found = ready()
-        if found:
+        if found is not None:
             return found
         dead = [str(p.args[1]) for p in procs if p.poll() is not None]  # type: ignore[index]
         if dead or time.monotonic() > deadline:
@@ -110,11 +111,11 @@ def standalone(work: Path, cores: int = 2, memory: str = "2g",
                  "--work-dir", str(work / "work")],
                 stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
 
-        def registered() -> bool:
+        def registered() -> bool | None:
             try:
-                return int(cluster.state().get("aliveworkers", 0)) >= 1
+                return True if int(cluster.state().get("aliveworkers", 0)) >= 1 else None
             except (OSError, ValueError):
-                return False
+                return None
 
         _wait("the Worker", registered, procs, logs, deadline)
         yield cluster
