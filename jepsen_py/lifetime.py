@@ -66,7 +66,7 @@ def signals_raise(on_signal: Callable[[int], BaseException],
             timer.start()
 
     def handler(signum: int, frame: Any) -> None:
-        if _inside(frame, unraisable.__code__):
+        if runs_inside(frame, unraisable.__code__):
             again(signum)  # raising here would be dropped too
             return
         received.append(signum)
@@ -97,7 +97,8 @@ def signals_raise(on_signal: Callable[[int], BaseException],
             signal.signal(s, h)
 
 
-def _inside(frame: Any, code: Any) -> bool:
+def runs_inside(frame: Any, code: Any) -> bool:
+    """Whether `frame` (where a signal landed) or one of its callers runs `code`."""
     while frame is not None:
         if frame.f_code is code:
             return True

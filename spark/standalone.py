@@ -43,7 +43,11 @@ class Standalone:
         return state
 
     def log_tail(self, chars: int = 2000) -> str:
-        return "\n".join(p.read_text(errors="replace")[-chars:] for p in self.logs if p.exists())
+        return _tail(self.logs, chars)
+
+
+def _tail(logs: tuple[Path, ...], chars: int = 2000) -> str:
+    return "\n".join(p.read_text(errors="replace")[-chars:] for p in logs if p.exists())
 
 
 def stop_group(p: subprocess.Popen[bytes]) -> None:
@@ -69,8 +73,7 @@ def _wait(what: str, ready: Callable[[], T | None], procs: list[subprocess.Popen
             return found
         dead = [str(p.args[1]) for p in procs if p.poll() is not None]  # type: ignore[index]
         if dead or time.monotonic() > deadline:
-            tail = "\n".join(p.read_text(errors="replace")[-2000:] for p in logs if p.exists())
-            raise RuntimeError(f"standalone Spark: {what} did not come ({dead or 'timeout'}):\n{tail}")
+            raise RuntimeError(f"standalone Spark: {what} did not come ({dead or 'timeout'}):\n{_tail(logs)}")
         time.sleep(0.3)
 
 

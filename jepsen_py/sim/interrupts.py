@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
+from jepsen_py.lifetime import runs_inside
 from jepsen_py.sim.loop import Scheduler
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -24,12 +25,7 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 def _stepping(frame: FrameType | None) -> bool:
     """Whether `frame` (where the signal landed) is inside one of the scheduler's events."""
-    code = Scheduler._step.__code__
-    while frame is not None:
-        if frame.f_code is code:
-            return True
-        frame = frame.f_back
-    return False
+    return runs_inside(frame, Scheduler._step.__code__)
 
 
 @contextlib.contextmanager

@@ -18,6 +18,7 @@ import pytest
 from jepsen_py.spark.standalone import stop_group
 from jepsen_py.spark.synthetic import SyntheticRun, write_run
 
+from jepsen_py.raftdb.local import free_ports
 from tests.conftest import require
 from tests.spark.conftest import spark_available
 
@@ -29,9 +30,8 @@ JOB_TIMEOUT_S = 400
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    (port,) = free_ports(1)
+    return port
 
 
 def _connect_client_available() -> bool:
