@@ -450,8 +450,11 @@ def _damaged(seed: Seed, fmt: str, i: int, fld: str, token: str, cut: float) -> 
         whole = hf.render(ops, fmt)
         start = len(hf.render(ops[:i], fmt)) if fmt != hf.EDN else (
             len(hf.render(ops[:i], fmt)) - 2 if i else 0)  # the vector's "]\n" ends the prefix
-        end = len(hf.render(ops[:i + 1], fmt)) - (3 if fmt == hf.EDN else 1)
-        return whole[:start + 1 + int(cut * max(0, end - start - 1))]
+        # The line's last character: its closing brace (before the vector's "]\n" in EDN), or
+        # the last character before its newline. The cut always leaves it off: a line kept whole
+        # is a shorter history, not a torn one.
+        last = len(hf.render(ops[:i + 1], fmt)) - (3 if fmt == hf.EDN else 2)
+        return whole[:start + 1 + int(cut * max(0, last - start - 1))]
     o = ops[i]
     if token == "~" and fld == "key" and o.key is None:
         # A key added to an op that had none: its completion may omit the key, so that is another
@@ -465,6 +468,20 @@ def _damaged(seed: Seed, fmt: str, i: int, fld: str, token: str, cut: float) -> 
         inv = next((ops[j] for j in range(i - 1, -1, -1) if ops[j].process == o.process), None)
         token = str(inv.time - 1) if o.type != "invoke" and inv is not None and inv.time > 0 else "-1"
     return hf.render(ops, fmt, damage={i: {fld: token}})
+
+
+def test_a_torn_line_is_cut_inside_the_line() -> None:
+    """Even at the ends of its range the cut leaves the line incomplete (a line kept whole would
+    be a prefix of the history, which may rightly pass)."""
+    for seed in PROPERTY_SEEDS:
+        for fmt in seed.formats:
+            for i in range(len(seed.ops)):
+                full = hf.render(seed.ops[:i + 1], fmt)
+                upto = full.removesuffix("]\n" if fmt == hf.EDN else "\n")
+                assert len(upto) < len(full)
+                for cut in (0.0, 0.5, 1.0):
+                    torn = _damaged(seed, fmt, i, "torn", "", cut)
+                    assert upto.startswith(torn) and len(torn) < len(upto), (seed.name, fmt, i, cut)
 
 
 @settings(FUZZ, max_examples=80)
