@@ -46,13 +46,36 @@ CONNECT_RETRIES = 5
 # The framework's own directory on a host: one record per pidfile it had start-stop-daemon write.
 DAEMONS_DIR = "/var/lib/jepsen-py/daemons"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
+# `ours PIDFILE RECORD` prints the pid PIDFILE names when it is still the daemon RECORD describes
+# (the same pid, start time and boot, not a zombie; without a record, the pidfile is all there is to
+# go by) and fails otherwise: a daemon that died leaves its pidfile, and its pid may be another
+# process's now.
+_OURS = r"""
+ours() {
+  pid=$(cat -- "$1" 2>/dev/null) || return 1
+  case $pid in ''|*[!0-9]*) return 1 ;; esac
+  [ -e "$2" ] || { echo "$pid"; return 0; }
+  { read -r rpid; read -r rstart; read -r rboot; } < "$2" || return 1
+  stat=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) || return 1
+  case $stat in Z*|X*|'') return 1 ;; esac
+  start=$(echo "$stat" | cut -d' ' -f20)
+  boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)
+  [ "$rpid" = "$pid" ] && [ -n "$start" ] && [ "$rstart" = "$start" ] && [ "$rboot" = "$boot" ] || return 1
+  echo "$pid"
+}
+"""
 # Runs start-stop-daemon (the arguments after the pidfile and the record's path) and then records
 # the daemon it started: pid, start time (clock ticks since boot, /proc/PID/stat field 22), boot id,
 # pidfile. A fixed script: every input arrives as a positional argument, none is interpolated. A
 # daemon that is gone already, or a record that cannot be written, leaves the start's outcome as is.
-_START_AND_RECORD = r"""
+# Before the start, a pidfile naming anything but the recorded daemon goes, so that start-stop-daemon
+# does not take a stranger holding that pid for the daemon "already running".
+_START_AND_RECORD = _OURS + r"""
 pidfile=$1 record=$2
 shift 2
+if [ -e "$record" ] && ! ours "$pidfile" "$record" >/dev/null; then
+  rm -f -- "$pidfile"
+fi
 "$@" || exit $?
 pid=$(cat -- "$pidfile" 2>/dev/null) || exit 0
 start=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f20)
@@ -62,6 +85,13 @@ mkdir -p -- "${record%/*}" 2>/dev/null &&
   printf '%s\n' "$pid" "$start" "$boot" "$pidfile" > "$record.tmp" 2>/dev/null &&
   mv -f -- "$record.tmp" "$record" 2>/dev/null
 exit 0
+"""
+# Sends signal $1 (a name, or 0 to ask whether it lives) to the daemon of pidfile $2 only if it is
+# the recorded one ($3): never to whoever holds a dead daemon's pid now.
+_SIGNAL_OURS = _OURS + r"""
+pid=$(ours "$2" "$3") || exit 1
+if [ "$1" = 0 ]; then exec kill -0 "$pid"; fi
+exec kill -s "$1" "$pid"
 """
 
 
@@ -518,7 +548,8 @@ class SSHRemote(Remote):
 
     def signal(self, pidfile: str, sig: str) -> bool:
         sig = check_signal(sig)
-        return self.exec(["pkill", f"--signal={sig}", "--pidfile", pidfile], check=False).exit_code == 0
+        res = self.exec(["sh", "-c", _SIGNAL_OURS, "sh", sig, pidfile, record_path(pidfile)], check=False)
+        return res.exit_code == 0
 
 
 class SSHBackend:

@@ -371,3 +371,44 @@ def test_daemon_records_work_through_sudo(sshd):
     finally:
         r.exec(["rm", "-rf", "/run/sudo-t"], check=False)
         backend.teardown(None)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("as_root", [True, False], ids=["root", "sudo"])
+def test_a_dead_daemons_pid_held_by_another_process_is_never_signalled(sshd, as_root):
+    """A daemon that died leaves its pidfile; its pid may belong to another process next. Signals
+    (the kill, pause and liveness probes of the DB and the nemeses) reach only the recorded daemon,
+    and a start on that pidfile starts the daemon again rather than taking the stranger for it."""
+    backend = SSHBackend(ssh_spec(sshd) if as_root else password_spec(sshd))
+    r = backend.setup(None)["n1"]
+    pidfile = "/run/reuse-t/s.pid"
+    stranger = ""
+    try:
+        r.start_daemon(["sleep", "303"], pidfile=pidfile, logfile="/run/reuse-t/s.log")
+        assert r.signal(pidfile, "0")
+        assert r.signal(pidfile, "KILL")
+        deadline = time.monotonic() + 60
+        while r.signal(pidfile, "0"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        # the pid recycled: another process holds what the (left) pidfile names
+        r.exec(["sh", "-c", "setsid -f sleep 604 </dev/null >/dev/null 2>&1"])
+        stranger = r.exec(["pgrep", "-nx", "sleep"]).stdout.strip()
+        r.write_file(pidfile, stranger + "\n")
+        for sig in ("0", "STOP", "KILL"):
+            assert not r.signal(pidfile, sig), sig
+        assert _alive(r, stranger)
+        stat = parse_stat(r.exec(["cat", f"/proc/{stranger}/stat"]).stdout)
+        assert stat is not None and stat.state != "T"
+
+        r.start_daemon(["sleep", "305"], pidfile=pidfile, logfile="/run/reuse-t/s.log")
+        pid = r.exec(["cat", pidfile]).stdout.strip()
+        assert pid != stranger and r.signal(pidfile, "0")
+        assert "sleep 305" in r.exec(["cat", f"/proc/{pid}/cmdline"]).stdout.replace("\0", " ")
+        assert r.signal(pidfile, "KILL") and _alive(r, stranger)
+    finally:
+        if stranger:
+            r.exec(["kill", "-s", "KILL", stranger], check=False)
+        end_recorded_daemons(r)
+        r.exec(["rm", "-rf", "/run/reuse-t"], check=False)
+        backend.teardown(None)
