@@ -46,17 +46,19 @@ CONNECT_RETRIES = 5
 # The framework's own directory on a host: one record per pidfile it had start-stop-daemon write.
 DAEMONS_DIR = "/var/lib/jepsen-py/daemons"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
-# `ours PIDFILE RECORD` prints the pid PIDFILE names when it is still the daemon RECORD describes
-# (the same pid, start time and boot, not a zombie; without a record, the pidfile is all there is to
-# go by) and fails otherwise: a daemon that died leaves its pidfile, and its pid may be another
-# process's now.
+# `stat_of PID` prints /proc/PID/stat after the name (which may hold spaces and parentheses); from
+# there the state is field 1 and the start time field 20. `ours PIDFILE RECORD` prints the pid
+# PIDFILE names when it is still the daemon RECORD describes (the same pid, start time and boot, not
+# a zombie; without a record, the pidfile is all there is to go by) and fails otherwise: a daemon
+# that died leaves its pidfile, and its pid may be another process's now.
 _OURS = r"""
+stat_of() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null; }
 ours() {
   pid=$(cat -- "$1" 2>/dev/null) || return 1
   case $pid in ''|*[!0-9]*) return 1 ;; esac
   [ -e "$2" ] || { echo "$pid"; return 0; }
   { read -r rpid; read -r rstart; read -r rboot; } < "$2" || return 1
-  stat=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) || return 1
+  stat=$(stat_of "$pid") || return 1
   case $stat in Z*|X*|'') return 1 ;; esac
   start=$(echo "$stat" | cut -d' ' -f20)
   boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)
@@ -78,7 +80,7 @@ if [ -e "$record" ] && ! ours "$pidfile" "$record" >/dev/null; then
 fi
 "$@" || exit $?
 pid=$(cat -- "$pidfile" 2>/dev/null) || exit 0
-start=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f20)
+start=$(stat_of "$pid" | cut -d' ' -f20)
 [ -n "$start" ] || exit 0
 boot=$(cat /proc/sys/kernel/random/boot_id) || exit 0
 mkdir -p -- "${record%/*}" 2>/dev/null &&
