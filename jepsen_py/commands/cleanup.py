@@ -27,8 +27,9 @@ from jepsen_py.backends.ssh import SSHBackend, end_recorded_daemons
 from jepsen_py.errors import BadInput, EnvironmentProblem
 from jepsen_py.nemeses import net
 from jepsen_py.nemeses.net import CHAIN, labelled_rules
-from jepsen_py.plugins import load_db, plugin_call
+from jepsen_py.plugins import check_db_flags, load_db, plugin_call
 from jepsen_py.protocols import DB, Test, TestSpec
+from jepsen_py.spec import parse_db_options
 
 NAME = "cleanup"
 HELP = "remove every container, network, iptables rule and process jepsen-py made (after a crash)"
@@ -52,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="MODULE:CLASS", default=None,
                         help="on the SSH hosts, also run this DB's teardown (what a run ends with: it "
                              "stops the DB and wipes its data), e.g. jepsen_py.raftdb:RaftMetadataDB")
+    parser.add_argument("--db-option", action="append", default=None, metavar="KEY=VALUE",
+                        help="with --db: a setting the DB was run with, repeatable, as `run` takes it "
+                             "(a DB whose teardown depends on its settings needs the same ones)")
 
     ssh.add_arguments(parser.add_argument_group("ssh options (with --ssh-nodes or --ssh-host)"))
 
@@ -88,11 +92,12 @@ def docker_resources(run: str | None, images: bool) -> dict[str, list[str]]:
     return removed
 
 
-def ssh_spec(nodes: list[str], options: dict[str, Any], db: str = "") -> TestSpec:
+def ssh_spec(nodes: list[str], options: dict[str, Any], db: str = "",
+             db_options: dict[str, str] | None = None) -> TestSpec:
     """The spec cleanup reaches the SSH hosts with (and builds a --db from)."""
     return TestSpec(name="cleanup", workload="", nemesis=[], nodes=nodes, time_limit=1, concurrency=1,
-                    rate=0, nemesis_interval=1, seed=0, backend="ssh", read_mode="read-index", bugs=[],
-                    db=db, results_dir=Path("."), options=options)
+                    rate=0, nemesis_interval=1, seed=0, backend="ssh", read_mode=None, bugs=[],
+                    db=db, results_dir=Path("."), options=options, db_options=dict(db_options or {}))
 
 
 def ssh_hosts(spec: TestSpec, db: DB | None = None) -> dict[str, Any]:
@@ -139,10 +144,16 @@ def run(args: argparse.Namespace) -> int:
     # the hosts a run was given: --ssh-nodes, else the nodes --ssh-host names (as for a run)
     nodes = ([n.strip() for n in args.ssh_nodes.split(",") if n.strip()] if args.ssh_nodes
              else ssh.given_nodes(options) if args.ssh_host else [])
+    db_options = parse_db_options(args.db_option)
+    if args.db_option and args.db is None:
+        raise BadInput("--db-option: a setting of the DB that --db names; give --db too")
     if args.db is not None and not nodes:
         raise BadInput("--db: tears the DB down on SSH hosts; name them with --ssh-host or --ssh-nodes")
-    spec = ssh_spec(nodes, options, args.db or "")
-    db = load_db(args.db, spec) if args.db is not None else None  # a bad --db: refused before anything
+    spec = ssh_spec(nodes, options, args.db or "", db_options)
+    db = None
+    if args.db is not None:  # a bad --db or --db-option: refused before anything is touched
+        check_db_flags(spec)
+        db = load_db(args.db, spec)
     removed = cleanup(args.run, args.images)
     if nodes:
         removed.update(ssh_hosts(spec, db))

@@ -32,6 +32,7 @@ from tests.nemeses.support import make_spec, make_test
 from tests.sshd import sshd_hosts
 
 NODES = ["n1", "n2"]
+DIRDB = "tests.jepsen_py.dirdb:DirDB"
 
 
 def test_options_from_spec(tmp_path):
@@ -355,6 +356,39 @@ def test_cleanup_refuses_a_db_without_hosts_and_a_bad_db_before_touching_anythin
     code = main(["cleanup", "--run", "no-such-run", "--ssh-host", "n1=127.0.0.1:1", "--db", "no_such_mod:DB"])
     err = capsys.readouterr().err
     assert code == 254 and "no_such_mod" in err and len(err.strip().splitlines()) == 1, err
+    host = ["--run", "no-such-run", "--ssh-host", "n1=127.0.0.1:1"]
+    assert main(["cleanup", *host, "--db-option", "dir=/x"]) == 254
+    assert "give --db too" in capsys.readouterr().err
+    for option, said in (("size=3", "takes no 'size' (it takes: dir)"), ("dir=x", "an absolute path"),
+                         ("dir", "expected KEY=VALUE")):
+        code = main(["cleanup", *host, "--db", DIRDB, "--db-option", option])
+        err = capsys.readouterr().err
+        assert code == 254 and said in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.docker
+def test_cleanup_tears_the_db_down_with_the_settings_it_was_run_with(sshd, capsys):
+    """`cleanup --db ... --db-option ...`: the DB is built with the run's settings, so a teardown
+    that depends on one (here the data directory) removes what the run made, and only that."""
+    from jepsen_py.cli import main
+
+    remotes = SSHBackend(ssh_spec(sshd)).setup(None)
+    try:
+        for r in remotes.values():
+            r.exec(["mkdir", "-p", "/srv/dirdb-run/data", "/var/lib/dirdb"])
+        flags = [a for h in sshd["hosts"] for a in ("--ssh-host", h)]
+        flags += ["--ssh-key", sshd["key"], "--ssh-known-hosts", sshd["known"]]
+        code = main(["cleanup", "--run", "no-such-run", *flags, "--db", DIRDB,
+                     "--db-option", "dir=/srv/dirdb-run"])
+        out = capsys.readouterr().out
+        assert code == 0 and f"ran {DIRDB}'s teardown on n1, n2" in out, out
+        for r in remotes.values():
+            assert r.exec(["test", "-e", "/srv/dirdb-run"], check=False).exit_code != 0
+            assert r.exec(["test", "-d", "/var/lib/dirdb"], check=False).exit_code == 0, "the default stays"
+    finally:
+        for r in remotes.values():
+            r.exec(["rm", "-rf", "/srv/dirdb-run", "/var/lib/dirdb"], check=False)
+            r.close()
 
 
 @pytest.mark.docker
