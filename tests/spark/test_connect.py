@@ -27,6 +27,7 @@ pytestmark = pytest.mark.slow
 
 START_TIMEOUT_S = 240
 JOB_TIMEOUT_S = 400
+BIND_ATTEMPTS = 3
 
 
 def _free_port() -> int:
@@ -46,28 +47,34 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     home = Path(pyspark.__file__).parent
     d = tmp_path_factory.mktemp("connect")
-    port = _free_port()
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
            "PYSPARK_PYTHON": sys.executable}
     log = d / "server.log"
-    with open(log, "wb") as out:
-        server = subprocess.Popen(
-            [str(home / "bin" / "spark-submit"), "--class",
-             "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
-             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-             "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.ui.enabled=false",
-             "--conf", "spark.driver.memory=1g", "spark-internal"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=d, start_new_session=True)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    # the port is free when chosen but bound only when the server starts: another process can
+    # take it in between, and then the server exits saying so; it starts again on another port
+    for attempt in range(BIND_ATTEMPTS):
+        port = _free_port()
+        with open(log, "wb") as out:
+            server = subprocess.Popen(
+                [str(home / "bin" / "spark-submit"), "--class",
+                 "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
+                 "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+                 "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.ui.enabled=false",
+                 "--conf", "spark.driver.memory=1g", "spark-internal"],
+                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=d, start_new_session=True)
+        while server.poll() is None and time.monotonic() < deadline:
             with socket.socket() as s:
                 s.settimeout(1)
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
-            assert server.poll() is None and time.monotonic() < deadline, (
-                "Spark Connect server did not come up:\n" + log.read_text(errors="replace")[-3000:])
             time.sleep(1)
+        text = log.read_text(errors="replace")
+        if server.poll() is None or "BindException" not in text or attempt == BIND_ATTEMPTS - 1:
+            break
+    try:
+        assert server.poll() is None and time.monotonic() < deadline, (
+            "Spark Connect server did not come up:\n" + log.read_text(errors="replace")[-3000:])
         yield f"sc://127.0.0.1:{port}"
     finally:
         stop_group(server)
