@@ -34,7 +34,7 @@ from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VA
 from jepsen_py.explore import corpus as corpusdir
 from jepsen_py.explore import report as report_page
 from jepsen_py.explore import schedule as sched
-from jepsen_py.explore.fanout import FanoutStats, ProcessRunner, Runner, run_fanout
+from jepsen_py.explore.fanout import TASK_TRIALS, FanoutStats, ProcessRunner, Runner, run_fanout
 from jepsen_py.explore.harden import Rate, harden, in_kind_key, kind_rates, steadier_kinds, timing_seeds
 from jepsen_py.explore.realspace import (
     REAL_DRAWS,
@@ -112,6 +112,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--master", default=None, metavar="URL",
                    help="run the trials on Spark's executors: spark://HOST:PORT, local[N], yarn or "
                         "k8s://URL; findings are shrunk here")
+    g.add_argument("--round-size", type=integer(1, 65536), default=None, metavar="N",
+                   help="with --parallel or --master: search in rounds of N tasks of "
+                        f"{TASK_TRIALS} trials each, merged in order, so that the same --seed and N try "
+                        "the same schedules whatever the cores (default: each core's slices merged "
+                        "as they come back, which keeps every core busy but is not repeatable)")
     g.add_argument("--corpus", type=path_text, default=None, metavar="DIR",
                    help="start from the configurations an earlier search with this DIR kept, and keep the "
                         "ones that reach new coverage there (one JSON file each; created if missing)")
@@ -370,6 +375,9 @@ def run(args: argparse.Namespace) -> int:
         flag = "--master" if args.master is not None else "--parallel"
         raise BadInput(f"{flag}: trials fan out in the simulator only (--backend sim), not --backend "
                        f"{args.backend}")
+    if args.round_size is not None and args.master is None and args.parallel is None:
+        raise BadInput("--round-size: rounds of tasks for --parallel or --master; a search in one "
+                       "process is repeatable as it is")
     p = plan(args)
     bugs, space = p.bugs, p.space
     if args.master is not None:
@@ -639,7 +647,7 @@ def _fan_out(args: argparse.Namespace, runner: Runner, fan: FanoutStats, search:
 
     return run_fanout(search, runner, bugs=bugs, budget_s=args.budget,
                       stop_at_first=not (args.keep_going or args.until_replayable),
-                      on_trial=on_trial, on_finding=on_finding, stats=fan)
+                      on_trial=on_trial, on_finding=on_finding, stats=fan, round_size=args.round_size or 0)
 
 
 def _fanout_summary(args: argparse.Namespace, runner: Runner | None, fan: FanoutStats | None,

@@ -45,6 +45,9 @@ class Task:
     warmup: int = 10
     # stop at the first failing trial (the driver stops the search there) or search the whole slice
     stop_at_finding: bool = True
+    # > 0: exactly this many trials, however long they take (a round of a repeatable search);
+    # 0: trials until slice_s has passed
+    trials: int = 0
 
 
 @dataclass
@@ -106,7 +109,8 @@ def _stopped() -> bool:
 
 
 def run_task(task: Task) -> TaskResult:
-    """Runs trials of the task's own Search until its slice ends (or its first failing trial)."""
+    """Runs trials of the task's own Search until its slice ends or it has run `task.trials` (or
+    until its first failing trial)."""
     started, cpu0 = time.monotonic(), time.process_time()
     work = Path(tempfile.mkdtemp(prefix="jepsen-py-explore-"))
     records: list[TrialRecord] = []
@@ -115,7 +119,7 @@ def run_task(task: Task) -> TaskResult:
         search = Search(system, task.space, seed=task.seed, warmup=task.warmup)
         search.load(task.corpus, task.seen)
         soft, hard = started + task.slice_s, started + task.budget_s
-        while time.monotonic() < soft and not _stopped():
+        while (len(records) < task.trials if task.trials else time.monotonic() < soft) and not _stopped():
             system.deadline = hard
             cfg = search.next_config()
             trial = search.record(cfg, system.trial(cfg))

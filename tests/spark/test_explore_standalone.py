@@ -56,6 +56,25 @@ def test_explore_master_correct_build_with_a_corpus(standalone: Standalone, tmp_
     assert _summary(tmp_path / "r")["fanout"]["corpus_loaded"] == len(kept)
 
 
+def test_explore_in_rounds_finds_the_same_on_spark_as_in_worker_processes(standalone: Standalone,
+                                                                           tmp_path: Path) -> None:
+    """--round-size: the same seed finds the same bug after the same schedules, in the same
+    configuration, on the standalone cluster's executors as in two worker processes."""
+    # this seed finds it in the second round (two tasks of 4 trials a round), from the first's corpus
+    argv = ("explore", "--bug", "zombie-leader", "--budget", "300", "--shrink-budget", "10",
+            "--harden-budget", "0", "--seed", "8", "--round-size", "2", "--no-progress")
+    found = []
+    for where in (("--master", standalone.url), ("--parallel", "2")):
+        results = tmp_path / where[0].strip("-")
+        p = _jepsen(*argv, *where, "--results-dir", str(results))
+        assert p.returncode == 1, p.stderr[-3000:] + standalone.log_tail()
+        out = _summary(results)
+        assert out["fanout"]["task_errors"] == 0 and out["fanout"]["tasks"] % 2 == 0
+        f = out["findings"][0]
+        found.append((f["config"], f["schedules_tried"]))
+    assert found[0] == found[1] and found[0][1] > 8, found
+
+
 def test_test_all_master_gives_the_parallel_table(standalone: Standalone, tmp_path: Path) -> None:
     argv = ("test-all", "--backend", "sim", "--quick", "--bugs", "split-brain-metadata,correct",
             "--time-limit", "6", "--seed", "4", "--no-progress", "--results-dir", str(tmp_path / "r"))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jepsen_py.explore.fanout import FanoutStats, run_fanout
+from jepsen_py.explore.fanout import TASK_TRIALS, FanoutStats, ProcessRunner, run_fanout
 from jepsen_py.explore.schedule import Schedule
 from jepsen_py.explore.search import Search, Trial
 from jepsen_py.explore.space import Space
@@ -30,6 +30,8 @@ from tests.jepsen_py.explore.test_command import _code
     (["explore", "--parallel", "2", "--backend", "docker"],
      "--parallel: trials fan out in the simulator only"),
     (["explore", "--parallel", "0"], "--parallel"),
+    (["explore", "--round-size", "4"], "--round-size: rounds of tasks for --parallel or --master"),
+    (["explore", "--parallel", "2", "--round-size", "0"], "--round-size"),
     (["test-all", "--master", "local[2]"], "--master: an option of the simulator's matrix"),
     (["test-all", "--backend", "sim", "--master", "local[two]"], "not a Spark master URL"),
 ])
@@ -95,6 +97,37 @@ def test_tasks_that_keep_failing_end_the_search_with_the_first_error() -> None:
     assert isinstance(stats, FanoutStats)
     assert stats.task_errors == runner.submitted == 2 * runner.slots
     assert stats.first_error == "RuntimeError: executor lost" and search.stats.tried == 0
+
+
+def _rounds(slots: int, rounds: int, round_size: int = 3) -> list[tuple[str, tuple[str, ...]]]:
+    """The trials of the first `rounds` rounds of a search on `slots` worker processes, in the order
+    the driver merged them: (configuration, coverage) each."""
+    space = Space(workloads=("offsets",), node_counts=(3,), time_limits=(2.0,))
+    search = Search(PlantedSystem(), space, seed=11, warmup=4)
+    seen: list[tuple[str, tuple[str, ...]]] = []
+    now = [0.0]
+    per_round = round_size * TASK_TRIALS
+
+    def on_trial(trial: Trial) -> None:
+        assert trial.config is not None and not trial.error and not trial.cut
+        seen.append((trial.config.label(), tuple(sorted(trial.coverage))))
+        if len(seen) == rounds * per_round:
+            now[0] = 1e9  # the budget ends: no round after this one
+
+    stats = run_fanout(search, ProcessRunner(slots), bugs=[], budget_s=600, stop_at_first=True,
+                       on_trial=on_trial, clock=lambda: now[0], round_size=round_size)
+    assert stats.tasks == rounds * round_size and stats.task_errors == 0
+    assert search.stats.tried == len(seen) == rounds * per_round
+    return seen
+
+
+def test_rounds_try_the_same_schedules_whatever_the_cores() -> None:
+    """--round-size: the same seed tries the same configurations, with the same coverage, on one
+    worker or two, and the second round starts from what the first found (its corpus)."""
+    one = _rounds(slots=1, rounds=2)
+    two = _rounds(slots=2, rounds=2)
+    assert one == two
+    assert len({config for config, _ in one}) > 1, "the tasks drew configurations of their own"
 
 
 def _explore(tmp_path: Path, *argv: str) -> tuple[int, dict]:
