@@ -20,9 +20,10 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jepsen_py.checkers.elle.budget import Deadline
-from jepsen_py.checkers.elle.checker import WORKLOADS, conclude, validated
+from jepsen_py.checkers.elle.checker import WORKLOADS, conclude, gc_paused, validated
 from jepsen_py.checkers.elle.found import Found
 from jepsen_py.checkers.elle.graph import EdgeList
+from jepsen_py.checkers.elle.inference import NONE, Inference
 from jepsen_py.checkers.elle.perkey import infer_key, merge, split_by_key
 from jepsen_py.checkers.elle.txn import transactions
 from jepsen_py.spark.distributed_check import _session
@@ -38,12 +39,12 @@ Item = tuple[int, Hashable, "list[TxnRow]"]
 
 
 def _infer_task(workload: str, nodes: int, until: float,
-                process_keys: bool) -> Callable[[Item], tuple[int, KeyResult]]:
+                inference: Inference) -> Callable[[Item], tuple[int, KeyResult]]:
     """One key's inference, with what is left of the budget when the task starts."""
 
     def run(item: Item) -> tuple[int, KeyResult]:
         i, _key, rows = item
-        return i, infer_key(workload, rows, nodes, Deadline(until - time.time()), process_keys)
+        return i, infer_key(workload, rows, nodes, Deadline(until - time.time()), inference)
 
     return run
 
@@ -51,10 +52,11 @@ def _infer_task(workload: str, nodes: int, until: float,
 def check_txn_distributed(
     ops: Sequence[Op],
     workload: str = "list-append",
-    consistency_models: Iterable[str] = ("strict-serializable",),
+    consistency_models: Iterable[str] | None = ("strict-serializable",),
     *,
+    anomalies: Iterable[str] = (),
     time_s: float = 120.0,
-    process_keys: bool = False,
+    inference: Inference = NONE,
     f: str = "txn",
     master: str | None = None,
     spark: SparkSession | None = None,
@@ -62,7 +64,7 @@ def check_txn_distributed(
 ) -> dict[str, Any]:
     """checkers.elle.check's result for `ops`, with every key's inference on a Spark executor,
     plus "engine": "spark", "master", "partitions" and "keys". BadInput as the local check."""
-    wanted = validated(workload, consistency_models)
+    wanted = validated(workload, consistency_models, anomalies)
     deadline = Deadline(time_s)
     until = time.time() + time_s
     txns = transactions(ops, WORKLOADS[workload], f)
@@ -77,7 +79,7 @@ def check_txn_distributed(
         items: list[Item] = [(i, k, rows) for i, (k, rows) in enumerate(groups)]
         if is_connect_session(session):
             n = partitions or max(1, min(len(items), 4 * (os.cpu_count() or 2)))
-            pieces = _infer_connect(session, items, n, workload, len(txns), until, process_keys)
+            pieces = _infer_connect(session, items, n, workload, len(txns), until, inference)
             used_master = master or "sc://"
         else:
             sc = session.sparkContext
@@ -88,7 +90,7 @@ def check_txn_distributed(
             for j, i in enumerate(order):
                 slices[j % n].append(items[i])
             rdd = sc.parallelize([it for s in slices for it in s], n).map(
-                _infer_task(workload, len(txns), until, process_keys))
+                _infer_task(workload, len(txns), until, inference))
             got = dict(rdd.collect())
             pieces = [got[i] for i in range(len(items))]
             used_master = sc.master
@@ -96,13 +98,14 @@ def check_txn_distributed(
     else:
         late = None
     stopped = f"{late} (on an executor)" if late is not None else None
-    result = conclude(txns, edges, found, workload, wanted, deadline, stopped=stopped)
+    with gc_paused():
+        result = conclude(txns, edges, found, workload, wanted, deadline, stopped=stopped)
     result.update(engine="spark", master=used_master, partitions=n, keys=len(groups))
     return result
 
 
 def _infer_arrow_task(workload: str, nodes: int, until: float,
-                      process_keys: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
+                      inference: Inference) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """Per-key inference over Arrow batches of (i, pickled item) -> (i, pickled KeyResult)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
@@ -110,7 +113,7 @@ def _infer_arrow_task(workload: str, nodes: int, until: float,
 
         import pyarrow as pa
 
-        task = _infer_task(workload, nodes, until, process_keys)
+        task = _infer_task(workload, nodes, until, inference)
         for batch in batches:
             ids, out = [], []
             for blob in batch.column("item").to_pylist():
@@ -124,13 +127,13 @@ def _infer_arrow_task(workload: str, nodes: int, until: float,
 
 
 def _infer_connect(session: SparkSession, items: list[Item], n: int, workload: str, nodes: int,
-                   until: float, process_keys: bool) -> list[KeyResult]:
+                   until: float, inference: Inference) -> list[KeyResult]:
     """On a Spark Connect server (no RDDs): the keys travel as a DataFrame of pickled items,
     inferred with mapInArrow on the server's executors."""
     import pickle
 
     df = session.createDataFrame([(it[0], pickle.dumps(it)) for it in items], "i long, item binary")
-    rows = df.repartition(n).mapInArrow(_infer_arrow_task(workload, nodes, until, process_keys),
+    rows = df.repartition(n).mapInArrow(_infer_arrow_task(workload, nodes, until, inference),
                                         "i long, piece binary").collect()
     got = {r["i"]: pickle.loads(r["piece"]) for r in rows}
     return [got[i] for i in range(len(items))]

@@ -54,6 +54,9 @@ KNOBS: dict[str, Knob] = {
     "dequeue_fraction": Knob("number", 0, 1, "a fraction"),
     "final_delay": Knob("number", 0, MAX_SECONDS, "seconds"),
     "linearizable": Knob("flag", what="true or false"),
+    "wfr_keys": Knob("flag", what="true or false"),
+    "sequential_keys": Knob("flag", what="true or false"),
+    "linearizable_keys": Knob("flag", what="true or false"),
 }
 
 

@@ -21,15 +21,19 @@ probability `read_fraction`, else a write. A key retires after `max_writes_per_k
 fresh key takes its place, so version orders stay short. Written values are unique per key
 (1, 2, 3, ...). After heal every key used is read on every node, a few keys per transaction.
 
-Checked by ElleChecker against `consistency_models` (default strict-serializable; give several as
-`consistency_models=serializable,snapshot-isolation`), plus availability, crash and stats.
+Checked by ElleChecker against `consistency_models` (default strict-serializable, or none when
+`anomalies` is given; give several as `consistency_models=serializable,snapshot-isolation`) and
+`anomalies` (Elle's: anomalies that fail the run besides those the models prohibit), plus
+availability, crash and stats. rw-register's version-order assumptions are Elle's, off by default:
+`wfr_keys`, `sequential_keys`, `linearizable_keys` (true or false).
 Options: key_count, min_txn_length, max_txn_length, max_writes_per_key, read_fraction,
-consistency_models, final_delay (seconds before the final reads, default 1).
+consistency_models, anomalies, wfr_keys, sequential_keys, linearizable_keys, final_delay (seconds
+before the final reads, default 1).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jepsen_py.workloads.common import run_checkers
 
@@ -37,6 +41,9 @@ from jepsen_py.errors import BadInput
 from jepsen_py.generator import Context, defer, fn, seq, sleep
 from jepsen_py.protocols import TestSpec
 from jepsen_py.workload import Workload
+
+if TYPE_CHECKING:
+    from jepsen_py.checkers.elle import Inference
 
 FS = frozenset({"txn"})
 DEFAULT_MODELS = ("strict-serializable",)
@@ -98,17 +105,41 @@ class TxnGen:
                 for chunk in chunks for n in nodes]
 
 
-def consistency_models(options: dict[str, Any]) -> list[str]:
-    """The `consistency_models` option as a list: "a,b" text, one name, or a JSON list."""
-    v = options.get("consistency_models", ",".join(DEFAULT_MODELS))
+def _names(options: dict[str, Any], key: str, default: str) -> list[str]:
+    """A list option: "a,b" text, one name, or a JSON list."""
+    v = options.get(key, default)
     names = v.split(",") if isinstance(v, str) else v
     if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
-        raise BadInput(f"--workload-option consistency_models: expected names separated by commas, "
-                       f"got {v!r}")
-    out = [x.strip() for x in names if x.strip()]
-    if not out:
-        raise BadInput("--workload-option consistency_models: no model named")
+        raise BadInput(f"--workload-option {key}: expected names separated by commas, got {v!r}")
+    return [x.strip() for x in names if x.strip()]
+
+
+def consistency_models(options: dict[str, Any]) -> list[str]:
+    """The `consistency_models` option as a list (none when only `anomalies` is given, or for
+    "none")."""
+    default = "" if "anomalies" in options else ",".join(DEFAULT_MODELS)
+    out = _names(options, "consistency_models", default)
+    if out == ["none"]:
+        out = []
+    if not out and not anomalies(options):
+        raise BadInput("--workload-option consistency_models: no model named (and no anomalies)")
     return out
+
+
+def anomalies(options: dict[str, Any]) -> list[str]:
+    """The `anomalies` option as a list."""
+    return _names(options, "anomalies", "")
+
+
+def inference(name: str, options: dict[str, Any]) -> Inference:
+    """rw-register's version-order assumptions; refused for list-append, which needs none."""
+    from jepsen_py.checkers.elle import Inference
+
+    flags = {k: bool(options.get(k, False)) for k in ("wfr_keys", "sequential_keys", "linearizable_keys")}
+    if name != "rw-register" and any(flags.values()):
+        on = ", ".join(k for k, v in flags.items() if v)
+        raise BadInput(f"--workload-option {on}: applies to rw-register only")
+    return Inference(**flags)
 
 
 def txn_workload(name: str, spec: TestSpec) -> Workload:
@@ -125,6 +156,8 @@ def txn_workload(name: str, spec: TestSpec) -> Workload:
     if int(o.get("min_txn_length", 1)) > int(o.get("max_txn_length", 4)):
         raise BadInput("--workload-option min_txn_length: must not exceed max_txn_length")
     wanted = consistency_models(o)
+    extra = anomalies(o)
+    assume = inference(name, o)
     # Lambdas, not bound methods: copies of the generator tree must keep sharing `state`.
     return Workload(
         name=name,
@@ -132,8 +165,8 @@ def txn_workload(name: str, spec: TestSpec) -> Workload:
         generator=fn(lambda ctx: state.op(ctx)),
         final_generator=seq(sleep(float(o.get("final_delay", FINAL_DELAY_S))),
                             defer(lambda ctx: state.final(ctx))),
-        checkers=[ElleChecker(name, wanted), *run_checkers(spec)],
-        meta={"model": name, "consistency_models": wanted, "key_count": state.key_count,
+        checkers=[ElleChecker(name, wanted, anomalies=extra, inference=assume), *run_checkers(spec)],
+        meta={"model": name, "consistency_models": wanted, "anomalies": extra, "key_count": state.key_count,
               "max_txn_length": state.max_len, "max_writes_per_key": state.max_writes},
     )
 

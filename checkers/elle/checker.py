@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import gc
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import Any
 
 from jepsen_py.checkers.elle import listappend, models, rwregister
 from jepsen_py.checkers.elle.budget import DEFAULT_TIME_S, Deadline, OutOfTime
 from jepsen_py.checkers.elle.cycles import find, specs
+from jepsen_py.checkers.elle.exists import cycle_exists
 from jepsen_py.checkers.elle.explain import edge
 from jepsen_py.checkers.elle.found import Found
 from jepsen_py.checkers.elle.graph import (
     KIND_NAMES,
     REALTIME,
+    RW,
     Component,
+    Cyclic,
     EdgeList,
     cyclic,
     edge_counts,
+    labels_of,
     restrict,
 )
-from jepsen_py.checkers.elle.order import process_edges, realtime_edges
+from jepsen_py.checkers.elle.inference import NONE, Inference
+from jepsen_py.checkers.elle.order import process_edges, realtime_edges, realtime_pairs
 from jepsen_py.checkers.elle.txn import APPEND, WRITE, Txn, counts, transactions
 
 from jepsen_py.errors import BadInput
@@ -30,107 +38,187 @@ WORKLOADS = {"list-append": APPEND, "rw-register": WRITE}
 
 
 def check(history: Sequence[Op], workload: str = "list-append",
-          consistency_models: Iterable[str] = models.DEFAULT_MODELS, *, time_s: float = DEFAULT_TIME_S,
-          process_keys: bool = False, f: str = "txn") -> dict[str, Any]:
-    """Checks a transactional history; see the package docstring for the result's shape."""
-    wanted = validated(workload, consistency_models)
+          consistency_models: Iterable[str] | None = models.DEFAULT_MODELS, *,
+          anomalies: Iterable[str] = (), time_s: float = DEFAULT_TIME_S,
+          inference: Inference = NONE, process_keys: bool = False, f: str = "txn") -> dict[str, Any]:
+    """Checks a transactional history; see the package docstring for the result's shape.
+    `consistency_models` and `anomalies` are Elle's options of those names (the check fails on any
+    anomaly the models prohibit, or any given anomaly or one that implies it); `inference` what a
+    rw-register check may assume (`process_keys` is the older name of sequential keys)."""
+    wanted = Wanted.of(workload, consistency_models, anomalies)
+    if process_keys:
+        inference = replace(inference, sequential_keys=True)
     deadline = Deadline(time_s)
-    txns = transactions(history, WORKLOADS[workload], f)
-    found = Found()
-    edges = EdgeList(len(txns))
+    with gc_paused():
+        txns = transactions(history, WORKLOADS[workload], f)
+        found = Found()
+        edges = EdgeList(len(txns))
+        try:
+            infer(workload, txns, edges, found, deadline, inference)
+        except OutOfTime as e:
+            return conclude(txns, edges, found, workload, wanted, deadline, stopped=e.stage)
+        return conclude(txns, edges, found, workload, wanted, deadline)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a check builds its millions of small objects, none
+    of them in a reference cycle: its passes over them were a third of a check's time."""
+    was = gc.isenabled()
+    gc.disable()
     try:
-        infer(workload, txns, edges, found, deadline, process_keys)
-    except OutOfTime as e:
-        return conclude(txns, edges, found, workload, wanted, deadline, stopped=e.stage)
-    return conclude(txns, edges, found, workload, wanted, deadline)
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
-def validated(workload: str, consistency_models: Iterable[str]) -> list[str]:
-    """The models asked for, as a list; BadInput for an unknown workload or model."""
-    wanted = list(consistency_models)
-    if workload not in WORKLOADS:
-        raise BadInput(f"unknown transactional workload {workload!r}; known: {', '.join(WORKLOADS)}")
-    unknown = models.unknown_models(wanted)
-    if unknown or not wanted:
-        raise BadInput(f"unknown consistency model(s) {unknown or wanted}; "
-                       f"known: {', '.join(sorted(models.MODELS))}")
-    return wanted
+@dataclass(frozen=True, slots=True)
+class Wanted:
+    """What a check looks for: Elle's :consistency-models and :anomalies, validated."""
+
+    models: tuple[str, ...]
+    anomalies: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, workload: str, consistency_models: Iterable[str] | None,
+           anomalies: Iterable[str] = ()) -> Wanted:
+        """BadInput for an unknown workload, model or anomaly, or for asking for nothing."""
+        ms = list(consistency_models or ())
+        extra = list(anomalies)
+        if workload not in WORKLOADS:
+            raise BadInput(f"unknown transactional workload {workload!r}; known: {', '.join(WORKLOADS)}")
+        unknown = models.unknown_models(ms)
+        if unknown:
+            raise BadInput(f"unknown consistency model(s) {', '.join(unknown)}; "
+                           f"known: {', '.join(sorted(models.MODELS))}")
+        bad = models.unknown_anomalies(extra)
+        if bad:
+            raise BadInput(f"unknown anomaly(s) {', '.join(bad)}; "
+                           f"known: {', '.join(sorted(models.ANOMALIES))}")
+        if not ms and not extra:
+            raise BadInput("no consistency model or anomaly to check for")
+        return cls(tuple(ms), tuple(extra))
+
+    def prohibited(self) -> set[str]:
+        return models.prohibited(self.models, self.anomalies)
+
+
+def validated(workload: str, consistency_models: Iterable[str] | None,
+              anomalies: Iterable[str] = ()) -> Wanted:
+    """The models and anomalies asked for; BadInput for an unknown workload, model or anomaly."""
+    return Wanted.of(workload, consistency_models, anomalies)
 
 
 def infer(workload: str, txns: Sequence[Txn], edges: EdgeList, found: Found, deadline: Deadline,
-          process_keys: bool = False) -> None:
+          inference: Inference = NONE) -> None:
     """The data inference: version orders, non-cycle anomalies, ww/wr/rw edges. Everything it
     does is per key, so it may also run key by key (checkers/elle/perkey.py) and be merged."""
     if workload == "list-append":
         listappend.infer(txns, edges, found, deadline)
     else:
-        rwregister.infer(txns, edges, found, deadline, process_keys=process_keys)
+        rwregister.infer(txns, edges, found, deadline, inference)
 
 
-def conclude(txns: Sequence[Txn], edges: EdgeList, found: Found, workload: str, wanted: list[str],
+def conclude(txns: Sequence[Txn], edges: EdgeList, found: Found, workload: str, wanted: Wanted,
              deadline: Deadline, *, stopped: str | None = None) -> dict[str, Any]:
     """After inference: process and real-time edges, the cycle search, the verdict and the result.
-    `stopped` names the stage where inference ran out of time (no graph is searched then)."""
+    `stopped` names the stage where inference ran out of time (no graph is searched then).
+
+    As Elle's: real-time order is added when a prohibited anomaly involves it (it holds process
+    order too), else process order when one involves that; a graph with no edge at all is
+    `empty-transaction-graph` and a cycle search that gave up where a prohibited cycle may be is
+    `cycle-search-timeout`, each of which makes the answer unknown unless a prohibited anomaly
+    was found; where a search gave up, a strongly connected component in a model's subgraph still
+    proves a cycle that model prohibits (`<model>-cycle-exists`)."""
     time_s = deadline.time_s
     unknown_reason: str | None = None
     n_components = 0
-    gave_up: set[str] = set()
+    gave_up: dict[str, int] = {}  # kind -> the largest component it gave up in
     comps: list[Component] = []
+    bad_kinds = wanted.prohibited()
+    rt = models.needs_realtime_edges(bad_kinds)
+    proc = models.needs_process_edges(bad_kinds) and not rt
+    cyc: Cyclic | None = None
     try:
         if stopped is not None:
             raise OutOfTime(stopped)
-        proc, rt = models.needs_process_edges(wanted), models.needs_realtime_edges(wanted)
         if proc:
             process_edges(txns, edges)
         if rt:
             realtime_edges(txns, edges)
+        if not (edges.src or any(len(c[0]) for c in edges.chunks) or (rt and realtime_pairs(txns))):
+            found.add("empty-transaction-graph", {
+                "explanation": "no dependency was inferred between any two transactions: nothing "
+                               "could be checked for cycles"})
         deadline.check("graph")
         cyc = cyclic(edges)
         comps = cyc.comps
         n_components = len(comps)
         subs: dict[int, dict[int, list[Component]]] = {}  # allowed kinds -> parent label -> comps
+        hints: dict[int, Any] = {}  # kinds -> each node's strongly connected component of them
         for comp in comps:
             here: set[str] = set()  # bases found in this component, with or without process order
+            implied: set[str] = set()  # kinds implied by those found in this component
             for spec in specs(proc, rt):
-                # a G-single cycle is also a G-single-process and -realtime one (Elle's implication):
-                # a variant is searched for only where its stricter forms were not found
-                if spec.name != spec.base and spec.base in here:
+                # a G-single-item cycle is also a -process and -realtime one, and a
+                # G-nonadjacent-item one (Elle's implication): a kind implied by one found in the
+                # component is not searched for
+                if (spec.name != spec.base and spec.base in here) or spec.name in implied:
                     continue
                 deadline.check("cycle search")
                 if spec.allowed not in subs:
                     subs[spec.allowed] = restrict(cyc, spec.allowed)
+                hint = None
+                if spec.base == "G-single-item":
+                    rest = spec.allowed & ~RW
+                    if rest not in hints:
+                        labels = labels_of(cyc, rest)
+                        hints[rest] = (labels, labels.tolist()) if labels is not None else None
+                    hint = hints[rest]
                 for sub in subs[spec.allowed].get(comp.parent, ()):
-                    cycle, complete = find(sub, spec, deadline, len(txns))
+                    cycle, complete = find(sub, spec, deadline, len(txns), hint)
                     if cycle is not None:
                         found.add(spec.name, _cycle_report(cycle, txns, edges, cyc.src,
                                                            workload == "list-append"))
                         here.add(spec.base)
+                        implied |= models.implied([spec.name])
                     elif not complete:
-                        gave_up.add(spec.name)
+                        gave_up[spec.name] = max(gave_up.get(spec.name, 0), len(sub.nodes))
+        missed = sorted((set(gave_up) - models.implied(found.counts)) & bad_kinds)
+        if missed:
+            for kind in missed:
+                found.add("cycle-search-timeout", {
+                    "anomaly_spec_type": kind, "scc_size": gave_up[kind],
+                    "explanation": f"the search for a {kind} cycle gave up in a strongly connected "
+                                   f"component of {gave_up[kind]} nodes; such a cycle may exist"})
+            cycle_exists(cyc, txns, proc, rt, found)
     except OutOfTime as e:
         unknown_reason = f"time limit of {time_s:g} s reached during the {e.stage}"
     kinds = sorted(found.counts)
-    bad = sorted(set(kinds) & models.prohibited(wanted))
+    bad = sorted(set(kinds) & bad_kinds)
     c = counts(txns)
-    missed = sorted((gave_up - set(found.counts)) & models.prohibited(wanted))
-    if missed and unknown_reason is None:
-        unknown_reason = (f"the cycle search gave up on {', '.join(missed)} in a component of "
-                          f"{max(len(c.nodes) for c in comps)} nodes; such a cycle may exist")
     if bad:
         valid: bool | str = False
     elif unknown_reason is not None:
         valid = "unknown"
     elif c[OK] == 0:
         valid, unknown_reason = "unknown", "no transaction completed ok: nothing to infer from"
+    elif set(kinds) & models.UNKNOWN_KINDS:
+        valid = "unknown"
+        unknown_reason = "; ".join(found.examples[k][0]["explanation"] for k in sorted(models.UNKNOWN_KINDS)
+                                   if k in found.counts)
     else:
         valid = True
     result: dict[str, Any] = {
         "valid": valid,
         "workload": workload,
-        "consistency_models": wanted,
+        "consistency_models": list(wanted.models),
+        "anomalies_asked": list(wanted.anomalies),
         "anomaly_types": kinds,
         "prohibited_anomaly_types": bad,
         "anomaly_counts": dict(sorted(found.counts.items())),
+        "failing_kinds": bad,  # what every summary counts as failing the run (jepsen_py.analysis)
         "anomalies": [a for k in bad for a in found.examples[k]],
         "other_anomalies": [a for k in kinds if k not in bad for a in found.examples[k]],
         **models.boundary(kinds),
@@ -176,23 +264,23 @@ class ElleChecker:
     """
 
     def __init__(self, workload: str = "list-append",
-                 consistency_models: Iterable[str] = models.DEFAULT_MODELS, *, time_s: float = DEFAULT_TIME_S,
-                 process_keys: bool = False, name: str = "elle", f: str = "txn") -> None:
+                 consistency_models: Iterable[str] | None = models.DEFAULT_MODELS, *,
+                 anomalies: Iterable[str] = (), time_s: float = DEFAULT_TIME_S,
+                 inference: Inference = NONE, process_keys: bool = False, name: str = "elle",
+                 f: str = "txn") -> None:
+        self.wanted = Wanted.of(workload, consistency_models, anomalies)
         self.workload = workload
-        self.consistency_models = list(consistency_models)
+        self.consistency_models = list(self.wanted.models)
+        self.anomalies = list(self.wanted.anomalies)
         self.time_s = time_s
-        self.process_keys = process_keys
+        self.inference = replace(inference, sequential_keys=True) if process_keys else inference
         self.name = name
         self.f = f
-        if workload not in WORKLOADS:
-            raise BadInput(f"unknown transactional workload {workload!r}; known: {', '.join(WORKLOADS)}")
-        if models.unknown_models(self.consistency_models):
-            raise BadInput(f"unknown consistency model(s) {models.unknown_models(self.consistency_models)}")
 
     def check(self, test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
         time_s = self.time_s
         if test is not None:
             opts = getattr(test.spec, "options", {}) or {}
             time_s = float(opts.get("elle_time_s", time_s))
-        return check(history, self.workload, self.consistency_models, time_s=time_s,
-                     process_keys=self.process_keys, f=self.f)
+        return check(history, self.workload, self.consistency_models, anomalies=self.anomalies,
+                     time_s=time_s, inference=self.inference, f=self.f)

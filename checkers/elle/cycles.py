@@ -2,11 +2,13 @@
 
 A kind is a rule on the edge kinds around the cycle (Adya's, as Elle uses them):
 
-  G0             only ww edges
-  G1c            ww and wr edges, at least one wr
-  G-single       exactly one rw edge, the rest ww/wr
-  G-nonadjacent  two or more rw edges, no two of them consecutive (around the cycle)
-  G2-item        two or more rw edges, some two consecutive
+  G0                  only ww edges
+  G1c                 ww and wr edges, at least one wr
+  G-single-item       exactly one rw edge, the rest ww/wr
+  G-nonadjacent-item  two or more rw edges, no two of them consecutive (around the cycle)
+  G2-item             two or more rw edges, some two consecutive
+
+(every rw edge here is an item anti-dependency, never a predicate one, hence Elle's -item names)
 
 and its -process variant also uses process edges (at least one), its -realtime variant real-time
 edges (at least one) and process edges. The kinds are disjoint, so one cycle is named once.
@@ -26,10 +28,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+import numpy as np
 from jepsen_py.checkers.elle.budget import Deadline
 from jepsen_py.checkers.elle.graph import DATA, PROCESS, REALTIME, RW, WR, WW, Component
 
-BASES = ("G0", "G1c", "G-single", "G-nonadjacent", "G2-item")
+BASES = ("G0", "G1c", "G-single-item", "G-nonadjacent-item", "G2-item")
 VARIANTS = ("", "-process", "-realtime")
 MAX_STARTS = 1000
 
@@ -57,9 +60,9 @@ def _base_ok(base: str, nrw: int, adjacent: bool, has_wr: bool) -> bool:
         return nrw == 0 and not has_wr
     if base == "G1c":
         return nrw == 0 and has_wr
-    if base == "G-single":
+    if base == "G-single-item":
         return nrw == 1
-    if base == "G-nonadjacent":
+    if base == "G-nonadjacent-item":
         return nrw >= 2 and not adjacent
     return adjacent  # two consecutive rw edges: at least two
 
@@ -90,24 +93,29 @@ class _GaveUp(Exception):
 
 
 def _search(comp: Component, spec: Spec, sources: set[int], v: int, deadline: Deadline,
-            left: list[int], walks: list[bool]) -> tuple[int, list[tuple[int, int]]] | None:
+            left: list[int], walks: list[bool],
+            floor: tuple[list[int], int] | None = None) -> tuple[int, list[tuple[int, int]]] | None:
     """The shortest path v -> ... -> u, for u in `sources`, that closes start edge u -> v into a
     `spec` cycle: (u, [(node, kind of the edge into it)]), or None. A state keeps only what the
-    kind's rule reads (G-single: rw count; G-nonadjacent: last edge rw?, rw count; G2-item: last
+    kind's rule reads (G-single-item: rw count; G-nonadjacent-item: last edge rw?, rw count; G2-item: last
     edge rw?, consecutive rw seen?; G1c: wr seen?), so the search stays near one state per node.
     `left[0]` counts down states this kind may still explore in this component; `walks[0]` is set
-    when a closed walk that is not a simple cycle was passed over."""
+    when a closed walk that is not a simple cycle was passed over. `floor` (labels, lowest), for a
+    kind with a single rw edge: a node labelled below `lowest` reaches no source without rw (see
+    find), so the search does not enter it."""
     s, base, allowed, required = spec.start, spec.base, spec.allowed, spec.required
-    t_last = base in ("G-nonadjacent", "G2-item")
-    t_nrw = base in ("G-single", "G-nonadjacent")
+    t_last = base in ("G-nonadjacent-item", "G2-item")
+    t_nrw = base in ("G-single-item", "G-nonadjacent-item")
     t_adj = base == "G2-item"
     t_wr = base == "G1c"
     no_rw = base in ("G0", "G1c")
+    single, nonadjacent = base == "G-single-item", base == "G-nonadjacent-item"
     s_rw = s == RW
     first: State = (v, s_rw and t_last, int(s_rw) if t_nrw else 0, False, s == WR and t_wr, False)
     parent: dict[State, tuple[State, int] | None] = {first: None}
     queue = deque([first])
     steps = 0
+    labels, lowest = floor if floor is not None else (None, 0)
     while queue:
         st = queue.popleft()
         node, last_rw, nrw, adj, wr, req = st
@@ -131,10 +139,12 @@ def _search(comp: Component, spec: Spec, sources: set[int], v: int, deadline: De
             left[0] -= 4096
             if left[0] <= 0:
                 raise _GaveUp
-        for w, mask in comp.out.get(node, ()):
+        for w, mask in comp.out(node):
+            if labels is not None and labels[w] < lowest:
+                continue
             for k in BITS[mask & allowed]:
                 if k == RW:
-                    if no_rw or (base == "G-single" and nrw) or (base == "G-nonadjacent" and last_rw):
+                    if no_rw or (single and nrw) or (nonadjacent and last_rw):
                         continue
                     nxt: State = (w, t_last, (2 if nrw else 1) if t_nrw else 0, adj or (t_adj and last_rw),
                                   wr, req)
@@ -146,24 +156,37 @@ def _search(comp: Component, spec: Spec, sources: set[int], v: int, deadline: De
     return None
 
 
-def find(comp: Component, spec: Spec, deadline: Deadline,
-         is_txn: int) -> tuple[list[tuple[int, int, int]] | None, bool]:
+def find(comp: Component, spec: Spec, deadline: Deadline, is_txn: int,
+         rest: tuple[np.ndarray, list[int]] | None = None) -> tuple[list[tuple[int, int, int]] | None, bool]:
     """The shortest `spec` cycle found in `comp` as edges [(from, to, kind)], starting at a
     transaction (nodes below `is_txn`), or None; and whether the search finished (False: it gave
-    up, after MAX_STARTS targets or MAX_STATES states without a cycle, so one may still exist)."""
+    up, after MAX_STARTS targets or MAX_STATES states without a cycle, so one may still exist).
+
+    `rest`, for a kind with a single rw edge, labels every node with its strongly connected
+    component of the kind's other edges, numbered so that a node reaches only nodes of labels no
+    greater than its own (graph.labels_of checks that; given as an array and as a list). A start
+    edge u -rw-> v closes a cycle only if v reaches u without rw, so one whose v's label is below
+    u's is skipped, and one whose ends share a label (which surely closes one) is tried first."""
     by_target: dict[int, set[int]] = {}
-    for u in comp.nodes:
-        if u < is_txn:
-            for v, mask in comp.out[u]:
-                if mask & spec.start:
-                    by_target.setdefault(v, set()).add(u)
+    us, vs = comp.edges_of(spec.start)
+    keep = us < is_txn
+    us, vs = us[keep], vs[keep]
+    if rest is not None and len(us):
+        lu, lv = rest[0][us], rest[0][vs]
+        order = np.flatnonzero(lu <= lv)
+        order = order[np.argsort(lu[order] != lv[order], kind="stable")]
+        us, vs = us[order], vs[order]
+    for u, v in zip(us.tolist(), vs.tolist(), strict=True):
+        by_target.setdefault(v, set()).add(u)
     best: list[tuple[int, int, int]] | None = None
     after_found = 0
     left = [MAX_STATES]
     walks = [False]
+    listed = rest[1] if rest is not None else None
     for tried, (v, sources) in enumerate(by_target.items(), 1):
+        floor = (listed, min(listed[u] for u in sources)) if listed is not None else None
         try:
-            hit = _search(comp, spec, sources, v, deadline, left, walks)
+            hit = _search(comp, spec, sources, v, deadline, left, walks, floor)
         except _GaveUp:
             return best, best is not None
         if best is not None:

@@ -27,6 +27,16 @@ class Found:
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
 
+    def full(self, kind: str) -> bool:
+        """Whether `kind` already has all the examples it keeps (more are only counted)."""
+        return len(self.examples.get(kind, ())) >= MAX_EXAMPLES
+
+    def count(self, kind: str, n: int) -> None:
+        """n more cases of `kind` without examples (after `full`)."""
+        if n > 0:
+            self.counts[kind] = self.counts.get(kind, 0) + n
+            self.examples.setdefault(kind, [])
+
     def add(self, kind: str, detail: dict[str, Any]) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + 1
         ex = self.examples.setdefault(kind, [])

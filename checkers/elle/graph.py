@@ -12,6 +12,7 @@ edges), computed once per set of kinds over the cyclic part of the graph.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,14 +78,45 @@ class EdgeList:
         return np.concatenate(src), np.concatenate(dst), np.concatenate(kind)
 
 
-@dataclass(slots=True)
 class Component:
-    """One strongly connected component: its nodes and, per node, (to, kind bits) edges inside it.
-    `parent` is the label of the whole graph's component that holds it."""
+    """One strongly connected component: its nodes and its edges inside it (numpy arrays, kinds as
+    bit sets). `parent` is the label of the whole graph's component that holds it. A node's out
+    edges [(to, kind bits), ...] are built the first time a search asks for them: a search visits
+    a part of a large component, and building every node's list up front cost more than it."""
 
-    nodes: list[int]
-    out: dict[int, list[tuple[int, int]]]
-    parent: int = -1
+    __slots__ = ("_adj", "_indptr", "_kinds", "_targets", "dst", "kind", "nodes", "parent", "src")
+
+    def __init__(self, src: np.ndarray, dst: np.ndarray, kind: np.ndarray, parent: int = -1) -> None:
+        order = np.argsort(src, kind="stable")
+        self.src, self.dst, self.kind = src[order], dst[order], kind[order]
+        self.nodes: list[int] = np.unique(self.src).tolist()
+        self.parent = parent
+        first = np.searchsorted(self.src, self.nodes)
+        self._indptr = dict(zip(self.nodes, zip(first.tolist(), [*first[1:].tolist(), len(self.src)],
+                                                 strict=True), strict=True))
+        self._targets: list[int] | None = None
+        self._kinds: list[int] | None = None
+        self._adj: dict[int, list[tuple[int, int]]] = {}
+
+    def out(self, node: int) -> list[tuple[int, int]]:
+        """The node's out edges inside the component, as (to, kind bits)."""
+        got = self._adj.get(node)
+        if got is None:
+            span = self._indptr.get(node)
+            if span is None:
+                got = []
+            else:
+                if self._targets is None:
+                    self._targets, self._kinds = self.dst.tolist(), self.kind.tolist()
+                a, b = span
+                got = list(zip(self._targets[a:b], self._kinds[a:b], strict=True))  # type: ignore[index]
+            self._adj[node] = got
+        return got
+
+    def edges_of(self, bits: int) -> tuple[np.ndarray, np.ndarray]:
+        """(sources, targets) of the edges with any of the kinds in `bits`."""
+        keep = (self.kind & bits) != 0
+        return self.src[keep], self.dst[keep]
 
 
 @dataclass(slots=True)
@@ -122,6 +154,8 @@ def restrict(cyc: Cyclic, allowed: int) -> dict[int, list[Component]]:
     these, so a search need not look elsewhere."""
     kind = cyc.kind & allowed
     keep = kind != 0
+    if keep.all() and (kind == cyc.kind).all():  # every edge counts as it is: the components themselves
+        return {c.parent: [c] for c in cyc.comps}
     if not keep.any():
         return {}
     src, dst, kind = cyc.src[keep], cyc.dst[keep], kind[keep]
@@ -133,6 +167,20 @@ def restrict(cyc: Cyclic, allowed: int) -> dict[int, list[Component]]:
         c.parent = int(cyc.labels[c.nodes[0]])
         out.setdefault(c.parent, []).append(c)
     return out
+
+
+def labels_of(cyc: Cyclic, allowed: int) -> np.ndarray | None:
+    """Every node's strongly connected component when only edges of the `allowed` kinds count,
+    numbered in reverse topological order: every edge goes to a label no greater than its
+    source's, so a node reaches only nodes of labels no greater than its own. scipy numbers them
+    so (in the order its search completes them); this checks it on every edge, and says None if
+    not."""
+    keep = (cyc.kind & allowed) != 0
+    n = len(cyc.labels)
+    src, dst = cyc.src[keep], cyc.dst[keep]
+    m = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
+    labels = connected_components(m, directed=True, connection="strong")[1]
+    return labels if bool((labels[dst] <= labels[src]).all()) else None
 
 
 def _inside(src: np.ndarray, dst: np.ndarray, kind: np.ndarray,
@@ -157,14 +205,11 @@ def _inside(src: np.ndarray, dst: np.ndarray, kind: np.ndarray,
 
 def _group(src: np.ndarray, dst: np.ndarray, kind: np.ndarray, label: np.ndarray) -> list[Component]:
     """Edges (each labelled with its component) into Components, largest first."""
-    by_label: dict[int, Component] = {}
-    for lab, u, v, k in zip(label.tolist(), src.tolist(), dst.tolist(), kind.tolist(), strict=True):
-        c = by_label.get(lab)
-        if c is None:
-            c = by_label[lab] = Component([], {}, lab)
-        lst = c.out.get(u)
-        if lst is None:
-            lst = c.out[u] = []
-            c.nodes.append(u)
-        lst.append((v, k))
-    return sorted(by_label.values(), key=lambda c: -len(c.nodes))
+    if len(src) == 0:
+        return []
+    order = np.argsort(label, kind="stable")
+    label, src, dst, kind = label[order], src[order], dst[order], kind[order]
+    cuts = [*np.flatnonzero(np.r_[True, label[1:] != label[:-1]]).tolist(), len(label)]
+    comps = [Component(src[a:b], dst[a:b], kind[a:b], int(label[a]))
+             for a, b in itertools.pairwise(cuts)]
+    return sorted(comps, key=lambda c: -len(c.nodes))

@@ -1,6 +1,6 @@
 """Process and real-time edges.
 
-Process order: a process runs one transaction at a time, so its successive transactions are
+Process order: a process runs one transaction at a time, so its successive ok transactions are
 ordered. Real-time order: a transaction that completed before another was invoked precedes it.
 Real-time order has up to n^2 pairs, so it goes into the graph through auxiliary nodes: each
 completion adds a point after the previous point (T -> point, point -> next point) and each
@@ -21,11 +21,13 @@ from jepsen_py.history import FAIL, OK
 
 
 def process_edges(txns: Sequence[Txn], edges: EdgeList) -> None:
+    """Successive ok transactions of each process (as Elle's process graph: an indeterminate one
+    may still be running when its process goes on, so it is ordered by nothing)."""
     last: dict[object, int] = {}
     a: list[int] = []
     b: list[int] = []
     for t in txns:
-        if t.type == FAIL:
+        if t.type != OK:
             continue
         prev = last.get(t.process)
         if prev is not None:
@@ -53,3 +55,10 @@ def realtime_edges(txns: Sequence[Txn], edges: EdgeList) -> None:
     before = np.searchsorted(pos, inv) - 1
     has = before >= 0
     edges.add_many(points[before[has]], tid[has], REALTIME)
+
+
+def realtime_pairs(txns: Sequence[Txn]) -> bool:
+    """Whether some transaction began after an ok one completed (Elle's real-time graph then has
+    an edge, even to a failed one)."""
+    done = min((t.complete_pos for t in txns if t.type == OK), default=INF_POS)
+    return any(t.invoke_pos > done for t in txns)

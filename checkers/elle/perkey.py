@@ -20,6 +20,7 @@ from jepsen_py.checkers.elle.budget import Deadline, OutOfTime
 from jepsen_py.checkers.elle.checker import infer
 from jepsen_py.checkers.elle.found import MAX_EXAMPLES, Found
 from jepsen_py.checkers.elle.graph import EdgeList
+from jepsen_py.checkers.elle.inference import NONE, Inference
 from jepsen_py.checkers.elle.txn import Txn
 
 from jepsen_py.errors import BadInput
@@ -82,13 +83,13 @@ class KeyResult:
 
 
 def infer_key(workload: str, rows: list[TxnRow], nodes: int, deadline: Deadline,
-              process_keys: bool = False) -> KeyResult:
+              inference: Inference = NONE) -> KeyResult:
     """Inference on one key's projected transactions; never raises for what the history holds."""
     txns = _ById([Txn(*r) for r in rows])
     edges = EdgeList(nodes)
     found = Found()
     try:
-        infer(workload, txns, edges, found, deadline, process_keys)
+        infer(workload, txns, edges, found, deadline, inference)
     except BadInput as e:
         return KeyResult(bad=str(e))
     except OutOfTime as e:

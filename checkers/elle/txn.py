@@ -78,9 +78,14 @@ def _mops(value: Any, f_ok: frozenset[str], where: str, keep_reads: bool) -> lis
     append = out.append
     for m in value:
         tm = type(m)
-        if (tm is not list and tm is not tuple) or len(m) != 3 or m[0] not in f_ok:
+        if (tm is not list and tm is not tuple) or m[0:1] == [] or m[0] not in f_ok:
             raise BadInput(f"{where}: micro-op {m!r} is not [f, key, value] with f in {sorted(f_ok)}")
-        f, k, v = m
+        if len(m) == 3:
+            f, k, v = m
+        elif len(m) == 2 and m[0] == READ:  # [r, k]: a read whose value is not given (Jepsen's too)
+            f, k, v = READ, m[1], None
+        else:
+            raise BadInput(f"{where}: micro-op {m!r} is not [f, key, value] with f in {sorted(f_ok)}")
         if type(k) not in _SCALAR:
             k = _key(k)
         if f == READ and not keep_reads:
@@ -100,7 +105,9 @@ def _mops(value: Any, f_ok: frozenset[str], where: str, keep_reads: bool) -> lis
 
 def transactions(history: Sequence[Op], write_f: str, f: str = "txn") -> list[Txn]:
     """Client transactions (op f == `f`) in invocation order; raises BadInput on a malformed one.
-    Pairs invocations with completions as jepsen_py.history.pairs does, keeping positions."""
+    Pairs invocations with completions as jepsen_py.history.pairs does, keeping positions. A
+    completion with no invocation before it (a history of completions only, as Elle's tests write
+    them) is a transaction whose invocation is unknown: it follows nothing in real time."""
     f_ok = frozenset({write_f, READ})
     out: list[Txn] = []
     invoked: list[Any] = []
@@ -116,7 +123,9 @@ def transactions(history: Sequence[Op], write_f: str, f: str = "txn") -> list[Tx
             continue
         t2 = open_.pop(op.process, None)
         if t2 is None:
-            continue
+            t2 = Txn(len(out), op.index, None, op.process, INFO, [], -1, INF_POS)
+            out.append(t2)
+            invoked.append(op)
         t2.complete_index = op.index
         if op.type == OK:
             t2.type = OK
@@ -146,7 +155,8 @@ def index_writes(txns: Sequence[Txn], write_f: str,
                  refuse: Callable[[Txn, Hashable, Any, int | None], str | None]
                  ) -> tuple[Versions, Versions, Versions]:
     """Every (key, value) written, by the transaction that wrote it (ok or info), by the failed one
-    that tried, and each version its own transaction overwrote (intermediate, for G1b). Values are
+    that tried, and each version its own transaction overwrote (intermediate, for G1b; failed
+    transactions' too, as Elle's). Values are
     unique per key: `refuse(txn, key, value, other)` names what is wrong with a write (`other` the
     transaction that wrote the same value first, if any), or None to take it; a name is BadInput."""
     writer: Versions = {}
@@ -160,11 +170,11 @@ def index_writes(txns: Sequence[Txn], write_f: str,
             why = refuse(t, k, v, writer.get((k, v), failed.get((k, v))))
             if why is not None:
                 raise BadInput(why)
-            if t.type == FAIL:
-                failed[(k, v)] = t.id
-                continue
             if k in last:
                 intermediate[(k, last[k])] = t.id
             last[k] = v
-            writer[(k, v)] = t.id
+            if t.type == FAIL:
+                failed[(k, v)] = t.id
+            else:
+                writer[(k, v)] = t.id
     return writer, failed, intermediate

@@ -217,6 +217,21 @@ def _others_table(others: list[Drawn]) -> str:
             f"<th>ops</th><th>what happened</th></tr>{rows}</table>{more}")
 
 
+def totals(results: list[tuple[str, dict[str, Any]]], cycle_kinds: set[Any]) -> tuple[int, int]:
+    """(cycles, other anomalies) found, by each result's anomaly_counts (the checker keeps only a
+    few examples of each kind, so the examples alone undercount)."""
+    n_cycles = n_others = 0
+    for _, r in results:
+        counts = r.get("anomaly_counts") if isinstance(r.get("anomaly_counts"), dict) else {}
+        for kind, n in (counts or {}).items():
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                if kind in cycle_kinds:
+                    n_cycles += n
+                else:
+                    n_others += n
+    return n_cycles, n_others
+
+
 def _summary(results: list[tuple[str, dict[str, Any]]]) -> str:
     e = html.escape
     out = []
@@ -274,14 +289,18 @@ def render_isolation(view: RunView, out: Path | None = None) -> Path | None:
     cycles = [d for d in found if is_cycle(d.anomaly)]
     others = [d for d in found if not is_cycle(d.anomaly)]
     drawn = cycles[:MAX_CYCLES]
+    n_cycles, n_others = totals(elle_results(view.results), {d.anomaly.get("kind") for d in cycles})
+    shown = min(len(others), MAX_OTHERS)
+    listed = f" ({shown} listed)" if n_others > shown else ""
     e = html.escape
     legend = "".join(f'<span title="{e(EDGE_MEANING[k])}" style="color:{c}">━▶ {k}</span>'
                      for k, c in EDGE_COLORS.items())
     body = (
         f"<h1>{e(view.name)} — isolation anomalies {verdict_badge(view.results.get('valid', 'unknown'))}</h1>"
-        f'<div class="meta">run {e(view.run_dir.name)} · {len(cycles)} dependency cycle(s)'
-        f"{f' ({len(cycles) - len(drawn)} not drawn)' if len(cycles) > len(drawn) else ''} · "
-        f'{len(others)} other anomalies · <a href="timeline.html">timeline</a> (the transactions are '
+        f'<div class="meta">run {e(view.run_dir.name)} · {n_cycles} dependency cycle(s)'
+        f"{f' ({len(drawn)} drawn)' if n_cycles > len(drawn) else ''} · "
+        f"{n_others} other anomalies{listed}"
+        f' · <a href="timeline.html">timeline</a> (the transactions are '
         "highlighted there) · boxes are transactions (T + the invocation's op number, p + process), "
         "arrows the dependencies that order them; hover an arrow for why it exists</div>"
         f'<div class="meta legend">{legend}</div>'

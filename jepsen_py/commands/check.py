@@ -23,6 +23,7 @@ from jepsen_py.errors import BadInput
 from jepsen_py.flags import path
 from jepsen_py.history import INVOKE, NEMESIS, SAMPLE_PROCESSES, depth_ok
 from jepsen_py.importers import FORMATS, check_rules, is_independent, load_history, unwrap_independent
+from jepsen_py.inputfile import read_bounded
 from jepsen_py.lifetime import signals_raise
 from jepsen_py.numbers import MAX_SECONDS, MAX_WORKERS, integer, number
 from jepsen_py.numbers import check as check_number
@@ -48,12 +49,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=path, help="the history file")
     parser.add_argument("--model", required=True, choices=(*MODELS, *TXN_MODELS),
                         help="the data type's model, or a transactional workload (list-append, rw-register)")
-    parser.add_argument("--consistency-models", default="strict-serializable", metavar="M[,M...]",
+    parser.add_argument("--consistency-models", default=None, metavar="M[,M...]",
                         help="list-append / rw-register: the consistency models to check, as Elle names "
-                             "them (default strict-serializable)")
-    parser.add_argument("--process-keys", action="store_true",
-                        help="rw-register: infer version order from each process's order (assumes "
-                             "session guarantees per key)")
+                             "them (default strict-serializable, or none with --anomalies; 'none' for "
+                             "none)")
+    parser.add_argument("--anomalies", default=None, metavar="A[,A...]",
+                        help="list-append / rw-register: anomalies that fail the check besides those the "
+                             "models prohibit (Elle's :anomalies; G2 means G2 and every anomaly implying it)")
+    parser.add_argument("--wfr-keys", action="store_true",
+                        help="rw-register: assume writes follow reads within a transaction (Elle's "
+                             ":wfr-keys?)")
+    parser.add_argument("--sequential-keys", "--process-keys", dest="sequential_keys", action="store_true",
+                        help="rw-register: assume each key is sequentially consistent, and order its "
+                             "versions by each process's transactions (Elle's :sequential-keys?)")
+    parser.add_argument("--linearizable-keys", action="store_true",
+                        help="rw-register: assume each key is linearizable, and order its versions by "
+                             "real time (Elle's :linearizable-keys?)")
+    parser.add_argument("--transaction-order", type=path, default=None, metavar="FILE",
+                        help="rw-register: a JSON object from each transaction's completion index to its "
+                             "position in the database's commit order (Elle's :transaction-order)")
     parser.add_argument("--init", default=None, metavar="JSON",
                         help="the model's initial state as JSON, e.g. 0 or '{\"x\": 0}'")
     parser.add_argument("--format", default="auto", choices=FORMATS, help="history format (default: sniffed)")
@@ -160,28 +174,36 @@ def _no_model_ops(ops: list[Any], args: argparse.Namespace) -> BadInput:
 
 def _run_txn(args: argparse.Namespace) -> int:
     """A transactional history: Elle-style inference, cycles, the models it rules out."""
-    from jepsen_py.checkers.elle import check
+    from jepsen_py.checkers.elle import Inference, check
 
     for flag, value in (("--init", args.init), ("--nil-read", args.nil_read),
                         ("--failed-cas", args.failed_cas), ("--workers", args.workers)):
         if value is not None:
             raise BadInput(f"{flag} does not apply to model {args.model!r}")
-    if args.process_keys and args.model != "rw-register":
-        raise BadInput("--process-keys applies to rw-register only")
+    for flag, on in (("--wfr-keys", args.wfr_keys), ("--sequential-keys", args.sequential_keys),
+                     ("--linearizable-keys", args.linearizable_keys),
+                     ("--transaction-order", args.transaction_order is not None)):
+        if on and args.model != "rw-register":
+            raise BadInput(f"{flag} applies to rw-register only")
+    wanted, extra = txn_wanted(args.consistency_models, args.anomalies)
+    inference = Inference(wfr_keys=args.wfr_keys, sequential_keys=args.sequential_keys,
+                          linearizable_keys=args.linearizable_keys,
+                          transaction_order=(None if args.transaction_order is None
+                                             else _transaction_order(args.transaction_order)))
     dropped: list[int] = []
     ops, fmt, lines = load_history(args.file, args.format, allow_truncated=args.allow_truncated,
                                    dropped=dropped)
     for line in dropped:
         print(f"jepsen-py: warning: {args.file}:{line}: torn last line dropped", file=sys.stderr)
     check_rules(ops, lines, args.file)
-    wanted = [m.strip() for m in args.consistency_models.split(",") if m.strip()]
     if args.engine == "spark":
         from jepsen_py.spark.distributed_txn import check_txn_distributed
 
-        result = check_txn_distributed(ops, args.model, wanted, time_s=args.time_limit,
-                                       process_keys=args.process_keys, master=args.master)
+        result = check_txn_distributed(ops, args.model, wanted, anomalies=extra, time_s=args.time_limit,
+                                       inference=inference, master=args.master)
     else:
-        result = check(ops, args.model, wanted, time_s=args.time_limit, process_keys=args.process_keys)
+        result = check(ops, args.model, wanted, anomalies=extra, time_s=args.time_limit,
+                       inference=inference)
     if not any(result["txns"].values()):  # zero transactions checked is never valid
         raise _no_model_ops(ops, args)
     result["file"] = str(args.file)
@@ -192,7 +214,8 @@ def _run_txn(args: argparse.Namespace) -> int:
     else:
         word = {True: "valid", False: "INVALID"}.get(result["valid"], "unknown")  # type: ignore[arg-type]
         t = result["txns"]
-        print(f"{args.file}: {word} under {', '.join(wanted)} ({args.model}, {t['ok']} ok, {t['fail']} "
+        asked = ", ".join([*wanted, *(f"no {a}" for a in extra)])
+        print(f"{args.file}: {word} under {asked} ({args.model}, {t['ok']} ok, {t['fail']} "
               f"failed, {t['info']} indeterminate transactions)")
         if result.get("unknown_reason"):
             print(f"  unknown: {result['unknown_reason']}")
@@ -204,6 +227,48 @@ def _run_txn(args: argparse.Namespace) -> int:
             print(f"  rules out: {', '.join(result['not'])}"
                   + (f" (and so {', '.join(result['also_not'])})" if result["also_not"] else ""))
     return exit_code(result["valid"])
+
+
+def txn_wanted(consistency_models: str | None, anomalies: str | None) -> tuple[list[str], list[str]]:
+    """--consistency-models and --anomalies as lists: the models default to strict-serializable
+    unless anomalies are given; 'none' names no model."""
+    extra = _names("--anomalies", anomalies) if anomalies is not None else []
+    if consistency_models is None:
+        return ([] if extra else ["strict-serializable"]), extra
+    models = _names("--consistency-models", consistency_models)
+    if models == ["none"]:
+        models = []
+    if not models and not extra:
+        raise BadInput("--consistency-models none needs --anomalies: nothing would be checked")
+    return models, extra
+
+
+def _names(flag: str, text: str) -> list[str]:
+    out = [m.strip() for m in text.split(",")]
+    if not all(out):
+        raise BadInput(f"{flag}: an empty name in {text!r}")
+    return out
+
+
+def _transaction_order(file: Path) -> dict[int, float]:
+    """The commit-order file: {"<completion index>": position, ...}."""
+    data = read_bounded(file, what="transaction order file")
+    try:
+        raw = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+    except (json.JSONDecodeError, ValueError, RecursionError) as e:
+        raise BadInput(f"{file}: not a JSON object of index -> position ({str(e)[:80]})") from None
+    if not isinstance(raw, dict):
+        raise BadInput(f"{file}: not a JSON object of index -> position")
+    out: dict[int, float] = {}
+    for k, v in raw.items():
+        try:
+            i = int(k)
+        except ValueError:
+            raise BadInput(f"{file}: {k!r} is not a history index") from None
+        if type(v) not in (int, float) or v != v or v in (float("inf"), float("-inf")):
+            raise BadInput(f"{file}: the position of index {k} is not a finite number: {v!r}")
+        out[i] = v
+    return out
 
 
 def _misfit(ops: list[Any], lines: list[int], args: argparse.Namespace, init: Any,

@@ -56,10 +56,10 @@ def _open(driver: Any, page: Path) -> None:
 
 
 def test_the_cycle_is_drawn_as_seen(browser: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    d, res = _run(tmp_path, [("G-single", "a"), ("G2-item", "b"), ("G1a", "c"),
-                                    ("G-nonadjacent", "d")])
+    d, res = _run(tmp_path, [("G-single-item", "a"), ("G2-item", "b"), ("G1a", "c"),
+                                    ("G-nonadjacent-item", "d")])
     assert res["valid"] is False
-    assert {"G-single", "G2-item", "G1a", "G-nonadjacent"} <= set(res["anomaly_types"])
+    assert {"G-single-item", "G2-item", "G1a", "G-nonadjacent-item"} <= set(res["anomaly_types"])
     # `jepsen-py timeline RUN_DIR` redraws it with the other pages
     assert main(["timeline", str(d)]) == 0
     assert str(d / "isolation.html") in capsys.readouterr().out.split()
@@ -90,7 +90,7 @@ def test_the_cycle_is_drawn_as_seen(browser: Any, tmp_path: Path, capsys: pytest
         assert s["labels"] == [f"{st['type']} {st['key']}" for st in a["steps"]]
         assert s["whys"] == [st["explanation"] for st in a["steps"]]
         assert s["rows"] == len(a["steps"])
-    single = next(s for s in seen if s["kind"] == "G-single")
+    single = next(s for s in seen if s["kind"] == "G-single-item")
     assert sorted(single["labels"]) == ["rw a:x", "wr a:y"]
     g2 = next(s for s in seen if s["kind"] == "G2-item")
     assert [lab.split()[0] for lab in g2["labels"]].count("rw") >= 2
@@ -113,12 +113,12 @@ def test_the_cycle_is_drawn_as_seen(browser: Any, tmp_path: Path, capsys: pytest
 
 
 def test_the_timeline_highlights_the_cycles_transactions(browser: Any, tmp_path: Path) -> None:
-    d, res = _run(tmp_path, [("G-single", "a")])
+    d, res = _run(tmp_path, [("G-single-item", "a")])
     assert main(["timeline", str(d)]) == 0
     view = load_run(d)
     data = timeline_data(view)
-    (a,) = [a for a in res["anomalies"] if a["kind"] == "G-single"]
-    (drawn,) = [x for x in data["anomalies"] if x["kind"] == "G-single"]
+    (a,) = [a for a in res["anomalies"] if a["kind"] == "G-single-item"]
+    (drawn,) = [x for x in data["anomalies"] if x["kind"] == "G-single-item"]
     # every transaction of the cycle is an anomalous row: its invocation and completion
     want = {data["ops"]["i"].index(t["index"]) for t in a["cycle"]}
     assert set(drawn["rows"]) == want and drawn["checker"] == "elle"
@@ -129,14 +129,14 @@ def test_the_timeline_highlights_the_cycles_transactions(browser: Any, tmp_path:
         const t = gd.data.find(t => t.name === 'anomaly (op)');
         return {n: t.x.length, text: t.text, link: document.getElementById('isolation-view').href};""")
     assert seen["n"] == len(a["cycle"])
-    assert all("G-single" in t for t in seen["text"])
+    assert all("G-single-item" in t for t in seen["text"])
     assert seen["link"].endswith("/isolation.html")
 
 
 def test_rw_register_cycles_and_allowed_anomalies(tmp_path: Path) -> None:
     """rw-register steps name versions, and a kind the models allow is drawn, marked allowed."""
-    d, res = _run(tmp_path, [("G-single", "a")], workload="rw-register", models=("read-committed",))
-    assert res["valid"] is True and "G-single" in res["anomaly_types"]
+    d, res = _run(tmp_path, [("G-single-item", "a")], workload="rw-register", models=("read-committed",))
+    assert res["valid"] is True and "G-single-item" in res["anomaly_types"]
     page = render(d)
     assert page is not None
     text = page.read_text()
@@ -162,7 +162,7 @@ def test_no_anomaly_no_page(tmp_path: Path) -> None:
 
 def test_a_damaged_result_still_draws_what_it_can(tmp_path: Path) -> None:
     """A step naming a transaction the cycle list lacks (a hand-edited results.json) gets a node."""
-    d, _ = _run(tmp_path, [("G-single", "a")])
+    d, _ = _run(tmp_path, [("G-single-item", "a")])
     r = json.loads((d / "results.json").read_text())
     a = r["checkers"]["elle"]["anomalies"][0]
     dropped = a["cycle"].pop()

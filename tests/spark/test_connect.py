@@ -102,7 +102,7 @@ def test_check_txn_engine_spark_over_spark_connect(connect_url: str, tmp_path: P
 
     path = tmp_path / "history.jsonl"
     with HistoryWriter(path) as w:
-        for o in history(12, 300, 5, "rw-register", ("G-single", "G1a")):
+        for o in history(12, 300, 5, "rw-register", ("G-single-item", "G1a")):
             w.append(o)
     argv = ("check", str(path), "--model", "rw-register", "--consistency-models", "serializable", "--json")
     loc = _jepsen(*argv)
@@ -113,7 +113,7 @@ def test_check_txn_engine_spark_over_spark_connect(connect_url: str, tmp_path: P
     assert out["engine"] == "spark" and out["master"] == connect_url and out["keys"] >= 5
     for k in SAME:
         assert out[k] == want[k], k
-    assert cycles(out) == cycles(want) and "G-single" in out["anomaly_types"]
+    assert cycles(out) == cycles(want) and "G-single-item" in out["anomaly_types"]
 
 
 def test_aggregate_over_spark_connect(connect_url: str, tmp_path: Path) -> None:

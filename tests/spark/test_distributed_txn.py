@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from jepsen_py.checkers.elle import check
+from jepsen_py.checkers.elle.inference import Inference
 from jepsen_py.spark.distributed_txn import check_txn_distributed
 
 from jepsen_py.cli import main
@@ -47,13 +48,13 @@ CASES = [
     # seed, transactions, keys, workload, injected anomalies, models, process keys
     (1, 300, 6, "list-append", (), ("strict-serializable",), False),
     (2, 300, 6, "rw-register", (), ("strict-serializable",), True),
-    (3, 250, 5, "list-append", ("G-single", "G1a"), ("serializable",), False),
+    (3, 250, 5, "list-append", ("G-single-item", "G1a"), ("serializable",), False),
     (4, 250, 5, "list-append", ("G2-item", "G0-realtime", "lost-update"), ("strict-serializable",), False),
-    (5, 250, 5, "list-append", ("G-nonadjacent", "incompatible-order", "internal"),
+    (5, 250, 5, "list-append", ("G-nonadjacent-item", "incompatible-order", "internal"),
      ("snapshot-isolation", "read-committed"), False),
-    (6, 250, 5, "rw-register", ("G-single", "G1b"), ("serializable",), False),
+    (6, 250, 5, "rw-register", ("G-single-item", "G1b"), ("serializable",), False),
     (7, 250, 5, "rw-register", ("G1c-process", "garbage-read"), ("strong-session-serializable",), True),
-    (8, 200, 4, "list-append", ("G-single",), ("read-committed",), False),  # found, but allowed: valid
+    (8, 200, 4, "list-append", ("G-single-item",), ("read-committed",), False),  # found, but allowed: valid
 ]
 
 
@@ -61,8 +62,9 @@ CASES = [
 def test_the_verdict_is_the_local_engines(spark_session: Any, case: tuple[Any, ...]) -> None:
     seed, n, keys, workload, kinds, models, process_keys = case
     ops = history(seed, n, keys, workload, kinds)
-    loc = check(ops, workload, list(models), process_keys=process_keys)
-    dist = check_txn_distributed(ops, workload, list(models), process_keys=process_keys, spark=spark_session,
+    assume = Inference(sequential_keys=process_keys)
+    loc = check(ops, workload, list(models), inference=assume)
+    dist = check_txn_distributed(ops, workload, list(models), inference=assume, spark=spark_session,
                                  partitions=3)
     assert_same(dist, loc)
     for kind in kinds:
@@ -81,7 +83,7 @@ def test_bad_input_found_on_an_executor_is_one_line(spark_session: Any) -> None:
     h = Hist()
     h.txn(0, [["append", "x", 1]])
     h.txn(1, [["append", "y", 1], ["append", "x", 1]])
-    with pytest.raises(BadInput, match="appended to 'x' by two transactions"):
+    with pytest.raises(BadInput, match="appended to 'x' here and in op 0"):
         check_txn_distributed(h.ops, "list-append", ["serializable"], spark=spark_session)
     with pytest.raises(BadInput, match="unknown consistency model"):
         check_txn_distributed(h.ops, "list-append", ["no-such-model"], spark=spark_session)
@@ -97,7 +99,7 @@ def test_cli_check_engine_spark(spark_session: Any, tmp_path: Path,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "history.jsonl"
     with HistoryWriter(path) as w:
-        for o in history(10, 200, 4, "list-append", ("G-single",)):
+        for o in history(10, 200, 4, "list-append", ("G-single-item",)):
             w.append(o)
     argv = ["check", str(path), "--model", "list-append", "--consistency-models", "serializable", "--json"]
     assert main(argv) == 1
@@ -108,4 +110,4 @@ def test_cli_check_engine_spark(spark_session: Any, tmp_path: Path,
     assert dist["file"] == str(path)
     # the summary line names the anomaly as the local engine's does
     assert main([*argv[:-1], "--engine", "spark"]) == 1
-    assert "G-single x1" in capsys.readouterr().out
+    assert "G-single-item x1" in capsys.readouterr().out

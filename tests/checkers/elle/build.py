@@ -121,9 +121,9 @@ def pattern(kind: str, workload: str, tag: str = "a", p0: int = 1000) -> Hist:
                      (p[2], [rd(x, 1, 2), rd(y, 1, 2)]))
     elif kind == "G1c":
         h.concurrent((p[0], [[ap, x, 1], rd(y, 1)]), (p[1], [[ap, y, 1], rd(x, 1)]))
-    elif kind == "G-single":
+    elif kind == "G-single-item":
         h.concurrent((p[0], [rd(x), rd(y, 1)]), (p[1], [[ap, x, 1], [ap, y, 1]]), (p[2], [rd(x, 1)]))
-    elif kind == "G-nonadjacent":
+    elif kind == "G-nonadjacent-item":
         h.concurrent((p[0], [rd(x), rd(w, 1)]), (p[1], [[ap, x, 1], [ap, y, 1]]),
                      (p[2], [rd(y, 1), rd(z)]), (p[3], [[ap, z, 1], [ap, w, 1]]),
                      (p[4], [rd(x, 1), rd(z, 1)]))
@@ -138,11 +138,11 @@ def pattern(kind: str, workload: str, tag: str = "a", p0: int = 1000) -> Hist:
         h.txn(p[0], [[ap, x, 1], rd(y, 1)])
         h.txn(p[1], [[ap, y, 1]])
         h.txn(p[2], [rd(x, 1)])
-    elif kind == "G-single-realtime":
+    elif kind == "G-single-item-realtime":
         h.txn(p[0], [[ap, x, 1]])
         h.txn(p[1], [rd(x)])
         h.txn(p[2], [rd(x, 1)])
-    elif kind == "G-single-process":
+    elif kind == "G-single-item-process":
         h.txn(p[0], [[ap, x, 1]])
         h.txn(p[0], [rd(x)])
         h.txn(p[1], [rd(x, 1)])
@@ -154,9 +154,9 @@ def pattern(kind: str, workload: str, tag: str = "a", p0: int = 1000) -> Hist:
         h.txn(p[0], [[ap, x, 1], rd(y, 1)])
         h.txn(p[0], [[ap, y, 1]])
         h.txn(p[1], [rd(x, 1)])
-    elif kind in ("G-nonadjacent-process", "G-nonadjacent-realtime"):
+    elif kind in ("G-nonadjacent-item-process", "G-nonadjacent-item-realtime"):
         # T1 -rw-> T2 -(process|realtime)-> T3 -rw-> T4 -wr-> T1; T1 and T4 overlap everything
-        p3 = p[2] if kind == "G-nonadjacent-process" else p[3]
+        p3 = p[2] if kind == "G-nonadjacent-item-process" else p[3]
         t1, t4 = [rd(x), rd(z, 1)], [[ap, y, 1], [ap, z, 1]]
         h.invoke(p[0], t1)
         h.invoke(p[1], t4)
@@ -198,7 +198,7 @@ def pattern(kind: str, workload: str, tag: str = "a", p0: int = 1000) -> Hist:
     return h
 
 
-CYCLE_BASES = ("G0", "G1c", "G-single", "G-nonadjacent", "G2-item")
+CYCLE_BASES = ("G0", "G1c", "G-single-item", "G-nonadjacent-item", "G2-item")
 LIST_KINDS = (*CYCLE_BASES, *(b + "-process" for b in CYCLE_BASES), *(b + "-realtime" for b in CYCLE_BASES),
               "G1a", "G1b", "dirty-update", "lost-update",
               "duplicate-elements", "incompatible-order", "internal", "garbage-read", "future-read")

@@ -33,13 +33,13 @@ def test_edn_history_with_txn_values(tmp_path: Path, capsys: pytest.CaptureFixtu
     h.write_text(G_SINGLE_EDN)
     assert main(["check", str(h), "--model", "list-append", "--consistency-models", "serializable"]) == 1
     out = capsys.readouterr().out
-    assert "INVALID under serializable" in out and "G-single x1: T0 read 'x'=[]" in out
+    assert "INVALID under serializable" in out and "G-single-item x1: T0 read 'x'=[]" in out
     assert "rules out: consistent-view, repeatable-read" in out
     # read committed allows read skew: valid, the anomaly still reported
     assert main(["check", str(h), "--model", "list-append", "--consistency-models", "read-committed",
                  "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
-    assert r["valid"] is True and r["anomaly_types"] == ["G-single"] and r["format"] == "edn"
+    assert r["valid"] is True and r["anomaly_types"] == ["G-single-item"] and r["format"] == "edn"
 
 
 def test_jsonl_rw_register_history(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,7 +60,10 @@ def test_jsonl_rw_register_history(tmp_path: Path, capsys: pytest.CaptureFixture
 @pytest.mark.parametrize("argv, message", [
     (["--consistency-models", "serialisable"], "unknown consistency model"),
     (["--init", "0"], "--init does not apply"),
-    (["--process-keys"], "--process-keys applies to rw-register only"),
+    (["--process-keys"], "--sequential-keys applies to rw-register only"),
+    (["--wfr-keys"], "--wfr-keys applies to rw-register only"),
+    (["--consistency-models", "none"], "--consistency-models none needs --anomalies"),
+    (["--anomalies", "G3"], "unknown anomaly(s) G3"),
 ])
 def test_bad_arguments_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
                                     message: str) -> None:
@@ -73,7 +76,7 @@ def test_bad_arguments_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_a_malformed_micro_op_names_its_op(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     h = tmp_path / "history.edn"
-    h.write_text(G_SINGLE_EDN.replace("[[:r :x []] [:r :y [1]]]", "[[:r :x []] [:r :y]]"))
+    h.write_text(G_SINGLE_EDN.replace("[[:r :x []] [:r :y [1]]]", "[[:r :x []] [:r]]"))
     assert main(["check", str(h), "--model", "list-append"]) == 254
     assert "op 2: micro-op" in capsys.readouterr().err
 
@@ -92,3 +95,58 @@ def test_a_history_without_transactions_is_bad_input(tmp_path: Path,
     err = capsys.readouterr().err
     assert "no list-append operation to check: its client ops are 1 write" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_anomalies_alone_and_beside_models(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--anomalies is Elle's :anomalies: alone it assumes no model; G1 does not cover read skew, G2
+    does (G-single-item implies G2); beside read committed it adds what it names."""
+    h = tmp_path / "history.edn"
+    h.write_text(G_SINGLE_EDN)
+    assert main(["check", str(h), "--model", "list-append", "--anomalies", "G1"]) == 0
+    assert "valid under no G1" in capsys.readouterr().out
+    assert main(["check", str(h), "--model", "list-append", "--anomalies", "G2", "--json"]) == 1
+    r = json.loads(capsys.readouterr().out)
+    assert r["consistency_models"] == [] and r["anomalies_asked"] == ["G2"]
+    assert r["prohibited_anomaly_types"] == ["G-single-item"]
+    assert main(["check", str(h), "--model", "list-append", "--consistency-models", "read-committed",
+                 "--anomalies", "G-single"]) == 1
+    assert "INVALID under read-committed, no G-single" in capsys.readouterr().out
+
+
+def _rows(txns: list[tuple[int, list[list[object]], list[list[object]]]]) -> str:
+    rows, i = [], 0
+    for p, invoked, completed in txns:
+        for j, (typ, value) in enumerate((("invoke", invoked), ("ok", completed))):
+            rows.append({"index": i + j, "time": i + j, "type": typ, "process": p, "f": "txn",
+                         "value": value})
+        i += 2
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def test_rw_register_assumptions_are_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Elle's rw-register options: writes-follow-reads shows the G-single a register history hides
+    without it; a commit order file is read and used (Elle's wfr and transaction-order tests)."""
+    h = tmp_path / "history.jsonl"
+    h.write_text(_rows([(0, [["w", "y", 1]], [["w", "y", 1]]),
+                        (1, [["r", "y", None], ["w", "x", 1], ["w", "y", 2]],
+                         [["r", "y", 1], ["w", "x", 1], ["w", "y", 2]]),
+                        (2, [["r", "x", None], ["r", "y", None]], [["r", "x", 1], ["r", "y", 1]])]))
+    assert main(["check", str(h), "--model", "rw-register", "--consistency-models", "serializable"]) == 0
+    capsys.readouterr()
+    assert main(["check", str(h), "--model", "rw-register", "--consistency-models", "serializable",
+                 "--wfr-keys"]) == 1
+    assert "G-single-item x1" in capsys.readouterr().out
+    # the database's commit order: T2 (ops 2-3) before T1 (ops 0-1)
+    g = tmp_path / "order.jsonl"
+    g.write_text(_rows([(0, [["r", "x", None], ["w", "y", 2]], [["r", "x", None], ["w", "y", 2]]),
+                        (1, [["w", "x", 3], ["w", "y", 4]], [["w", "x", 3], ["w", "y", 4]])]))
+    order = tmp_path / "order.json"
+    order.write_text(json.dumps({"1": 2, "3": 1}))
+    assert main(["check", str(g), "--model", "rw-register", "--consistency-models", "serializable"]) == 0
+    capsys.readouterr()
+    assert main(["check", str(g), "--model", "rw-register", "--consistency-models", "serializable",
+                 "--transaction-order", str(order)]) == 1
+    assert "G-single-item x1" in capsys.readouterr().out
+    order.write_text('{"1": "first"}')
+    assert main(["check", str(g), "--model", "rw-register", "--transaction-order", str(order)]) == 254
+    assert "not a finite number" in capsys.readouterr().err
