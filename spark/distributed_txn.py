@@ -25,7 +25,7 @@ from jepsen_py.checkers.elle.found import Found
 from jepsen_py.checkers.elle.graph import EdgeList
 from jepsen_py.checkers.elle.inference import NONE, Inference
 from jepsen_py.checkers.elle.perkey import infer_key, merge, split_by_key
-from jepsen_py.checkers.elle.txn import transactions
+from jepsen_py.checkers.elle.txn import left_out, transactions
 from jepsen_py.spark.distributed_check import _session
 from jepsen_py.spark.session import is_connect_session
 
@@ -101,6 +101,9 @@ def check_txn_distributed(
     with gc_paused():
         result = conclude(txns, edges, found, workload, wanted, deadline, stopped=stopped)
     result.update(engine="spark", master=used_master, partitions=n, keys=len(groups))
+    ignored = left_out(ops, f)
+    if ignored:
+        result["ignored"] = ignored
     return result
 
 

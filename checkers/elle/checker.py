@@ -28,7 +28,7 @@ from jepsen_py.checkers.elle.graph import (
 )
 from jepsen_py.checkers.elle.inference import NONE, Inference
 from jepsen_py.checkers.elle.order import process_edges, realtime_edges, realtime_pairs
-from jepsen_py.checkers.elle.txn import APPEND, WRITE, Txn, counts, transactions
+from jepsen_py.checkers.elle.txn import APPEND, WRITE, Txn, counts, left_out, transactions
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import OK, Op
@@ -56,8 +56,13 @@ def check(history: Sequence[Op], workload: str = "list-append",
         try:
             infer(workload, txns, edges, found, deadline, inference)
         except OutOfTime as e:
-            return conclude(txns, edges, found, workload, wanted, deadline, stopped=e.stage)
-        return conclude(txns, edges, found, workload, wanted, deadline)
+            result = conclude(txns, edges, found, workload, wanted, deadline, stopped=e.stage)
+        else:
+            result = conclude(txns, edges, found, workload, wanted, deadline)
+    ignored = left_out(history, f)
+    if ignored:
+        result["ignored"] = ignored
+    return result
 
 
 @contextmanager

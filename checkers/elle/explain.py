@@ -11,7 +11,7 @@ from jepsen_py.checkers.elle.txn import Txn
 def show(v: Any) -> str:
     if isinstance(v, tuple):
         return "[" + ", ".join(show(x) for x in v) + "]"
-    return "nil" if v is None else repr(v) if isinstance(v, str) else str(v)
+    return "nil" if v is None else repr(str(v)) if type(v) is str else str(v)
 
 
 def list_read(k: Any, last: Any) -> str:

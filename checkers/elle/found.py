@@ -10,9 +10,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from jepsen_py.checkers.elle.txn import Typed
+
 MAX_EXAMPLES = 20
 _ONE = ("txn", "reader", "writer")
 _MANY = ("txns", "cycle")
+
+
+def _plain(v: Any) -> Any:
+    """Keys and values in an example as JSON data: the typed ones as they were written."""
+    if isinstance(v, Typed):
+        return v.original()
+    if isinstance(v, tuple | list):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    return v
 
 
 def _ops(detail: dict[str, Any]) -> list[int]:
@@ -41,4 +54,4 @@ class Found:
         self.counts[kind] = self.counts.get(kind, 0) + 1
         ex = self.examples.setdefault(kind, [])
         if len(ex) < MAX_EXAMPLES:
-            ex.append({"kind": kind, "ops": _ops(detail), **detail})
+            ex.append({"kind": kind, "ops": _ops(detail), **{k: _plain(v) for k, v in detail.items()}})

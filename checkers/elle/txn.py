@@ -2,7 +2,8 @@
 
 An ok transaction's micro-ops are its completion's (reads carry what they saw); a fail or info
 transaction keeps its invocation's, since nothing came back. Keys and values are made hashable
-(lists become tuples) once, here, so inference never has to think about JSON shapes.
+(lists become tuples) and typed (true is not 1, 1.0 is not 1, :x is not "x") once, here, so
+inference never has to think about JSON shapes.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from jepsen_py.checkers.sets import hashable
 
 from jepsen_py.errors import BadInput
-from jepsen_py.history import FAIL, INFO, INVOKE, OK, Op, Process
+from jepsen_py.history import FAIL, INFO, INVOKE, NEMESIS, OK, SAMPLE_PROCESSES, Op, Process
 
 APPEND = "append"
 WRITE = "w"
@@ -40,30 +41,60 @@ class Txn:
 
     def describe(self) -> dict[str, Any]:
         return {"index": self.index, "complete_index": self.complete_index, "process": self.process,
-                "type": self.type, "value": [[f, k, _json(v)] for f, k, v in self.mops]}
+                "type": self.type, "value": [[f, plain(k), plain(v)] for f, k, v in self.mops]}
 
     def name(self) -> str:
         return f"T{self.index}"
 
 
-def _json(v: Any) -> Any:
-    return list(v) if isinstance(v, tuple) else v
+def plain(v: Any) -> Any:
+    """A key or value as JSON again (tuples as lists, typed values as they were written)."""
+    if isinstance(v, tuple):
+        return [plain(x) for x in v]
+    return v.original() if isinstance(v, Typed) else v
 
 
-def _key(k: Any) -> Hashable:
-    return hashable(k) if isinstance(k, list | dict) else k
+@dataclass(frozen=True, slots=True)
+class Typed:
+    """A key or value Python would take for one of another type: to Python true is 1, 1.0 is 1
+    and an EDN keyword :x is the string "x" (jepsen_py.importers.edn keeps keywords as a str
+    subclass); to a history they are different values. `kind` is "bool", "float" or the name of
+    the str subclass ("keyword")."""
+
+    kind: str
+    value: Any
+
+    def original(self) -> Any:
+        return f":{self.value}" if self.kind == "keyword" else self.value
+
+    def __str__(self) -> str:
+        if self.kind == "bool":
+            return "true" if self.value else "false"
+        return f":{self.value}" if self.kind == "keyword" else repr(self.value)
 
 
-def _value(v: Any) -> Any:
-    """A read's list becomes a tuple; flat lists (the usual case) without a call per element."""
-    if isinstance(v, list):
-        t = tuple(v)
-        try:
-            hash(t)
-            return t
-        except TypeError:
-            return hashable(v)
-    return hashable(v) if isinstance(v, dict) else v
+_FLAT = frozenset({int, str, type(None)})
+
+
+def typed(v: Any) -> Hashable:
+    """A key or value as inference compares it: by type as well as value, lists as tuples, maps as
+    sorted item tuples."""
+    t = type(v)
+    if t is int or t is str or v is None:
+        return v  # type: ignore[no-any-return]
+    if t is bool:
+        return Typed("bool", v)
+    if t is float:
+        return Typed("float", v)
+    if isinstance(v, str):
+        return Typed(t.__name__.lower(), str(v))
+    if isinstance(v, list | tuple):
+        if _FLAT.issuperset(map(type, v)):
+            return tuple(v)
+        return tuple(typed(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted(((str(k), typed(x)) for k, x in v.items()), key=lambda kv: kv[0]))
+    return hashable(v) if isinstance(v, set | frozenset) else v  # type: ignore[no-any-return]
 
 
 _SCALAR = (int, str)
@@ -87,18 +118,13 @@ def _mops(value: Any, f_ok: frozenset[str], where: str, keep_reads: bool) -> lis
         else:
             raise BadInput(f"{where}: micro-op {m!r} is not [f, key, value] with f in {sorted(f_ok)}")
         if type(k) not in _SCALAR:
-            k = _key(k)
+            k = typed(k)
         if f == READ and not keep_reads:
             v = None
         elif type(v) is list:
-            t = tuple(v)
-            try:
-                hash(t)
-                v = t
-            except TypeError:
-                v = hashable(v)
+            v = tuple(v) if _FLAT.issuperset(map(type, v)) else typed(v)
         elif type(v) not in _PLAIN:
-            v = _value(v)
+            v = typed(v)
         append((f, k, v))
     return out
 
@@ -113,7 +139,7 @@ def transactions(history: Sequence[Op], write_f: str, f: str = "txn") -> list[Tx
     invoked: list[Any] = []
     open_: dict[Process, Txn] = {}
     for i, op in enumerate(history):
-        if op.f != f or type(op.process) is not int:
+        if op.f != f or not is_client(op.process):
             continue
         if op.type == INVOKE:
             t = Txn(len(out), op.index, None, op.process, INFO, [], i, INF_POS)
@@ -138,6 +164,28 @@ def transactions(history: Sequence[Op], write_f: str, f: str = "txn") -> list[Tx
         if t.type != OK:
             inv = invoked[t.id]
             t.mops = _mops(inv.value, f_ok, f"op {inv.index}", False)
+    return out
+
+
+def is_client(process: Any) -> bool:
+    """A client's process: an integer as ours are, or any other name a history gives one ("p0",
+    an EDN keyword); never the nemesis or an observer. Checked like any other, not dropped."""
+    return process != NEMESIS and process not in SAMPLE_PROCESSES and isinstance(process, int | str) \
+        and not isinstance(process, bool)
+
+
+def left_out(history: Sequence[Op], f: str = "txn") -> dict[str, int]:
+    """What a transactional check does not look at, by what it is, so that it is named rather than
+    dropped in silence: client invocations whose f is not `f` ("transaction", a "read"), and `f`
+    ops of the nemesis or an observer."""
+    out: dict[str, int] = {}
+    for op in history:
+        client = is_client(op.process)
+        if client and op.type == INVOKE and op.f != f:
+            out[str(op.f)] = out.get(str(op.f), 0) + 1
+        elif not client and op.f == f:
+            what = f"{f} ops of process {op.process}"
+            out[what] = out.get(what, 0) + 1
     return out
 
 

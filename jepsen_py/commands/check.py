@@ -219,6 +219,9 @@ def _run_txn(args: argparse.Namespace) -> int:
               f"failed, {t['info']} indeterminate transactions)")
         if result.get("unknown_reason"):
             print(f"  unknown: {result['unknown_reason']}")
+        if result.get("ignored"):
+            left = ", ".join(f"{n} {f}" for f, n in sorted(result["ignored"].items()))
+            print(f"  left out (not transactions of clients): {left}")
         for kind in result["anomaly_types"]:
             first = next(a for a in result["anomalies"] + result["other_anomalies"] if a["kind"] == kind)
             allowed = "" if kind in result["prohibited_anomaly_types"] else " (allowed by these models)"

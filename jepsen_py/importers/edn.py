@@ -279,8 +279,12 @@ def iter_forms(text: str) -> Iterator[tuple[int, Any]]:
 
 
 def to_plain(v: Any) -> Any:
-    """EDN data as JSON-like data: keywords and symbols become strings, sets become lists."""
-    if isinstance(v, Keyword | Symbol):
+    """EDN data as JSON-like data: symbols become strings, sets become lists. Keywords stay
+    Keyword, a str that equals its name everywhere a string would, so a checker that must tell
+    :x from "x" (the transactional one: Jepsen's Elle does) still can."""
+    if isinstance(v, Keyword):
+        return v
+    if isinstance(v, Symbol):
         return str(v)
     if isinstance(v, list | tuple):
         return [to_plain(x) for x in v]

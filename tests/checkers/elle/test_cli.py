@@ -33,7 +33,7 @@ def test_edn_history_with_txn_values(tmp_path: Path, capsys: pytest.CaptureFixtu
     h.write_text(G_SINGLE_EDN)
     assert main(["check", str(h), "--model", "list-append", "--consistency-models", "serializable"]) == 1
     out = capsys.readouterr().out
-    assert "INVALID under serializable" in out and "G-single-item x1: T0 read 'x'=[]" in out
+    assert "INVALID under serializable" in out and "G-single-item x1: T0 read :x=[]" in out
     assert "rules out: consistent-view, repeatable-read" in out
     # read committed allows read skew: valid, the anomaly still reported
     assert main(["check", str(h), "--model", "list-append", "--consistency-models", "read-committed",
