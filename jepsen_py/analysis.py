@@ -7,6 +7,7 @@ is, and so the runner knows nothing of pictures or Spark: the CLI passes those i
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py import store
+from jepsen_py.bounded import TimedOut, call_bounded, real_signals
 from jepsen_py.checkers.stats import StatsChecker
 from jepsen_py.errors import EXIT_FRAMEWORK, BadInput, FrameworkFailure, JepsenError
 from jepsen_py.history import INVOKE, OK, Op, read_history, validate
@@ -66,11 +68,21 @@ def nothing_checked(fs: frozenset[str] | None, history: Sequence[Op]) -> str | N
             f"the history has {has}: nothing was checked")
 
 
+#: How long a plugin's checker may take (spec.options["checker_time_s"] overrides it); our own
+#: checkers keep their own budgets.
+PLUGIN_CHECKER_TIME_S = 600.0
+
+
 def run_checkers(checkers: Sequence[Checker], test: Test | None, history: Sequence[Op], *,
                  fs: frozenset[str] | None = None) -> dict[str, Any]:
     """Every checker on the history (with the stats checker added if missing); a checker that
     raises or answers nonsense counts as unknown, and so does the whole when the history has none
     of the ops `fs` the workload checks (an entry "workload" says why).
+
+    A plugin's checker (one not of this package) is code the gate runs, so its mistakes stay its
+    own: it gets a copy of the history (its edits reach no other checker), a deadline (a call that
+    never returns is unknown), and a KeyboardInterrupt or SystemExit it raises is unknown like any
+    other exception, while one from a real signal still stops the run.
 
     Returns {"valid": merged, "checkers": {name: result}} (results.json's shape).
     """
@@ -78,17 +90,19 @@ def run_checkers(checkers: Sequence[Checker], test: Test | None, history: Sequen
     for c in with_stats(checkers):
         name = unique_name(str(getattr(c, "name", type(c).__name__)), out)
         t0 = time.monotonic()
-        try:
-            r = c.check(test, history)
-            if not isinstance(r, dict) or r.get("valid") not in (True, False, "unknown"):
-                r = {"valid": "unknown", "error": f"checker returned no valid verdict: {r!r}"[:500]}
-        except Exception as e:
-            # A broken checker is the checker's problem, not the run's: one line on the console
-            # (a traceback there reads as the framework crashing), the traceback in jepsen.log.
-            error = _one_line(f"{type(e).__name__}: {e}")
-            log.warning("checker %s raised %s; its verdict is unknown", name, error)
-            log.debug("checker %s traceback", name, exc_info=True)
-            r = {"valid": "unknown", "error": error}
+        with real_signals() as received:
+            try:
+                plugin = is_plugin(c)
+                if plugin:
+                    r = call_bounded(c.check, test, private_copy(history), timeout_s=_checker_time(test),
+                                     name=f"checker {name}")
+                else:
+                    r = c.check(test, history)
+                r = well_formed(r, plugin)
+            except BaseException as e:  # SystemExit, KeyboardInterrupt, GeneratorExit too
+                if received:  # a real signal came: the run stops, as it would have anyway
+                    raise
+                r = _raised(name, e)
         log.info("checker %s: valid=%s (%.2fs)", name, r["valid"], time.monotonic() - t0)
         out[name] = r
     why = nothing_checked(fs, history)
@@ -96,6 +110,76 @@ def run_checkers(checkers: Sequence[Checker], test: Test | None, history: Sequen
         log.warning("%s", why)
         out[unique_name("workload", out)] = {"valid": "unknown", "reason": why}
     return {"valid": merge(r["valid"] for r in out.values()), "checkers": out}
+
+
+def _raised(name: str, e: BaseException) -> dict[str, Any]:
+    """A broken checker is the checker's problem, not the run's: one line on the console (a
+    traceback there reads as the framework crashing), the traceback in jepsen.log."""
+    error = _one_line(f"{type(e).__name__}: {e}" if not isinstance(e, TimedOut) else str(e))
+    log.warning("checker %s %s; its verdict is unknown",
+                name, error if isinstance(e, TimedOut) else f"raised {error}")
+    log.debug("checker %s traceback", name, exc_info=e)
+    return {"valid": "unknown", "error": error}
+
+
+def is_plugin(c: object) -> bool:
+    return not type(c).__module__.startswith("jepsen_py.")
+
+
+def _checker_time(test: Test | None) -> float:
+    opts = getattr(getattr(test, "spec", None), "options", None) or {}
+    v = opts.get("checker_time_s", PLUGIN_CHECKER_TIME_S) if isinstance(opts, dict) else None
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < float("inf")
+    return float(v) if ok else PLUGIN_CHECKER_TIME_S  # type: ignore[arg-type]
+
+
+def private_copy(history: Sequence[Op]) -> list[Op]:
+    """The history with every record and value copied: what a plugin's checker changes in it
+    changes nothing any other checker reads."""
+    return [Op(o.index, o.time, o.type, o.process, o.f, _copy(o.key), _copy(o.value), o.node,
+               _copy(o.error), _copy(o.meta)) for o in history]
+
+
+def _copy(v: Any) -> Any:
+    if isinstance(v, list):
+        return [_copy(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _copy(x) for k, x in v.items()}
+    return v
+
+
+def well_formed(r: Any, plugin: bool = True) -> dict[str, Any]:
+    """A checker's result as results.json and every summary can read it: a dict whose "valid" is
+    exactly true, false or "unknown" (1, 1.0, "true" are no verdict: Python says 1 == True), whose
+    lists and counts have the shapes the summaries read, and (a plugin's) which is JSON; else
+    unknown, why."""
+    if not isinstance(r, dict):
+        return {"valid": "unknown", "error": _one_line(f"checker returned no result dict: {r!r}")}
+    v = r.get("valid")
+    if not (v is True or v is False or (type(v) is str and v == "unknown")):
+        return {"valid": "unknown", "error": _one_line(f"checker returned no valid verdict: valid={v!r}")}
+    why = _misshapen(r)
+    if why is not None:
+        return {"valid": "unknown", "error": _one_line(f"checker result {why}")}
+    if plugin:
+        try:
+            json.dumps(r, default=str, allow_nan=True)
+        except (TypeError, ValueError, RecursionError) as e:
+            return {"valid": "unknown", "error": _one_line(f"checker result is not JSON ({e})")}
+    return r
+
+
+def _misshapen(r: dict[str, Any]) -> str | None:
+    for key in ("anomalies", "other_anomalies", "failing_kinds"):
+        if key in r and not isinstance(r[key], list):
+            return f"has {key} that is not a list: {type(r[key]).__name__}"
+    counts = r.get("anomaly_counts")
+    if counts is not None and not (isinstance(counts, dict) and all(
+            isinstance(k, str) and type(n) is int for k, n in counts.items())):
+        return "has anomaly_counts that are not whole numbers by kind"
+    if not all(isinstance(k, str) for k in r):
+        return "has keys that are not strings"
+    return None
 
 
 @dataclass(frozen=True)
