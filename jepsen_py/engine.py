@@ -11,12 +11,12 @@ suspend it on its event loop, as turmoil and FoundationDB run one harness in bot
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
+import os
 import random
 import shutil
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -28,6 +28,7 @@ from jepsen_py.history import Op
 from jepsen_py.interpreter import Clock, Interpreter, MonotonicClock, Scheduler
 from jepsen_py.nemeses.faults import declared
 from jepsen_py.observer import Observer
+from jepsen_py.plugins import HookTimedOut, call_bounded, each_node, said
 from jepsen_py.plugins import check_capabilities as check
 from jepsen_py.progress import Progress
 from jepsen_py.protocols import DB, Nemesis, Test, TestSpec, has_capability
@@ -37,6 +38,12 @@ if TYPE_CHECKING:
     from jepsen_py.runner import Run
 
 log = logging.getLogger(__name__)
+
+#: How long a DB's setup, or its teardown, may take on every node (one deadline for all: they run
+#: at once). Installing and starting a system takes minutes at the most (ours takes seconds; a
+#: plugin on SSH may install packages first). Past it the phase fails naming the nodes, and their
+#: threads are left behind (daemon threads: they do not keep the process alive).
+DB_HOOK_S = 300.0
 
 
 class Now(Protocol):
@@ -122,6 +129,10 @@ class Engine(Protocol):
 
     def teardown_db(self, run: Run) -> None: ...
 
+    # An engine may also have `bounded(fn, *args, timeout_s, name)`: a plugin's hook on a thread of
+    # its own within a deadline (the real one does); without it the runner calls hooks directly
+    # (the simulator's are its own code, on its one loop).
+
     def finish_stats(self, stats: dict[str, Any]) -> None:
         """Adds this world's own numbers to results.json's stats."""
 
@@ -199,7 +210,7 @@ class RealEngine:
         if not has_capability(run.db, "status"):
             return None
         return Observer(run.test, run.db, run.record, self.clock.ns,  # type: ignore[arg-type]
-                        interval=run.observer_interval)
+                        interval=run.observer_interval, on_bad=run.stop, ref=run.db_ref)
 
     async def run_ops(self, run: Run, g: Generator, *, with_nemesis: bool) -> None:
         run.interpreter.run(g, with_nemesis=with_nemesis)
@@ -221,23 +232,20 @@ class RealEngine:
         nodes = run.spec.nodes
         if not nodes:
             return
-        errors: list[tuple[str, BaseException]] = []
         # Every node is torn down afterwards, whatever happens here: partial setups included.
         run.db_nodes_set_up = list(nodes)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=len(nodes),
-                                                   thread_name_prefix="db-setup") as pool:
-            futures = {pool.submit(run.db.setup, run.test, n): n for n in nodes}
-            for fut in concurrent.futures.as_completed(futures):
-                exc = fut.exception()
-                if exc is not None:
-                    errors.append((futures[fut], exc))
-        if errors:
-            node, exc = sorted(errors, key=lambda e: e[0])[0]
-            for n, e in errors:
+        failed = each_node(run.db.setup, run.test, nodes, timeout_s=DB_HOOK_S, name="db setup")
+        if failed:
+            for n, e in sorted(failed.items()):
                 log.debug("db setup failed on %s", n, exc_info=e)
+            stuck = sorted(n for n, e in failed.items() if isinstance(e, HookTimedOut))
+            if stuck:
+                raise FrameworkFailure(f"db setup did not return within {DB_HOOK_S:g} s on "
+                                       f"{', '.join(stuck)}")
+            node, exc = sorted(failed.items())[0]
             if isinstance(exc, JepsenError):
                 raise exc
-            raise FrameworkFailure(f"db setup on {node} failed: {type(exc).__name__}: {exc}") from exc
+            raise FrameworkFailure(f"db setup on {node} failed: {said(exc)}") from exc
 
     def collect_logs(self, run: Run) -> None:
         for node in run.spec.nodes:
@@ -249,8 +257,16 @@ class RealEngine:
             dest_dir = run.run_dir / store.NODES / node
             remote = run.test.remotes.get(node)
             for p in paths:
+                if not isinstance(p, str | os.PathLike):
+                    log.warning("log_files(%s) gave %r, which is no path: skipped", node, p)
+                    continue
                 if Path(p).name in ("", ".", ".."):  # a DB's path like "logs/.." names no file here
                     log.info("log_files(%s) gave %r, which names no file: skipped", node, p)
+                    continue
+                why = store.foreign_log_path(str(p), workdir=getattr(remote, "workdir", None),
+                                             on_controller=remote is None or hasattr(remote, "workdir"))
+                if why is not None:  # nothing secret or foreign leaves through the store
+                    log.warning("log_files(%s) gave %s, which %s: not copied", node, p, why)
                     continue
                 store.make_dirs(dest_dir)
                 dest = dest_dir / Path(p).name
@@ -267,12 +283,15 @@ class RealEngine:
             store.settle_modes(dest_dir)
 
     def teardown_db(self, run: Run) -> None:
-        errors = []
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(run.db_nodes_set_up)),
-                                                   thread_name_prefix="db-teardown") as pool:
-            futures = {pool.submit(run.db.teardown, run.test, n): n for n in run.db_nodes_set_up}
-            for fut in concurrent.futures.as_completed(futures):
-                if fut.exception() is not None:
-                    errors.append(f"{futures[fut]}: {fut.exception()}")
-        if errors:
-            raise FrameworkFailure("db teardown failed on " + "; ".join(sorted(errors)))
+        failed = each_node(run.db.teardown, run.test, run.db_nodes_set_up, timeout_s=DB_HOOK_S,
+                           name="db teardown")
+        stuck = sorted(n for n, e in failed.items() if isinstance(e, HookTimedOut))
+        if stuck:
+            raise FrameworkFailure(f"db teardown did not return within {DB_HOOK_S:g} s on {', '.join(stuck)}")
+        if failed:
+            raise FrameworkFailure("db teardown failed on " + "; ".join(f"{n}: {said(e)}"
+                                                                       for n, e in sorted(failed.items())))
+
+    def bounded(self, fn: Callable[..., Any], *args: Any, timeout_s: float, name: str) -> Any:
+        """A plugin's hook on a thread of its own, within `timeout_s` (plugins.call_bounded)."""
+        return call_bounded(fn, *args, timeout_s=timeout_s, name=name)

@@ -178,6 +178,39 @@ def _default(o: Any) -> Any:
     return repr(o)
 
 
+# Pseudo-filesystems: a process's environment (/proc/self/environ holds the controller's, an SSH
+# password among it), the kernel's state, devices. No node's log lives there.
+PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+
+
+def foreign_log_path(path: str, *, workdir: str | None, on_controller: bool) -> str | None:
+    """Why a DB's log_files() path names no file of the node, or None when it may be copied into the
+    run. Everywhere: a relative path, and any path under a pseudo-filesystem. On the controller's
+    own filesystem (the none backend, and the local one, whose nodes are directories here): also a
+    path whose real location (symlinks followed) is under one, or outside the node's own
+    directory when it has one, or that is neither a file nor a directory (a FIFO would block the
+    copy)."""
+    if not os.path.isabs(path):
+        return "is not an absolute path"
+    lexical = os.path.normpath(path)
+    if _under(lexical, PSEUDO_ROOTS):
+        return "is under a pseudo-filesystem (a process's environment, a device)"
+    if not on_controller:
+        return None
+    real = os.path.realpath(path)
+    if _under(real, PSEUDO_ROOTS):
+        return f"leads to {real}, under a pseudo-filesystem"
+    if workdir is not None and not _under(real, (os.path.realpath(workdir),)):
+        return f"is outside the node's directory {workdir}"
+    if os.path.exists(real) and not (os.path.isfile(real) or os.path.isdir(real)):
+        return "is neither a file nor a directory"
+    return None
+
+
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
 def read_json(path: Path) -> Any:
     """A JSON file of a run (test.json, results.json): a regular file of bounded size only (a
     FIFO in its place would make `analyze` wait forever), else one BadInput line."""

@@ -118,3 +118,59 @@ def test_results_and_test_json_are_readable_like_the_rest_of_a_run(tmp_path: Pat
         assert stat.S_IMODE(other.stat().st_mode) == 0o644
     finally:
         os.umask(old)
+
+
+def test_a_log_path_that_is_no_file_of_the_node_is_refused(tmp_path: Path) -> None:
+    """Nothing secret or foreign leaves through the store: a DB's log_files() naming a process's
+    environment, a device, a symlink into them, a FIFO, or (where the node is a directory here)
+    something outside that directory is not copied into the run."""
+    from jepsen_py.store import foreign_log_path
+
+    node = tmp_path / "n1"
+    node.mkdir()
+    (node / "db.log").write_text("ok")
+    (node / "env").symlink_to("/proc/self/environ")
+    os.mkfifo(node / "pipe")
+    outside = tmp_path / "elsewhere.log"
+    outside.write_text("not the node's")
+    for path, where in (("/proc/self/environ", None), ("/proc/1/../self/environ", None), ("/dev/zero", None),
+                        ("/sys/kernel/notes", None), ("relative.log", None), (str(node / "env"), None),
+                        (str(node / "pipe"), None), (str(outside), str(node))):
+        assert foreign_log_path(path, workdir=where, on_controller=True) is not None, path
+    assert foreign_log_path(str(node / "db.log"), workdir=str(node), on_controller=True) is None
+    assert foreign_log_path(str(outside), workdir=None, on_controller=True) is None  # none backend
+    # on a node's own machine (a container, an SSH host) only the pseudo-filesystems are refused
+    assert foreign_log_path("/var/log/db.log", workdir=None, on_controller=False) is None
+    assert foreign_log_path("/proc/self/environ", workdir=None, on_controller=False) is not None
+
+
+LEAKY_DB = '''
+from tests.jepsen_py.fakes import FakeDB
+
+
+class LeakyDB(FakeDB):
+    def log_files(self, test, node):
+        return ["/proc/self/environ", 7, "%s"]
+'''
+
+
+def test_a_run_copies_no_secret_from_the_controller(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    legit = tmp_path / "legit.log"
+    legit.write_text("a real log line")
+    (tmp_path / "leakydb.py").write_text(LEAKY_DB % legit)
+    env = {**os.environ, "JEPSEN_PY_SSH_PASSWORD": "hunter2-secret",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(Path(__file__).resolve().parents[2])])}
+    res = subprocess.run([sys.executable, "-m", "jepsen_py", "run", "--db", "leakydb:LeakyDB", "--backend",
+                          "none", "--workload", "register", "--time-limit", "1", "--node-count", "1",
+                          "--results-dir", str(tmp_path / "results")],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert "Traceback" not in res.stderr, res.stderr
+    run = (tmp_path / "results" / "latest").resolve()
+    copied = {p.name: p.read_bytes() for p in (run / "nodes").rglob("*") if p.is_file()}
+    assert "legit.log" in copied and "environ" not in copied
+    assert not any(b"hunter2-secret" in data for data in copied.values())
+    log = (run / "jepsen.log").read_text()
+    assert "/proc/self/environ, which is under a pseudo-filesystem" in log
