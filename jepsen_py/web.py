@@ -4,13 +4,17 @@ verdict, workload, nemesis and bugs, and a link to every file it left behind.
 Only the standard library's HTTP server: nothing to install on a CI box, and it serves files
 strictly from inside the results directory (no path, symlink or `..` leads out of it). It binds to
 127.0.0.1 unless told otherwise, because a results directory can hold node logs and addresses.
+
+Everything the index prints comes from the runs' own files, so it is escaped; a run whose test.json
+or results.json is damaged is listed as damaged, never breaking the index for the others. Only the
+framework's own pages are sent as HTML: any other markup file (a node log a DB plugin named
+`x.html`) is sent as plain text, so nothing a system under test wrote runs in this origin.
 """
 
 from __future__ import annotations
 
 import html
 import io
-import json
 import mimetypes
 import os
 import socket
@@ -26,6 +30,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from jepsen_py.errors import BadInput, EnvironmentProblem
+from jepsen_py.history import depth_ok
+from jepsen_py.store import read_json
 
 RUN_MARKERS = ("test.json", "history.jsonl")
 # Pages a person opens first, in this order, ahead of the other files of a run.
@@ -33,6 +39,15 @@ PRIMARY = ("timeline.html", "perf.html", "linearizability.html", "isolation.html
            "jepsen.log")
 TEXT_TYPES = {".jsonl": "text/plain", ".log": "text/plain", ".edn": "text/plain", ".txt": "text/plain",
               ".json": "application/json"}
+# The pages the framework writes (pictures, explore's report, the Spark dashboard): the only files
+# sent as a type a browser runs, and only where the framework writes them (results/A/B/page), not
+# under a run's nodes/ where a DB's log files land with names the DB chose.
+PAGES = frozenset({"timeline.html", "perf.html", "linearizability.html", "isolation.html", "report.html",
+                   "dashboard.html"})
+ACTIVE_TYPES = ("text/html", "application/xhtml+xml", "image/svg+xml", "text/xml", "application/xml",
+                "text/javascript", "application/javascript")
+# Fields of test.json the index shows.
+SHOWN = ("name", "workload", "nemesis", "bugs", "db_options", "read_mode")
 
 
 @dataclass(slots=True)
@@ -51,18 +66,25 @@ class RunEntry:
     # What configured the DB: its --db-option settings and read mode, so a weak and a correct
     # configuration of one system are told apart ("" for our cluster's defaults)
     db_config: str = ""
+    damaged: str = ""  # why test.json or results.json could not be read ("" when they could)
 
     @property
     def path(self) -> str:
         return f"{self.test}/{self.stamp}"
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> tuple[dict[str, Any], str]:
+    """The JSON object in `path` ({} when absent: a run still starting) and, when it is damaged
+    (not JSON, nested too deep, not an object), one line saying so."""
+    if not path.exists() and not path.is_symlink():
+        return {}, ""
     try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return d if isinstance(d, dict) else {}
+        d = read_json(path)
+    except BadInput as e:
+        return {}, str(e).replace(str(path), path.name, 1)
+    if not isinstance(d, dict):
+        return {}, f"{path.name}: not a JSON object"
+    return d, ""
 
 
 def _stamp_time(stamp: str) -> str:
@@ -115,8 +137,27 @@ def db_config(spec: dict[str, Any]) -> str:
     return ",".join(parts)
 
 
+def _entry(results_dir: Path, test_dir: Path, run_dir: Path) -> RunEntry:
+    """One run as the index lists it; what cannot be read of it is named in `damaged`."""
+    t, bad_t = _read(run_dir / "test.json")
+    r, bad_r = _read(run_dir / "results.json")
+    if not all(depth_ok(t.get(k)) for k in SHOWN):  # str() of such a field would overflow the stack
+        t, bad_t = {}, "test.json: a field is nested too deep"
+    try:
+        files = _files(run_dir, results_dir)
+    except (OSError, ValueError, RuntimeError) as e:
+        files, bad_t = [], bad_t or f"cannot list its files ({type(e).__name__})"
+    return RunEntry(
+        test=test_dir.name, stamp=run_dir.name, name=str(t.get("name") or test_dir.name),
+        time=_stamp_time(run_dir.name), valid=r.get("valid") if r else None,
+        workload=_join(t.get("workload")), nemesis=_join(t.get("nemesis")) or "none",
+        bugs=_join(t.get("bugs")) or "none", files=files, db_config=db_config(t),
+        damaged="; ".join(m for m in (bad_t, bad_r) if m))
+
+
 def list_runs(results_dir: Path) -> list[RunEntry]:
-    """Every run under results_dir/<test>/<stamp>/, newest first (`latest` links skipped)."""
+    """Every run under results_dir/<test>/<stamp>/, newest first (`latest` links skipped). A run
+    whose files are damaged is listed with what is wrong, never failing the list."""
     runs: list[RunEntry] = []
     if not results_dir.is_dir():
         return runs
@@ -128,14 +169,7 @@ def list_runs(results_dir: Path) -> list[RunEntry]:
                 continue
             if not any((run_dir / m).exists() for m in RUN_MARKERS):
                 continue
-            t = _read(run_dir / "test.json")
-            r = _read(run_dir / "results.json")
-            runs.append(RunEntry(
-                test=test_dir.name, stamp=run_dir.name, name=str(t.get("name") or test_dir.name),
-                time=_stamp_time(run_dir.name), valid=r.get("valid") if r else None,
-                workload=_join(t.get("workload")), nemesis=_join(t.get("nemesis")) or "none",
-                bugs=_join(t.get("bugs")) or "none", files=_files(run_dir, results_dir),
-                db_config=db_config(t)))
+            runs.append(_entry(results_dir, test_dir, run_dir))
     runs.sort(key=lambda e: (e.stamp, e.test), reverse=True)
     return runs
 
@@ -149,6 +183,7 @@ th { background: #f2f2f2; }
 td.verdict { color: white; font-weight: bold; text-align: center; }
 tr.valid-true td.verdict { background: #2e9b4f; } tr.valid-false td.verdict { background: #c8312e; }
 tr.valid-unknown td.verdict { background: #d98b14; } tr.valid-none td.verdict { background: #888; }
+tr.damaged td.verdict { background: #6a3d9a; } .damaged-why { color: #6a3d9a; font-size: 0.9em; }
 .files a { margin-right: 0.7em; }
 .meta { color: #666; font-size: 0.9em; }
 """
@@ -174,11 +209,14 @@ def index_html(results_dir: Path) -> str:
     rows = []
     for r in runs:
         cls, word = _verdict_class(r.valid)
+        if r.damaged:
+            cls, word = cls + " damaged", "damaged"
+        why = f'<div class="damaged-why">{e(r.damaged)}</div>' if r.damaged else ""
         base = "/files/" + urllib.parse.quote(r.path)
         links = " ".join(f'<a href="{base}/{urllib.parse.quote(f)}">{e(f)}</a>' for f in r.files)
         rows.append(
             f'<tr class="run {cls}" data-run="{e(r.path)}"><td class="verdict">{word}</td>'
-            f'<td><a href="{base}/">{e(r.name)}</a></td><td>{e(r.time)}</td><td>{e(r.workload)}</td>'
+            f'<td><a href="{base}/">{e(r.name)}</a>{why}</td><td>{e(r.time)}</td><td>{e(r.workload)}</td>'
             f'<td>{e(r.nemesis)}</td><td>{e(r.bugs)}</td><td class="db">{e(r.db_config)}</td>'
             f'<td class="files">{links}</td></tr>')
     body = "".join(rows) or '<tr><td colspan="8">no runs yet</td></tr>'
@@ -334,7 +372,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not target.is_file():
             self._not_found()
             return
-        ctype = TEXT_TYPES.get(target.suffix) or mimetypes.guess_type(target.name)[0] or "text/plain"
+        ctype = content_type(target, root)
         if ctype.startswith("text/") or ctype == "application/json":
             ctype += "; charset=utf-8"
         try:
@@ -352,6 +390,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             if self.command != "HEAD":
                 _copy(f, self.wfile, size)
+
+
+def content_type(target: Path, root: Path) -> str:
+    """The type a file is sent as: by its name, except that markup a browser would run is sent as
+    plain text unless it is one of the framework's pages (see PAGES)."""
+    ctype = TEXT_TYPES.get(target.suffix) or mimetypes.guess_type(target.name)[0] or "text/plain"
+    if ctype in ACTIVE_TYPES:
+        rel = target.relative_to(root).parts
+        if not (target.name in PAGES and len(rel) <= 3):
+            ctype = "text/plain"
+    return ctype
 
 
 def _copy(src: BinaryIO, dest: Any, size: int) -> None:

@@ -1,7 +1,9 @@
 """The aggregate dashboard: one self-contained plotly HTML page (plotly.js inlined, works offline).
 
 Charts: detection rate per bug and nemesis, availability and longest outage per group, latency
-percentiles per group, anomalies by kind, trends per day, and the summary table.
+percentiles per group, anomalies by kind, trends per day, and the summary table. Every name from the
+runs (workloads, nemeses, bugs, versions, anomaly kinds) reaches plotly through plotly_text: plotly
+reads tags in trace names, tick labels and table cells.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
+from jepsen_py.checkers.pictures.plotpage import plotly_text
 from jepsen_py.spark.schema import NO_BUG, group_label
 from plotly.offline import get_plotlyjs
 
@@ -20,7 +23,7 @@ from jepsen_py.store import write_text
 
 
 def _label(r: dict[str, Any]) -> str:
-    return group_label(r)
+    return plotly_text(group_label(r))
 
 
 def _fig_html(fig: go.Figure) -> str:
@@ -36,8 +39,8 @@ def detection_figure(summary: list[dict[str, Any]]) -> go.Figure:
             by_nemesis[r["nemesis"]].append(r)
     for nemesis, rows in sorted(by_nemesis.items()):
         fig.add_bar(
-            name=nemesis,
-            x=[f"{r['bug']} ({r['workload']}, {r['read_mode']}, {r['version']})" for r in rows],
+            name=plotly_text(nemesis),
+            x=[plotly_text(f"{r['bug']} ({r['workload']}, {r['read_mode']}, {r['version']})") for r in rows],
             y=[r["detection_rate"] for r in rows],
             text=[f"{r['invalid_runs']}/{r['runs']}" for r in rows],
         )
@@ -72,7 +75,7 @@ def anomalies_figure(summary: list[dict[str, Any]]) -> go.Figure:
     kinds = sorted({k for r in summary for k in (r.get("anomalies") or {})})
     fig = go.Figure()
     for k in kinds:
-        fig.add_bar(name=k, x=labels, y=[(r.get("anomalies") or {}).get(k, 0) for r in summary])
+        fig.add_bar(name=plotly_text(k), x=labels, y=[(r.get("anomalies") or {}).get(k, 0) for r in summary])
     fig.update_layout(title="Anomalies by kind", barmode="stack")
     return fig
 
@@ -93,11 +96,11 @@ def trends_figure(trends: list[dict[str, Any]]) -> go.Figure:
     fig = go.Figure()
     for nemesis, days in sorted(det.items()):
         xs = sorted(days)
-        fig.add_scatter(name=f"detection, {nemesis}", x=xs, y=[days[x][0] / days[x][1] for x in xs],
-                        mode="lines+markers")
+        fig.add_scatter(name=plotly_text(f"detection, {nemesis}"), x=xs,
+                        y=[days[x][0] / days[x][1] for x in xs], mode="lines+markers")
     for nemesis, days in sorted(avail.items()):
         xs = sorted(days)
-        fig.add_scatter(name=f"availability, {nemesis}", x=xs,
+        fig.add_scatter(name=plotly_text(f"availability, {nemesis}"), x=xs,
                         y=[days[x][0] / days[x][1] if days[x][1] else None for x in xs],
                         mode="lines", line={"dash": "dot"})
     fig.update_layout(title="Trends by day", yaxis={"tickformat": ".0%", "range": [0, 1.05]})
@@ -132,7 +135,8 @@ def table_figure(summary: list[dict[str, Any]]) -> go.Figure:
         "availability": [f(r["availability"], ".1%") for r in summary],
         "longest gap s": [f(r["longest_unavailable_s"], ".2f") for r in summary],
     }
-    fig = go.Figure(go.Table(header={"values": list(cols)}, cells={"values": list(cols.values())}))
+    cells = [[plotly_text(v) for v in col] for col in cols.values()]
+    fig = go.Figure(go.Table(header={"values": list(cols)}, cells={"values": cells}))
     fig.update_layout(title="Summary", height=max(300, 60 + 28 * len(summary)))
     return fig
 

@@ -41,7 +41,7 @@ LAYERS: tuple[Layer, ...] = (
         "jepsen_py.inputfile", "jepsen_py.lifetime", "jepsen_py.seeds", "jepsen_py.files",
         "jepsen_py.verdict", "jepsen_py.history", "jepsen_py.protocols", "jepsen_py.generator",
         "jepsen_py.workload", "jepsen_py.references", "jepsen_py.backends", "jepsen_py.backends.common",
-        "jepsen_py.spec", "jepsen_py.store", "jepsen_py.importers", "jepsen_py.bugs",
+        "jepsen_py.spec", "jepsen_py.store", "jepsen_py.importers", "jepsen_py.bugs", "jepsen_py.bounded",
     ), ("node",)),
     # what a test is made of
     Layer("parts", ("jepsen_py.nemeses", "jepsen_py.checkers", "jepsen_py.workloads"), ("node", "core")),

@@ -1,8 +1,9 @@
 // linearizability.html's page script: one plotly chart per failure (see visualization.py).
+// Strings in DATA come from the history and the checker's result: they reach plotly only through esc
+// (from plotpage.page).
 const ROLE_COLOR = {linearized: '#2e9b4f', blocked: '#c8312e', candidate: '#e8960c', concurrent: '#9a9a9a'};
 const ROLE_NAME = {linearized: 'linearized', blocked: 'cannot be linearized', candidate: 'candidate next',
                    concurrent: 'concurrent'};
-function esc(s) { return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;'); }
 function fmt(v) { return v === null || v === undefined ? '?' : esc(JSON.stringify(v)); }
 
 function drawFailure(fv, j) {
@@ -17,8 +18,8 @@ function drawFailure(fv, j) {
       const yy = lane.get(b.process);
       x.push(b.t0, b.t1, null); y.push(yy, yy, null);
       mx.push((b.t0 + b.t1) / 2); my.push(yy);
-      let t = '<b>#' + b.index + ' ' + esc(b.f) + ' ' + esc(b.value) + '</b> (' + b.type + ')<br>process ' +
-              esc(b.process) + '<br>' + ROLE_NAME[role];
+      let t = '<b>#' + esc(b.index) + ' ' + esc(b.f) + ' ' + esc(b.value) + '</b> (' + esc(b.type) +
+              ')<br>process ' + esc(b.process) + '<br>' + ROLE_NAME[role];
       if (b.step !== null) t += ', step ' + (b.step + 1) + '<br>state after: ' + fmt(b.state);
       if (b.why) t += '<br>' + esc(b.why);
       text.push(t);
@@ -38,7 +39,7 @@ function drawFailure(fv, j) {
     const t = Math.min(Math.max(last, b.t0), b.t1);
     last = t;
     px.push(t); py.push(lane.get(b.process)); pt.push(String(b.step + 1));
-    ptext.push('step ' + (b.step + 1) + ': #' + b.index + ' ' + esc(b.f) + ' ' + esc(b.value) +
+    ptext.push('step ' + (b.step + 1) + ': #' + esc(b.index) + ' ' + esc(b.f) + ' ' + esc(b.value) +
                '<br>state after: ' + fmt(b.state));
   }
   traces.push({type: 'scatter', mode: 'lines+markers+text', name: 'linearization order', x: px, y: py,
@@ -54,7 +55,7 @@ function drawFailure(fv, j) {
   }
   const layout = {margin: {l: 70, r: 20, t: 20, b: 40}, hovermode: 'closest', annotations,
                   xaxis: {title: {text: 'seconds since the test started'}},
-                  yaxis: {tickvals: procs.map((_, i) => i), ticktext: procs.map(p => 'p' + p),
+                  yaxis: {tickvals: procs.map((_, i) => i), ticktext: procs.map(p => 'p' + esc(p)),
                           range: [-0.7, procs.length - 0.3], title: {text: 'process'}},
                   legend: {orientation: 'h', y: -0.2}};
   return Plotly.newPlot(document.getElementById('fplot-' + j), traces, layout,

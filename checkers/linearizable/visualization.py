@@ -12,14 +12,13 @@ state, otherwise the page says it could not reconstruct them instead of showing 
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 from typing import Any
 
 from jepsen_py.checkers.linearizable.calls import build_calls
 from jepsen_py.checkers.linearizable.models import get_model
-from jepsen_py.checkers.pictures.plotpage import page, verdict_badge
+from jepsen_py.checkers.pictures.plotpage import esc, page, verdict_badge
 from jepsen_py.checkers.pictures.runview import NS, RunView, load_run
 
 from jepsen_py.history import Op, Pair
@@ -93,14 +92,19 @@ def _short(v: Any, n: int = 60) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _as_key(v: Any) -> Any:
+    """A candidate's op index as a dict key: a damaged result's list or object becomes its JSON."""
+    return json.dumps(v, default=str) if isinstance(v, list | dict) else v
+
+
 def failure_view(view: RunView, checker: str, res: dict[str, Any], failure: dict[str, Any],
                  by_index: dict[int, Pair]) -> dict[str, Any]:
     """Everything one failure's section draws: bars, the linearization path, states, candidates."""
-    op = failure.get("op") or {}
+    op = failure.get("op") if isinstance(failure.get("op"), dict) else {}
     blocked = op.get("index")
     order = [i for i in failure.get("longest_linearization") or [] if isinstance(i, int)]
     states = replay_states(view, res, failure, by_index)
-    cand = {c.get("op"): c for c in failure.get("candidates") or [] if isinstance(c, dict)}
+    cand = {_as_key(c.get("op")): c for c in failure.get("candidates") or [] if isinstance(c, dict)}
     shown_steps = order[-MAX_STEPS_SHOWN:]
     first_shown = len(order) - len(shown_steps)
     step_of = {i: k for k, i in enumerate(order)}
@@ -158,7 +162,7 @@ _SCRIPT = (Path(__file__).with_name("visualization.js")).read_text(encoding="utf
 
 def _table(rows: list[list[str]], head: list[str], last_cls: str = "") -> str:
     """An HTML table of already-escaped cells; `last_cls` marks the last row (the final state)."""
-    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    h = "".join(f"<th>{esc(c)}</th>" for c in head)
     body = []
     for i, r in enumerate(rows):
         cls = f' class="{last_cls}"' if last_cls and i == len(rows) - 1 else ""
@@ -167,12 +171,12 @@ def _table(rows: list[list[str]], head: list[str], last_cls: str = "") -> str:
 
 
 def _section(j: int, fv: dict[str, Any]) -> str:
-    e = html.escape
-    op = fv["op"] or {}
+    e = esc
+    op = fv["op"] if isinstance(fv["op"], dict) else {}
     steps_rows = [[str(s["step"]), f"#{s['index']}", e(s["process"]), e(s["f"]), e(s["value"]),
                    f'<span class="state">{e(_short(s["state"], 120))}</span>' if fv["states_known"] else "?"]
                   for s in fv["steps"]]
-    cand_rows = [[f"#{c.get('op')}", e(str(c.get("f", ""))), e(_short(c.get("value"))),
+    cand_rows = [[e(f"#{c.get('op')}"), e(str(c.get("f", ""))), e(_short(c.get("value"))),
                   e(str(c.get("why", "")))] for c in fv["candidates"]]
     states_note = ("" if fv["states_known"] else
                    "<p class=\"meta\">The states along the linearization could not be reconstructed "
@@ -186,7 +190,7 @@ def _section(j: int, fv: dict[str, Any]) -> str:
         f"{e(str(op.get('f', '')))} {e(_short(op.get('value')))} by process {e(str(op.get('process')))} "
         f"({e(str(op.get('type', '')))})<br>after {len(fv['steps'])} linearized ops the state is "
         f'<span class="state" id="state-before-{j}">{e(_short(fv["state_before"], 200))}</span><br>'
-        f"{e(fv['explanation'])}</div>"
+        f"{e(fv['explanation'] or '')}</div>"
         f'<div class="fplot" id="fplot-{j}"></div>'
         f"{states_note}"
         f"<details open><summary>Candidates for the next place ({len(cand_rows)})</summary>"
@@ -209,9 +213,9 @@ def render_failures(view: RunView, out: Path | None = None) -> Path | None:
     fvs = [failure_view(view, c, r, f, by_index) for c, r, f in found[:MAX_FAILURES]]
     more = len(found) - len(fvs)
     body = (
-        f"<h1>{html.escape(view.name)} — linearizability failures "
+        f"<h1>{esc(view.name)} — linearizability failures "
         f"{verdict_badge(view.results.get('valid', 'unknown'))}</h1>"
-        f'<div class="meta">run {html.escape(view.run_dir.name)} · {len(found)} invalid key(s)'
+        f'<div class="meta">run {esc(view.run_dir.name)} · {len(found)} invalid key(s)'
         f"{f' ({more} not drawn)' if more else ''} · <a href=\"timeline.html\">timeline</a> · "
         "bars are ops (invoke to completion) on process lanes; green numbered ops are the longest "
         "order the checker found, the red op is the one that cannot come next, orange ops are the other "

@@ -10,14 +10,13 @@ and a page that draws without any script still shows it when opened from disk an
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jepsen_py.checkers.pictures.plotpage import BASE_CSS, verdict_badge
+from jepsen_py.checkers.pictures.plotpage import BASE_CSS, esc, verdict_badge
 from jepsen_py.checkers.pictures.runview import RunView, load_run
 
 from jepsen_py.store import write_text_atomic
@@ -92,7 +91,7 @@ def _txn_label(t: dict[str, Any]) -> tuple[str, str, str]:
 def cycle_svg(j: int, anomaly: dict[str, Any]) -> str:
     """The cycle as SVG: transactions as boxes on a circle in cycle order, each step an arrow
     (bent to its own right, so the two edges of a 2-cycle do not overlap) labelled type and key."""
-    e = html.escape
+    e = esc
     txns = [t for t in anomaly["cycle"] if isinstance(t, dict)]
     steps = [s for s in anomaly["steps"] if isinstance(s, dict)]
     order = [t.get("index") for t in txns]
@@ -172,11 +171,18 @@ def _box_cut(ux: float, uy: float) -> float:
 
 
 def _key(d: dict[str, Any]) -> str:
-    return html.escape(_short(d["key"], 30)) if d.get("key") is not None else ""
+    return esc(_short(d["key"], 30)) if d.get("key") is not None else ""
+
+
+def _ops(v: Any) -> str:
+    """An anomaly's "ops" as `#1, #2` (anything else a damaged result holds, as it is)."""
+    if isinstance(v, list):
+        return ", ".join(f"#{i}" for i in v)
+    return "" if v is None else str(v)
 
 
 def _steps_table(j: int, steps: list[dict[str, Any]]) -> str:
-    e = html.escape
+    e = esc
     rows = "".join(
         f'<tr class="step" data-edge="edge-{j}-{i}">'
         f'<td>T{e(str(s.get("from")))} → T{e(str(s.get("to")))}</td>'
@@ -188,7 +194,7 @@ def _steps_table(j: int, steps: list[dict[str, Any]]) -> str:
 
 
 def _cycle_section(j: int, d: Drawn) -> str:
-    e = html.escape
+    e = esc
     a = d.anomaly
     tag = ("prohibited by the models checked" if d.prohibited else
            "allowed by the models checked (reported, not failing)")
@@ -203,12 +209,12 @@ def _cycle_section(j: int, d: Drawn) -> str:
 
 
 def _others_table(others: list[Drawn]) -> str:
-    e = html.escape
+    e = esc
     rows = "".join(
         f'<tr class="other"><td class="kind">{e(str(d.anomaly.get("kind", "?")))}</td>'
         f"<td>{'prohibited' if d.prohibited else 'allowed'}</td><td>{e(d.checker)}</td>"
         f"<td><code>{_key(d.anomaly)}</code></td>"
-        f"<td>{', '.join('#' + str(i) for i in d.anomaly.get('ops') or [])}</td>"
+        f"<td>{e(_ops(d.anomaly.get('ops')))}</td>"
         f"<td>{e(str(d.anomaly.get('explanation', '')))}</td></tr>"
         for d in others[:MAX_OTHERS])
     more = (f'<p class="meta">{len(others) - MAX_OTHERS} more not listed</p>'
@@ -233,7 +239,7 @@ def totals(results: list[tuple[str, dict[str, Any]]], cycle_kinds: set[Any]) -> 
 
 
 def _summary(results: list[tuple[str, dict[str, Any]]]) -> str:
-    e = html.escape
+    e = esc
     out = []
     for name, r in results:
         counts = r.get("anomaly_counts") if isinstance(r.get("anomaly_counts"), dict) else {}
@@ -292,7 +298,7 @@ def render_isolation(view: RunView, out: Path | None = None) -> Path | None:
     n_cycles, n_others = totals(elle_results(view.results), {d.anomaly.get("kind") for d in cycles})
     shown = min(len(others), MAX_OTHERS)
     listed = f" ({shown} listed)" if n_others > shown else ""
-    e = html.escape
+    e = esc
     legend = "".join(f'<span title="{e(EDGE_MEANING[k])}" style="color:{c}">━▶ {k}</span>'
                      for k, c in EDGE_COLORS.items())
     body = (

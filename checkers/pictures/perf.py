@@ -11,7 +11,6 @@ throughput lines are always computed from every op.
 
 from __future__ import annotations
 
-import html
 import math
 import random
 from collections import defaultdict
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jepsen_py.checkers.pictures.plotpage import page, verdict_badge
+from jepsen_py.checkers.pictures.plotpage import esc, page, plotly_text, verdict_badge
 from jepsen_py.checkers.pictures.runview import NS, RunView, load_run, pair_type
 
 from jepsen_py.store import write_text_atomic
@@ -107,6 +106,7 @@ def perf_figure(view: RunView) -> tuple[dict[str, Any], dict[str, Any]]:
     summary: dict[str, Any] = {}
     for f in fs:
         mine = [s for s in ss if s.f == f]
+        fp = plotly_text(f)  # the op name as plotly draws it (legend, hover), never markup
         lat_sorted = sorted(s.latency_ms for s in mine if s.type == "ok")
         summary[f] = {
             "ok": sum(1 for s in mine if s.type == "ok"),
@@ -123,10 +123,10 @@ def perf_figure(view: RunView) -> tuple[dict[str, Any], dict[str, Any]]:
             summary[f][f"{typ}_shown"] = len(shown)
             sym, alpha = _TYPE_STYLE[typ]
             data.append({
-                "type": "scattergl", "mode": "markers", "name": f"{f} {typ}", "legendgroup": f,
+                "type": "scattergl", "mode": "markers", "name": f"{fp} {typ}", "legendgroup": f,
                 "x": [round(s.t, 6) for s in shown], "y": [round(s.latency_ms, 3) for s in shown],
                 "customdata": [s.index for s in shown],
-                "hovertemplate": (f"{f} {typ}<br>%{{y:.2f}} ms at %{{x:.3f}} s<br>op #%{{customdata}}"
+                "hovertemplate": (f"{fp} {typ}<br>%{{y:.2f}} ms at %{{x:.3f}} s<br>op #%{{customdata}}"
                                   "<extra></extra>"),
                 "marker": {"color": color[f], "symbol": sym, "size": 4 if typ == "ok" else 7,
                            "opacity": alpha},
@@ -145,28 +145,28 @@ def perf_figure(view: RunView) -> tuple[dict[str, Any], dict[str, Any]]:
         for q, dash in zip(QUANTILES, ("solid", "dash", "dot"), strict=True):
             ys = [round(quantile(sorted_b[b], q), 3) if b in sorted_b else None for b in range(nb)]
             data.append({
-                "type": "scatter", "mode": "lines+markers", "name": f"{f} p{round(q * 100)}",
+                "type": "scatter", "mode": "lines+markers", "name": f"{fp} p{round(q * 100)}",
                 "legendgroup": f, "x": mids, "y": ys, "line": {"color": color[f], "dash": dash, "width": 2},
                 "marker": {"size": 3},
-                "hovertemplate": f"{f} p{round(q * 100)}: %{{y:.2f}} ms<extra></extra>",
+                "hovertemplate": f"{fp} p{round(q * 100)}: %{{y:.2f}} ms<extra></extra>",
                 "xaxis": "x", "yaxis": "y2",
             })
         for typ, dash in (("ok", "solid"), ("fail", "dot"), ("info", "dash")):
             if not any(counts[typ]):
                 continue
             data.append({
-                "type": "scatter", "mode": "lines", "name": f"{f} {typ}/s", "legendgroup": f,
+                "type": "scatter", "mode": "lines", "name": f"{fp} {typ}/s", "legendgroup": f,
                 "x": [round((b + 0.5) * width, 6) for b in range(nb)],
                 "y": [round(c / width, 3) for c in counts[typ]],
                 "line": {"color": color[f], "dash": dash, "width": 2, "shape": "hvh"},
-                "hovertemplate": f"{f} {typ}: %{{y:.1f}} ops/s<extra></extra>", "xaxis": "x", "yaxis": "y3",
+                "hovertemplate": f"{fp} {typ}: %{{y:.1f}} ops/s<extra></extra>", "xaxis": "x", "yaxis": "y3",
             })
     shapes, annotations = [], []
     for i, w in enumerate(view.faults):
         shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": w.start, "x1": w.end, "y0": 0,
                        "y1": 1, "fillcolor": "rgba(200,49,46,0.12)", "line": {"width": 0}, "layer": "below"})
         annotations.append({"x": w.start, "xref": "x", "yref": "paper", "y": 1.0 - (i % 3) * 0.025,
-                            "yanchor": "bottom", "xanchor": "left", "text": html.escape(w.label),
+                            "yanchor": "bottom", "xanchor": "left", "text": plotly_text(w.label),
                             "showarrow": False, "font": {"size": 10, "color": "#7a1512"},
                             "bgcolor": "rgba(255,255,255,0.6)"})
     layout = {
@@ -203,13 +203,13 @@ def render_perf(view: RunView, out: Path | None = None) -> Path:
     fig, summary = perf_figure(view)
     valid = view.results.get("valid", "unknown") if view.results else "unknown"
     rows = "".join(
-        f"<tr><td>{html.escape(f)}</td><td>{s['ok']}</td><td>{s['fail']}</td><td>{s['info']}</td>"
+        f"<tr><td>{esc(f)}</td><td>{s['ok']}</td><td>{s['fail']}</td><td>{s['info']}</td>"
         f"<td>{_fmt(s['p50'])}</td><td>{_fmt(s['p95'])}</td><td>{_fmt(s['p99'])}</td>"
         f"<td>{_fmt(s['max'])}</td></tr>"
         for f, s in summary.items())
     body = (
-        f"<h1>{html.escape(view.name)} — performance {verdict_badge(valid)}</h1>"
-        f'<div class="meta">run {html.escape(view.run_dir.name)} · {len(view.faults)} faults shaded · '
+        f"<h1>{esc(view.name)} — performance {verdict_badge(valid)}</h1>"
+        f'<div class="meta">run {esc(view.run_dir.name)} · {len(view.faults)} faults shaded · '
         '<a href="timeline.html">timeline</a></div>'
         '<div id="perf"></div>'
         '<table id="summary"><tr><th>op</th><th>ok</th><th>fail</th><th>info</th><th>p50 ms</th>'

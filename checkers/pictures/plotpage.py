@@ -2,6 +2,13 @@
 
 A run directory is often copied off a CI machine and opened from disk on a plane, so each page
 carries its own copy of plotly.js (from the installed plotly package) instead of pointing at a CDN.
+
+Every string a page shows comes from a history, a checker's result, test.json or a plugin, any of
+which may hold markup (a client that echoes what it was sent, a hostile DB name). So there is one
+way in for each place a string lands: `esc` for HTML text and attributes, `plotly_text` for what
+plotly draws (it reads tags and entities in names, hover text, labels), `json_for_script` for data
+embedded in a <script>; the pages' scripts get `esc` (plotly text) in JavaScript from `page`, and
+build DOM from data with textContent only.
 """
 
 from __future__ import annotations
@@ -22,10 +29,33 @@ def plotly_js() -> str:
     return plotly.offline.get_plotlyjs()
 
 
+def esc(value: Any) -> str:
+    """Any value as HTML text or a quoted attribute value: str() of it, & < > " ' escaped."""
+    return html.escape(value if isinstance(value, str) else str(value), quote=True)
+
+
+_PLOTLY_UNSAFE = {ord(c): f"&#{ord(c)};" for c in "&<>%"}
+
+
+def plotly_text(value: Any) -> str:
+    """Any value as text plotly draws (a trace name, hover template or text, an annotation, a tick
+    label): plotly reads a subset of HTML there (<a href>, <span style>, entities) and replaces
+    %{...} in hover templates, so & < > % become numeric entities, which plotly shows as the
+    characters themselves (with no < left, no tag and so no attribute is ever read). The pages'
+    JavaScript `esc` (see `page`) does the same."""
+    return (value if isinstance(value, str) else str(value)).translate(_PLOTLY_UNSAFE)
+
+
+# The JavaScript twin of plotly_text, given to every page's script.
+_JS_ESC = "const esc = s => String(s).replace(/[&<>%]/g, c => '&#' + c.charCodeAt(0) + ';');\n"
+
+
 def json_for_script(data: Any) -> str:
-    """JSON safe inside <script type="application/json">: no "</" can close the tag early."""
+    """JSON safe inside a <script> element: no < > & at all (each written \\u003c, \\u003e,
+    \\u0026, which JSON.parse reads back), so no "</script>" or "<!--" in a string ends or bends
+    the element early."""
     s = json.dumps(finite_json(data), separators=(",", ":"), default=str, allow_nan=False)
-    return s.replace("</", "<\\/").replace("<!--", "<\\!--")
+    return s.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 BASE_CSS = """
@@ -47,10 +77,11 @@ code { font-size: 0.95em; }
 
 
 def page(title: str, body: str, script: str, data: Any, *, css: str = "") -> str:
-    """A complete standalone page; `script` reads its data from JSON.parse(#page-data)."""
+    """A complete standalone page; `script` reads its data from DATA (parsed from #page-data) and
+    has `esc` for plotly text. `body` must be built with `esc` already."""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>{html.escape(title)}</title>"
+        f"<title>{esc(title)}</title>"
         f"<style>{BASE_CSS}{css}</style>"
         f"<script>{plotly_js()}</script>"
         "</head><body>"
@@ -58,7 +89,7 @@ def page(title: str, body: str, script: str, data: Any, *, css: str = "") -> str
         f"<script type=\"application/json\" id=\"page-data\">{json_for_script(data)}</script>"
         "<script>\"use strict\";\n"
         "const DATA = JSON.parse(document.getElementById('page-data').textContent);\n"
-        f"{script}</script>"
+        f"{_JS_ESC}{script}</script>"
         "</body></html>\n"
     )
 

@@ -16,6 +16,7 @@ from jepsen_py.nemeses import faults
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import INFO, NEMESIS, OBSERVER, OK, Op, Pair, pairs, read_history
+from jepsen_py.store import read_json
 
 NS = 1_000_000_000
 
@@ -76,12 +77,11 @@ class RunView:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    """The object in a run's JSON file ({} when absent); damage (not JSON, nested deeper than the
+    parser's stack) is one BadInput line, as store.read_json says it."""
     if not path.exists():
         return {}
-    try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise BadInput(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    d = read_json(path)
     if not isinstance(d, dict):
         raise BadInput(f"{path}: expected a JSON object, got {type(d).__name__}")
     return d

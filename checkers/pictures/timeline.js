@@ -1,4 +1,6 @@
 // timeline.html's page script: builds WebGL traces from the column arrays in DATA (see timeline.py).
+// Every string in DATA comes from the history or a checker: it reaches plotly only through esc (from
+// plotpage.page) and the DOM only through textContent.
 const MARKS = {parsed: performance.now()};
 const O = DATA.ops, N = O.t0.length;
 const TYPES = ['ok', 'fail', 'info'];
@@ -15,16 +17,15 @@ function hoverFor(i) {
   const lat = (O.t1[i] - O.t0[i]) * 1000;
   const key = O.k[i] >= 0 ? DATA.keys[O.k[i]] : '';
   const node = O.n[i] >= 0 ? DATA.nodes[O.n[i]] : '';
-  let s = '<b>' + DATA.fs[O.f[i]] + '</b> ' + key + ' = ' + esc(O.v[i]) +
+  let s = '<b>' + esc(DATA.fs[O.f[i]]) + '</b> ' + esc(key) + ' = ' + esc(O.v[i]) +
           '<br>' + TYPES[O.ty[i]] + (O.err[i] ? ' (' + esc(O.err[i]) + ')' : '') +
-          '<br>process ' + procOfRow(i) + (node ? ', node ' + node : '');
-  if (O.role[i] >= 0) s += ', ' + DATA.roles[O.role[i]];
+          '<br>process ' + esc(procOfRow(i)) + (node ? ', node ' + esc(node) : '');
+  if (O.role[i] >= 0) s += ', ' + esc(DATA.roles[O.role[i]]);
   if (O.term[i] !== null) s += ', term ' + O.term[i];
   s += '<br>latency ' + lat.toFixed(2) + ' ms' + (O.c[i] < 0 ? ' (never completed)' : '') +
        '<br>ops #' + O.i[i] + (O.c[i] >= 0 ? ' → #' + O.c[i] : '');
   return s;
 }
-function esc(s) { return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;'); }
 
 function laneY(i, groupBy) {
   if (groupBy === 'node') {
@@ -122,21 +123,21 @@ function opTraces(keyFilter, groupBy, range, pxWidth) {
 function wrap(s) { return String(s).replace(/(.{1,90})(\s|$)/g, '$1<br>').replace(/(<br>)+$/, ''); }
 
 function observerTraces() {
-  const S = DATA.samples, byRole = {};
+  const S = DATA.samples, byRole = Object.create(null);  // a role named "constructor" is just a role
   const zx = [], zy = [], zt = [];
   for (let j = 0; j < S.t.length; j++) {
     const role = S.role[j], node = DATA.nodes[S.n[j]], y = DATA.node_lanes.indexOf(node);
     const r = byRole[role] || (byRole[role] = [[], [], []]);
-    const txt = node + ': ' + role + (S.term[j] !== null ? ', term ' + S.term[j] : '') +
-                (S.leader[j] ? ', leader ' + S.leader[j] : '') + '<br>t = ' + S.t[j].toFixed(3) + ' s';
+    const txt = esc(node) + ': ' + esc(role) + (S.term[j] !== null ? ', term ' + S.term[j] : '') +
+                (S.leader[j] ? ', leader ' + esc(S.leader[j]) : '') + '<br>t = ' + S.t[j].toFixed(3) + ' s';
     if (!S.z[j]) { r[0].push(S.t[j]); r[1].push(y); r[2].push(txt); }
     if (S.z[j]) { zx.push(S.t[j]); zy.push(y); zt.push('<b>ZOMBIE LEADER</b> ' + txt +
                   '<br>another node already reported a higher term'); }
   }
   const traces = [];
   for (const role of Object.keys(byRole)) {
-    const st = ROLE_STYLE[role] || ['#6a3d9a', 'square', 5];
-    traces.push({type: 'scattergl', mode: 'markers', name: role, legendgroup: 'role-' + role,
+    const st = Object.hasOwn(ROLE_STYLE, role) ? ROLE_STYLE[role] : ['#6a3d9a', 'square', 5];
+    traces.push({type: 'scattergl', mode: 'markers', name: esc(role), legendgroup: 'role-' + role,
                  x: byRole[role][0], y: byRole[role][1], text: byRole[role][2],
                  hovertemplate: '%{text}<extra></extra>', marker: {color: st[0], symbol: st[1], size: st[2]},
                  xaxis: 'x', yaxis: 'y2'});
@@ -162,9 +163,9 @@ function observerTraces() {
       if (DATA.nodes[S.n[j]] !== node) continue;
       x.push(S.t[j]); y.push(S.term[j]);
     }
-    traces.push({type: 'scattergl', mode: 'lines', name: 'term ' + node, x: x, y: y,
+    traces.push({type: 'scattergl', mode: 'lines', name: 'term ' + esc(node), x: x, y: y,
                  line: {shape: 'hv', width: 2}, xaxis: 'x', yaxis: 'y3',
-                 hovertemplate: node + ' term %{y}<extra></extra>'});
+                 hovertemplate: esc(node) + ' term %{y}<extra></extra>'});
   });
   return traces;
 }
@@ -187,7 +188,7 @@ function faultShapes() {
 
 function laneAxis(groupBy) {
   if (groupBy === 'node') {
-    const vals = DATA.node_lanes.map((_, i) => i), text = DATA.node_lanes.slice();
+    const vals = DATA.node_lanes.map((_, i) => i), text = DATA.node_lanes.map(esc);
     vals.push(DATA.node_lanes.length); text.push('(no node)');
     vals.push(-1); text.push('nemesis');
     return {tickvals: vals, ticktext: text, range: [-1.6, DATA.node_lanes.length + 0.8]};
@@ -196,7 +197,7 @@ function laneAxis(groupBy) {
   const n = DATA.lanes.length;
   const fit = Math.max(8, Math.floor((plot.clientHeight || 700) * 0.5 / 13));
   const step = Math.max(1, Math.ceil(n / fit)), vals = [], text = [];
-  for (let i = 0; i < n; i += step) { vals.push(i); text.push(DATA.lanes[i] === 'nemesis' ? 'nemesis' : 'p' + DATA.lanes[i]); }
+  for (let i = 0; i < n; i += step) { vals.push(i); text.push(DATA.lanes[i] === 'nemesis' ? 'nemesis' : 'p' + esc(DATA.lanes[i])); }
   return {tickvals: vals, ticktext: text, range: [-0.8, n - 0.2]};
 }
 
@@ -212,7 +213,7 @@ function layout(groupBy) {
     yaxis: {title: {text: groupBy === 'node' ? 'node' : 'process'}, domain: hasObs ? [0.42, 1] : [0, 1],
             tickvals: la.tickvals, ticktext: la.ticktext, range: la.range, zeroline: false, fixedrange: false},
     yaxis2: {title: {text: 'role'}, domain: [0.2, 0.38], tickvals: DATA.node_lanes.map((_, i) => i),
-             ticktext: DATA.node_lanes, range: [-0.6, DATA.node_lanes.length - 0.4], zeroline: false,
+             ticktext: DATA.node_lanes.map(esc), range: [-0.6, DATA.node_lanes.length - 0.4], zeroline: false,
              visible: hasObs},
     yaxis3: {title: {text: 'term'}, domain: [0, 0.17], visible: hasObs, rangemode: 'tozero', tick0: 0,
              dtick: Math.max(1, Math.ceil(DATA.samples.term.reduce((m, t) => t !== null && t > m ? t : m, 0) / 4))},
@@ -279,8 +280,10 @@ function listen() {
   DATA.anomalies.forEach((a, j) => {
     const li = document.createElement('li');
     li.className = 'anomaly'; li.dataset.index = String(j);
-    li.innerHTML = '<span class="akind">' + esc(a.kind) + '</span> <i>(' + esc(a.checker) + ')</i> ops ' +
-                   a.ops.map(o => '#' + o).join(', ') + ': ' + esc(a.explanation);
+    const kind = document.createElement('span'), checker = document.createElement('i');
+    kind.className = 'akind'; kind.textContent = a.kind;
+    checker.textContent = '(' + a.checker + ')';
+    li.append(kind, ' ', checker, ' ops ' + a.ops.map(o => '#' + o).join(', ') + ': ' + a.explanation);
     li.title = 'click to zoom to these ops';
     li.addEventListener('click', () => {
       const samples = a.samples || [];

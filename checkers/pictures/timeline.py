@@ -11,14 +11,13 @@ lane grouping re-draw from those arrays without a round trip.
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 from typing import Any
 
 from jepsen_py.checkers.linearizable.visualization import failures_in
 from jepsen_py.checkers.pictures.isolation import found_in
-from jepsen_py.checkers.pictures.plotpage import page, verdict_badge
+from jepsen_py.checkers.pictures.plotpage import esc, page, verdict_badge
 from jepsen_py.checkers.pictures.runview import NS, RunView, load_run, pair_type
 
 from jepsen_py.history import NEMESIS
@@ -95,7 +94,10 @@ def timeline_data(view: RunView) -> dict[str, Any]:
     def proc_order(p: str) -> tuple[int, int | str]:
         if p == NEMESIS:
             return (0, 0)
-        return (1, int(p)) if p.lstrip("-").isdigit() else (2, p)
+        try:
+            return (1, int(p))
+        except ValueError:  # a name ("--5" and "²" too: isdigit is no test for int)
+            return (2, p)
 
     lanes = sorted(procs.items, key=proc_order)
     node_names = sorted({s.node for s in view.samples} | set(nodes.items))
@@ -151,9 +153,9 @@ def render_timeline(view: RunView, out: Path | None = None) -> Path:
     valid = view.results.get("valid", "unknown") if view.results else "unknown"
     t = view.test
     nem = t.get("nemesis")
-    nem_s = ",".join(nem) if isinstance(nem, list) else str(nem or "")
+    nem_s = ",".join(map(str, nem)) if isinstance(nem, list) else str(nem or "")
     bugs = t.get("bugs")
-    bugs_s = ",".join(bugs) if isinstance(bugs, list) and bugs else "none"
+    bugs_s = ",".join(map(str, bugs)) if isinstance(bugs, list) and bugs else "none"
     n_client = len(view.client_pairs)
     lin_link = (' · <a href="linearizability.html" id="failure-view">linearizability failure view</a>'
                 if failures_in(view.results) else "")
@@ -161,10 +163,10 @@ def render_timeline(view: RunView, out: Path | None = None) -> Path:
         lin_link += (' · <a href="isolation.html" id="isolation-view">isolation anomalies '
                      "(dependency cycles)</a>")
     body = (
-        f"<h1>{html.escape(view.name)} — timeline {verdict_badge(valid)}</h1>"
-        f'<div class="meta">run {html.escape(view.run_dir.name)} · workload '
-        f"{html.escape(str(t.get('workload', '?')))} · nemesis {html.escape(nem_s or 'none')} · bugs "
-        f"{html.escape(bugs_s)} · {n_client} client ops · {len(view.faults)} faults · "
+        f"<h1>{esc(view.name)} — timeline {verdict_badge(valid)}</h1>"
+        f'<div class="meta">run {esc(view.run_dir.name)} · workload '
+        f"{esc(t.get('workload', '?'))} · nemesis {esc(nem_s or 'none')} · bugs "
+        f"{esc(bugs_s)} · {n_client} client ops · {len(view.faults)} faults · "
         f"{len(view.samples)} observer samples · <a href=\"perf.html\">perf</a>{lin_link}</div>"
         '<div class="controls"><label>key <select id="key-filter"><option value="">all keys</option>'
         '</select></label><label>lanes <select id="group-by"><option value="process">per process'

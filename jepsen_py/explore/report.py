@@ -9,12 +9,11 @@ every picture in checkers/pictures/ is), written beside explore.json.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jepsen_py.checkers.pictures.plotpage import page
+from jepsen_py.checkers.pictures.plotpage import esc, page
 from jepsen_py.store import write_text_atomic
 
 REPORT_FILE = "report.html"
@@ -50,11 +49,11 @@ const ok = rows.filter(r => !r.anomalies || Object.keys(r.anomalies).length === 
 const bad = rows.filter(r => r.anomalies && Object.keys(r.anomalies).length > 0);
 Plotly.newPlot('coverage', [
   {x: rows.map(r => r.at_s), y: rows.map(r => r.features), mode: 'lines+markers', name: 'distinct features',
-   line: {shape: 'hv'}, marker: {size: 4}, text: rows.map(r => '#' + r.n + ' ' + r.config),
+   line: {shape: 'hv'}, marker: {size: 4}, text: rows.map(r => '#' + esc(r.n) + ' ' + esc(r.config)),
    hoverinfo: 'x+y+text'},
   {x: bad.map(r => r.at_s), y: bad.map(r => r.features), mode: 'markers', name: 'finding',
    marker: {size: 11, color: '#c8312e', symbol: 'x'},
-   text: bad.map(r => Object.keys(r.anomalies).join(', ')), hoverinfo: 'x+text'},
+   text: bad.map(r => esc(Object.keys(r.anomalies).join(', '))), hoverinfo: 'x+text'},
 ], {margin: {t: 20, r: 10}, xaxis: {title: 'search seconds (shrinking excluded)'},
     yaxis: {title: 'distinct coverage features', rangemode: 'tozero'}, showlegend: true},
   {displaylogo: false, responsive: true}).then(() => { document.body.dataset.rendered = '1'; });
@@ -63,7 +62,7 @@ Plotly.newPlot('coverage', [
 
 def _finding_html(i: int, f: dict[str, Any]) -> str:
     size = f.get("shrunk") or f.get("original") or {}
-    parts = [f'<div class="finding" id="finding-{i}"><h3>finding {i}: {html.escape(str(f.get("kind")))}</h3>',
+    parts = [f'<div class="finding" id="finding-{i}"><h3>finding {i}: {esc(f.get("kind"))}</h3>',
              "<table>"]
     tried = f.get("schedules_tried", 0)
     schedule = f.get("schedule_file")
@@ -75,12 +74,12 @@ def _finding_html(i: int, f: dict[str, Any]) -> str:
             ("schedule file", f.get("schedule_file") or ""),
             ("replay it", f"jepsen-py run --schedule {schedule}" if schedule else "")]
     for name, value in rows:
-        parts.append(f"<tr><th>{html.escape(name)}</th><td><code>{html.escape(str(value))}</code></td></tr>")
+        parts.append(f"<tr><th>{esc(name)}</th><td><code>{esc(value)}</code></td></tr>")
     parts.append("</table>")
     for n in f.get("notes") or []:
-        parts.append(f"<p class=\"meta\">{html.escape(str(n))}</p>")
+        parts.append(f"<p class=\"meta\">{esc(n)}</p>")
     if f.get("schedule_text"):
-        parts.append(f"<pre>{html.escape(f['schedule_text'])}</pre>")
+        parts.append(f"<pre>{esc(f['schedule_text'])}</pre>")
     parts.append("</div>")
     return "".join(parts)
 
@@ -88,13 +87,14 @@ def _finding_html(i: int, f: dict[str, Any]) -> str:
 def render(summary: dict[str, Any], trials: list[TrialRow]) -> str:
     """The page for an explore's summary (what explore.json holds) and its trials."""
     findings = summary.get("findings") or []
-    head = (f"<h1>jepsen-py explore on {html.escape(str(summary.get('backend', '')))}</h1>"
-            f"<p class=\"meta\">seed {summary.get('seed')}, budget {summary.get('budget_s')} s, "
-            f"DB {html.escape(str(summary.get('db', '')))}, bugs "
-            f"{html.escape(', '.join(summary.get('bugs') or []) or 'none')}; "
-            f"{summary.get('schedules_tried', 0)} configurations, "
-            f"{summary.get('coverage_features', 0)} distinct features, {len(findings)} finding(s), "
-            f"{summary.get('errors', 0)} error(s)</p>")
+    bugs = summary.get("bugs")
+    head = (f"<h1>jepsen-py explore on {esc(summary.get('backend', ''))}</h1>"
+            f"<p class=\"meta\">seed {esc(summary.get('seed'))}, budget {esc(summary.get('budget_s'))} s, "
+            f"DB {esc(summary.get('db', ''))}, bugs "
+            f"{esc(', '.join(map(str, bugs)) if isinstance(bugs, list) and bugs else bugs or 'none')}; "
+            f"{esc(summary.get('schedules_tried', 0))} configurations, "
+            f"{esc(summary.get('coverage_features', 0))} distinct features, {len(findings)} finding(s), "
+            f"{esc(summary.get('errors', 0))} error(s)</p>")
     body = [head, "<h2>coverage over time</h2><div id=\"coverage\"></div>", "<h2>findings</h2>"]
     body += [_finding_html(i + 1, f) for i, f in enumerate(findings)] or ["<p>none</p>"]
     shown = trials[-MAX_ROWS:]
@@ -104,9 +104,9 @@ def render(summary: dict[str, Any], trials: list[TrialRow]) -> str:
                 "<th>wall s</th><th>new features</th><th>features</th><th>anomalies</th></tr></thead><tbody>")
     for r in shown:
         kinds = ", ".join(f"{k} x{v}" for k, v in r.anomalies.items())
-        cell = (f'<td class="bad">{html.escape(kinds)}</td>' if kinds else
-                f'<td class="err">error: {html.escape(r.error)}</td>' if r.error else "<td></td>")
-        body.append(f"<tr class=\"trial\"><td>{r.n}</td><td>{r.at_s:.1f}</td><td>{html.escape(r.config)}</td>"
+        cell = (f'<td class="bad">{esc(kinds)}</td>' if kinds else
+                f'<td class="err">error: {esc(r.error)}</td>' if r.error else "<td></td>")
+        body.append(f"<tr class=\"trial\"><td>{r.n}</td><td>{r.at_s:.1f}</td><td>{esc(r.config)}</td>"
                     f"<td>{r.wall_s:.1f}</td><td>{r.new}</td><td>{r.features}</td>{cell}</tr>")
     body.append("</tbody></table>")
     data = {"trials": [{"n": r.n, "at_s": round(r.at_s, 3), "features": r.features, "config": r.config,
