@@ -23,9 +23,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from jepsen_py import store
-from jepsen_py.errors import BadInput
+from jepsen_py import inputfile, store
+from jepsen_py.errors import BadInput, quote
+from jepsen_py.history import depth_ok
 from jepsen_py.seeds import run_seed
+from jepsen_py.spec import NEMESIS_INTERVAL, TIME_LIMIT
 
 DEFAULT_EXPECTATIONS = Path(__file__).with_name("expectations.toml")
 EXIT_NAMES = {0: "valid", 1: "invalid", 2: "unknown", 254: "bad-input", 255: "framework-failure"}
@@ -48,6 +50,8 @@ class Cell:
     args: tuple[str, ...] = ()  # extra `jepsen-py run` flags (e.g. a higher --rate)
     gate: bool = True  # False: measured and reported, but a miss does not fail the matrix
     config: str = TUNED  # "tuned" (the bug's own cell, or a correct-build run), else a broad config's name
+    # where the expectations file says it ("FILE [bugs.NAME]"), for a refusal that names the entry
+    where: str = field(default="", compare=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -97,38 +101,115 @@ class Row:
     config: str = TUNED
 
 
-def _num(d: dict[str, Any], key: str, where: str) -> float:
-    v = d[key]
-    if not isinstance(v, int | float) or isinstance(v, bool) or v <= 0:
-        raise BadInput(f"{where}: {key} must be a positive number, got {v!r}")
-    return float(v)
+# An expectations file is kilobytes of tables nested five deep ([[broad]], its [broad.bugs.NAME],
+# that table's anomalies list); far past these it is not one, and reading it whole or parsing it
+# would spend memory or the parser's stack for nothing.
+MAX_FILE_BYTES = 4 << 20
+MAX_DEPTH = 8
+# What a cell's table may say ([defaults], [bugs.NAME], [[correct]], [[broad]] and [broad.bugs.NAME]
+# alike); any other key is a typo that would change nothing, silently.
+CELL_KEYS = frozenset({"workload", "nemesis", "read_mode", "time_limit", "quick_time_limit",
+                       "nemesis_interval", "quick_nemesis_interval", "anomalies", "min_detection", "args",
+                       "gate"})
+_TOP_KEYS = frozenset({"defaults", "bugs", "correct", "broad"})
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """The parsed expectations file, or one BadInput line naming it: only a regular file (a FIFO
+    would make test-all wait forever), at most MAX_FILE_BYTES, UTF-8, TOML, at most MAX_DEPTH deep."""
+    try:
+        with inputfile.open_input(path, what="TOML file") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except BadInput as e:
+        raise BadInput(f"--expectations: cannot read {e}") from None
+    except OSError as e:
+        raise BadInput(f"--expectations: cannot read {path}: {e.strerror or e}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise BadInput(f"--expectations: {path}: larger than {inputfile.size(MAX_FILE_BYTES)}, which no "
+                       "expectations file is")
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise BadInput(f"--expectations: {path}: not UTF-8 text (byte {e.start + 1})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise BadInput(f"--expectations: {path} is not valid TOML: {' '.join(str(e).split())}") from None
+    except RecursionError:
+        raise BadInput(f"--expectations: {path}: nested deeper than an expectations file is "
+                       f"(at most {MAX_DEPTH} levels)") from None
+    except ValueError as e:  # an integer past Python's digit limit
+        raise BadInput(f"--expectations: {path}: not usable TOML ({str(e).split(';')[0][:80]})") from None
+    if not depth_ok(data, MAX_DEPTH):
+        raise BadInput(f"--expectations: {path}: nested deeper than an expectations file is "
+                       f"(at most {MAX_DEPTH} levels)")
+    return data
+
+
+def _keys(entry: dict[str, Any], allowed: frozenset[str], where: str) -> None:
+    unknown = sorted(set(entry) - allowed)
+    if unknown:
+        named = ", ".join(quote(k) for k in unknown[:3])
+        if len(unknown) > 3:
+            named += f" and {len(unknown) - 3} more"
+        raise BadInput(f"{where}: unknown key {named} (known: {', '.join(sorted(allowed))})")
+
+
+def _tables(v: Any, where: str, what: str, allowed: frozenset[str]) -> None:
+    """`v` a list of tables ([[what]]) holding only `allowed` keys."""
+    if not isinstance(v, list):
+        raise BadInput(f"{where}: {what} must be an array of tables ([[{what}]])")
+    for i, entry in enumerate(v):
+        if not isinstance(entry, dict):
+            raise BadInput(f"{where} [[{what}]] #{i + 1}: must be a table")
+        _keys(entry, allowed, f"{where} [[{what}]] #{i + 1}")
 
 
 def load_expectations(path: Path, quick: bool) -> list[Cell]:
     """The cells of the matrix: every bug's cell, then the correct build's (only `quick` ones when
     quick), then each broad config's cells: every bug and the correct build under that one config
-    (skipped when quick unless the config says `quick = true`). BadInput naming the file and entry
-    for anything malformed."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise BadInput(f"--expectations: cannot read {path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise BadInput(f"--expectations: {path} is not valid TOML: {e}") from None
+    (skipped when quick unless the config says `quick = true`). The whole file is checked whichever
+    cells `quick` keeps (a damaged entry is one BadInput line naming the file and entry when the file
+    is loaded, never a failure of the runs after the matrix has started)."""
+    data = read_toml(path)
+    src = f"--expectations: {path}"
+    _keys(data, _TOP_KEYS, src)
+    given = data.get("defaults", {})
+    if not isinstance(given, dict):
+        raise BadInput(f"{src}: defaults must be a table ([defaults])")
+    _keys(given, CELL_KEYS, f"{src} [defaults]")
+    _seconds(given, f"{src} [defaults]")  # named where it is wrong, not at the first cell using it
     defaults = {"time_limit": 60, "quick_time_limit": 20, "nemesis_interval": 10,
-                "quick_nemesis_interval": 5, "read_mode": "read-index", "min_detection": 0.95,
-                **data.get("defaults", {})}
+                "quick_nemesis_interval": 5, "read_mode": "read-index", "min_detection": 0.95, **given}
+    bugs = data.get("bugs", {})
+    if not isinstance(bugs, dict) or not all(isinstance(v, dict) for v in bugs.values()):
+        raise BadInput(f"{src}: bugs must hold one table per bug ([bugs.NAME])")
     cells: list[Cell] = []
-    for bug, entry in (data.get("bugs") or {}).items():
-        cells.append(_cell(bug, {**defaults, **entry}, quick, f"{path} [bugs.{bug}]"))
-    for i, entry in enumerate(data.get("correct") or []):
-        if quick and not entry.get("quick", False):
-            continue
-        cells.append(_cell(CORRECT, {**defaults, **entry}, quick, f"{path} [[correct]] #{i + 1}"))
+    for bug, entry in bugs.items():
+        _keys(entry, CELL_KEYS, f"{src} [bugs.{_name(bug)}]")
+        cells.append(_cell(bug, {**defaults, **entry}, quick, f"{src} [bugs.{_name(bug)}]"))
+    correct = data.get("correct", [])
+    _tables(correct, src, "correct", CELL_KEYS | {"quick"})
+    for i, entry in enumerate(correct):
+        where = f"{src} [[correct]] #{i + 1}"
+        cell = _cell(CORRECT, {**defaults, **entry}, quick, where)  # checked even when left out
+        if _flag(entry, "quick", where) or not quick:
+            cells.append(cell)
     cells += _broad_cells(data, defaults, quick, path)
     if not cells:
-        raise BadInput(f"--expectations: {path} names no bugs and no correct-build runs")
+        raise BadInput(f"{src} names no bugs and no correct-build runs")
     return cells
+
+
+def _name(key: str) -> str:
+    """A table's name as the file gives it, for a message: quoted when it would not read as one
+    (empty, long, or holding a newline: a refusal stays one line)."""
+    return key if key and len(key) <= 60 and key.isprintable() and " " not in key else quote(key)
+
+
+def _flag(entry: dict[str, Any], key: str, where: str) -> bool:
+    v = entry.get(key, False)
+    if not isinstance(v, bool):
+        raise BadInput(f"{where}: {key} must be true or false, got {quote(v)}")
+    return v
 
 
 def _broad_cells(data: dict[str, Any], defaults: dict[str, Any], quick: bool, path: Path) -> list[Cell]:
@@ -136,36 +217,43 @@ def _broad_cells(data: dict[str, Any], defaults: dict[str, Any], quick: bool, pa
     schedule shared by every bug. Each bug counts its own `anomalies` unless `[broad.bugs.NAME]`
     overrides them, its gate or its rate; the correct build must be valid in every run."""
     bugs = data.get("bugs") or {}
-    broad = data.get("broad") or []
+    broad = data.get("broad", [])
+    src = f"--expectations: {path}"
     if not isinstance(broad, list):
-        raise BadInput(f"--expectations: {path}: broad must be an array of tables ([[broad]])")
+        raise BadInput(f"{src}: broad must be an array of tables ([[broad]])")
     cells: list[Cell] = []
     seen: set[str] = set()
     for i, entry in enumerate(broad):
-        where = f"{path} [[broad]] #{i + 1}"
+        where = f"{src} [[broad]] #{i + 1}"
         if not isinstance(entry, dict):
             raise BadInput(f"{where}: must be a table")
+        _keys(entry, CELL_KEYS | {"name", "bugs", "quick"}, where)
+        _seconds(entry, where)
         name = entry.get("name")
         if not isinstance(name, str) or not name or not all(ch.isalnum() or ch == "-" for ch in name):
             raise BadInput(f"{where}: name must be a non-empty word (letters, digits, '-')")
         if name in (TUNED, CORRECT) or name in seen or name in bugs:
             raise BadInput(f"{where}: name {name!r} is taken (a bug, 'correct', 'tuned' or another config)")
         seen.add(name)
-        if quick and not entry.get("quick", False):
-            continue
+        keep = _flag(entry, "quick", where) or not quick  # the cells are checked either way
         overrides = entry.get("bugs") or {}
         if not isinstance(overrides, dict) or not all(isinstance(v, dict) for v in overrides.values()):
             raise BadInput(f"{where}: bugs must hold one table per bug ([broad.bugs.NAME])")
         unknown = sorted(set(overrides) - set(bugs))
         if unknown:
-            raise BadInput(f"{where}: [broad.bugs] names {', '.join(unknown)}, not in [bugs]")
+            raise BadInput(f"{where}: [broad.bugs] names {', '.join(map(_name, unknown[:5]))}, not in [bugs]")
+        for bug, override in overrides.items():
+            _keys(override, CELL_KEYS, f"{where} ({name}) [broad.bugs.{_name(bug)}]")
         shared = {k: v for k, v in entry.items() if k not in ("name", "bugs", "quick")}
+        mine: list[Cell] = []
         for bug, bug_entry in bugs.items():
             own = {"anomalies": bug_entry.get("anomalies", [])} if isinstance(bug_entry, dict) else {}
             e = {**defaults, **shared, **own, **overrides.get(bug, {})}
-            cells.append(replace(_cell(bug, e, quick, f"{where} ({name}) bug {bug}"), config=name))
-        cells.append(replace(_cell(CORRECT, {**defaults, **shared}, quick, f"{where} ({name}) correct"),
-                             config=name))
+            mine.append(replace(_cell(bug, e, quick, f"{where} ({name}) bug {_name(bug)}"), config=name))
+        mine.append(replace(_cell(CORRECT, {**defaults, **shared}, quick, f"{where} ({name}) correct"),
+                            config=name))
+        if keep:
+            cells += mine
     return cells
 
 
@@ -176,13 +264,30 @@ _CELL_FLAGS = {"--workload": "workload", "-w": "workload", "--time-limit": "time
                "--name": "test-all --name", "--seed": "test-all --seed"}
 
 
+def _text(e: dict[str, Any], key: str, where: str) -> str:
+    v = e.get(key)
+    if not isinstance(v, str) or not v:
+        raise BadInput(f"{where}: {key} must be a string")
+    return v
+
+
+# Each duration a table may give, and the `run` flag whose bound it has.
+_SECONDS = {"time_limit": TIME_LIMIT, "quick_time_limit": TIME_LIMIT, "nemesis_interval": NEMESIS_INTERVAL,
+            "quick_nemesis_interval": NEMESIS_INTERVAL}
+
+
+def _seconds(e: dict[str, Any], where: str) -> dict[str, float]:
+    """The durations `e` gives, each a finite number within its flag's bound (BadInput naming it)."""
+    return {k: float(bound.check(f"{where}: {k}", e[k])) for k, bound in _SECONDS.items() if k in e}
+
+
 def _cell(bug: str, e: dict[str, Any], quick: bool, where: str) -> Cell:
-    for key in ("workload", "nemesis"):
-        if not isinstance(e.get(key), str):
-            raise BadInput(f"{where}: {key} must be a string")
+    """One cell from its merged table; every value is checked, the ones `quick` does not use too
+    (time_limit and quick_time_limit, nemesis_interval and quick_nemesis_interval)."""
+    workload, nemesis, read_mode = (_text(e, k, where) for k in ("workload", "nemesis", "read_mode"))
     anomalies = e.get("anomalies", [])
-    if bug != CORRECT and (not isinstance(anomalies, list) or not anomalies
-                           or not all(isinstance(a, str) for a in anomalies)):
+    if not isinstance(anomalies, list) or not all(isinstance(a, str) and a for a in anomalies) or (
+            bug != CORRECT and not anomalies):
         raise BadInput(f"{where}: anomalies must be a non-empty list of anomaly kinds")
     args = e.get("args", [])
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
@@ -195,19 +300,21 @@ def _cell(bug: str, e: dict[str, Any], quick: bool, where: str) -> Cell:
     if not isinstance(gate, bool):
         raise BadInput(f"{where}: gate must be true or false")
     rate = e.get("min_detection", 0.95)
-    if not isinstance(rate, int | float) or not 0 <= rate <= 1:
-        raise BadInput(f"{where}: min_detection must be in [0, 1], got {rate!r}")
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1:
+        raise BadInput(f"{where}: min_detection must be in [0, 1], got {quote(rate)}")
+    seconds = _seconds(e, where)
     return Cell(
         bug=bug,
-        workload=e["workload"],
-        nemesis=e["nemesis"],
-        read_mode=str(e.get("read_mode", "read-index")),
-        time_limit=_num(e, "quick_time_limit" if quick else "time_limit", where),
-        nemesis_interval=_num(e, "quick_nemesis_interval" if quick else "nemesis_interval", where),
+        workload=workload,
+        nemesis=nemesis,
+        read_mode=read_mode,
+        time_limit=seconds["quick_time_limit" if quick else "time_limit"],
+        nemesis_interval=seconds["quick_nemesis_interval" if quick else "nemesis_interval"],
         anomalies=tuple(anomalies),
         min_detection=float(rate),
         args=tuple(args),
         gate=gate,
+        where=where,
     )
 
 

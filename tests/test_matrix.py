@@ -4,12 +4,17 @@ build is accused)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from jepsen_py.cluster.bugs import NAMES as KNOWN_BUGS
 
 from jepsen_py import matrix as mx
@@ -249,3 +254,216 @@ def test_test_all_runs_a_broad_cell_for_real_and_reports_it_apart(docker_engine,
     [run] = summary["runs"]
     assert run["detected"] and Path(run["run_dir"], "history.jsonl").exists()
     assert proc.returncode == 0 and "broad" in proc.stdout
+
+
+# A small expectations file every damage below starts from: two bugs, a correct-build run, a broad
+# config with an override.
+SMALL = """\
+[defaults]
+time_limit = 6
+quick_time_limit = 4
+nemesis_interval = 2
+
+[bugs.split-brain-metadata]
+workload = "topics"
+nemesis = "none"
+anomalies = ["duplicate-create", "stale-read"]
+
+[bugs.zombie-leader]
+workload = "offsets"
+nemesis = "partition-leader"
+args = ["--fault-targets", "all"]
+anomalies = ["stale-read"]
+
+[[correct]]
+workload = "offsets"
+nemesis = "kill"
+quick = true
+
+[[broad]]
+name = "wide"
+workload = "metadata"
+nemesis = "all"
+read_mode = "lease"
+
+[broad.bugs.zombie-leader]
+gate = false
+"""
+
+
+def _test_all(tmp_path: Path, expectations: Path, *backend: str) -> tuple[int, str]:
+    """`jepsen-py test-all --quick` on `expectations`, in this process: (exit code, stderr)."""
+    from jepsen_py.cli import main
+
+    sim = ("--no-sweep",) if backend else ()
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["test-all", *backend, *sim, "--quick", "--no-progress", "--expectations",
+                     str(expectations), "--results-dir", str(tmp_path / "store")])
+    return code, err.getvalue()
+
+
+@pytest.mark.parametrize("backend", [("--backend", "sim"), ()], ids=["sim", "docker"])
+@pytest.mark.parametrize("damage, message", [
+    (lambda t: t.replace("[defaults]\n", "[defaults]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n"),
+     "nested deeper than an expectations file is"),
+    (lambda t: t.replace("gate = false", "gate = false\nanomalies = " + "[" * 10 + "]" * 10),
+     "nested deeper than an expectations file is"),
+    (lambda t: t + "\n[bugs.no-such-bug]\nworkload = 'offsets'\nnemesis = 'none'\nanomalies = ['crash']\n",
+     "[bugs.no-such-bug]: --bug: unknown bug 'no-such-bug'"),
+    (lambda t: t.replace('nemesis = "kill"', 'nemesis = "kill,no-such"'),
+     "[[correct]] #1: --nemesis: unknown nemesis 'no-such'"),
+    (lambda t: t.replace('read_mode = "lease"', 'read_mode = "eventual"'),
+     "[[broad]] #1 (wide) bug split-brain-metadata: argument --read-mode: invalid choice: 'eventual'"),
+    (lambda t: t.replace("time_limit = 6", "time_limit = nan"),
+     "[defaults]: time_limit: must be a finite number, got nan"),
+    (lambda t: t.replace("[defaults]\ntime_limit = 6\nquick_time_limit = 4\nnemesis_interval = 2\n",
+                         "defaults = 3\n"), "defaults must be a table"),
+    (lambda t: t.replace("quick = true", "quick = 'yes'"), "quick must be true or false"),
+    (lambda t: t.replace("gate = false", "gate = false\nreason = 'typo'"), "unknown key 'reason'"),
+])
+def test_test_all_refuses_a_damaged_expectations_file_when_it_loads_it(
+        tmp_path: Path, backend: tuple[str, ...], damage, message: str) -> None:
+    # Nested deep it crashed test-all (255); naming a bug the DB does not know, every run of that cell
+    # failed after the matrix had started (255: no run carried out). Now: one line, 254, nothing run.
+    f = tmp_path / "e.toml"
+    f.write_text(damage(SMALL))
+    code, err = _test_all(tmp_path, f, *backend)
+    assert code == 254, err
+    [line] = err.strip().splitlines()
+    assert line.startswith(f"jepsen-py: --expectations: {f}") and message in line, line
+    assert "Traceback" not in err and not (tmp_path / "store").exists()
+
+
+def test_the_small_expectations_file_is_whole() -> None:
+    import argparse
+
+    from jepsen_py.commands import test_all
+
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "e.toml"
+        f.write_text(SMALL)
+        cells = mx.load_expectations(f, quick=False)
+        assert len(cells) == 6 and len(mx.load_expectations(f, quick=True)) == 3
+        for backend in ("sim", "docker"):
+            test_all.check_cells(cells, argparse.Namespace(expectations=f, backend=backend,
+                                                           results_dir=Path(tmp), node_count=5))
+
+
+# Damage drawn into SMALL: a value replaced by raw TOML text (deep arrays and tables, NaN and
+# infinities, numbers past every bound, dates, wrong types, names nobody knows, flags run refuses,
+# a newline in a name), a table renamed, a key added, the text torn, a byte that is not UTF-8.
+_TOML_VALUES = st.one_of(
+    st.one_of(st.integers(1, 3000).map(lambda n: "[" * n + "]" * n),
+              st.integers(1, 2000).map(lambda n: "{a = " * n + "1" + "}" * n)),
+    st.sampled_from(["nan", "inf", "-inf", "+nan", "1e999", "9" * 5000, "-1", "0", "0.5", "86401", "1e9",
+                     "true", "[]", "{}", '""', '"nosuch"', '["nosuch"]', "1979-05-27", "07:32:00",
+                     '"partition-ring"', '"none,kill"', '"lease"', '["--time-limit", "3"]', '["--nosuch"]',
+                     '["--rate", "nan"]', '["--db-option", "x=y"]', '["--help"]', '["--ssh-host", "n1=h"]',
+                     "[1, 2]", '"a\\nb"', '["a\\nb"]', '"\\u0000"', "[[1]]", "{ x = 1 }"]),
+    st.text(max_size=12).map(json.dumps),
+)
+_TABLES = st.sampled_from(["[bugs.no-such-bug]", '[bugs."a\\nb"]', '[bugs.""]', "[bugs]", "[nosuch]",
+                           "[[bugs]]", "[[defaults]]", "[correct]", "[broad]", "[broad.bugs.nosuch]",
+                           "[[broad.bugs]]"])
+
+
+@st.composite
+def damaged_expectations(draw: st.DrawFn) -> bytes:
+    lines = SMALL.splitlines()
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(0, len(lines) - 1))
+        how = draw(st.sampled_from(["value", "value", "value", "table", "key"]))
+        if how == "value" and " = " in lines[i]:
+            lines[i] = lines[i].split(" = ", 1)[0] + " = " + draw(_TOML_VALUES)
+        elif how == "table" and lines[i].startswith("["):
+            lines[i] = draw(_TABLES)
+        elif how == "key":
+            key = draw(st.sampled_from(["x", "quick", "name", "bugs", "time_limit", "anomalies", "args"]))
+            lines.insert(i, f"{key} = {draw(_TOML_VALUES)}")
+    raw = ("\n".join(lines) + "\n").encode()
+    if draw(st.integers(0, 4)) == 0:  # torn
+        raw = raw[: draw(st.integers(0, len(raw)))]
+    if draw(st.integers(0, 4)) == 0:  # a byte that is not UTF-8 text
+        at = draw(st.integers(0, len(raw)))
+        raw = raw[:at] + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80"])) + raw[at:]
+    return raw
+
+
+class _Started(Exception):
+    """The matrix was about to start: everything before it took the file."""
+
+
+def _run_takes(cell: mx.Cell, backend: str) -> str | None:
+    """None when `jepsen-py run` takes the cell's flags on `backend` (its parser, run's name checks and
+    the backend's own), else what it says."""
+    from jepsen_py import spec as specmod
+    from jepsen_py.backends import backend_kind
+    from jepsen_py.cli import build_parser
+    from jepsen_py.commands import run as runcmd
+
+    argv = mx.run_argv(cell, "check", Path("results"), 5, None)
+    flags = [*argv[argv.index("run") + 1:], "--backend", backend]
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            ns = build_parser().parse_args(["run", *flags])
+        spec = specmod.from_args(ns, runcmd.collect_options(ns))
+        runcmd.check_names(spec)
+        backend_kind(backend).check_args(ns)
+    except SystemExit:
+        return f"run refuses {flags}"
+    except BadInput as e:
+        return str(e)
+    return None
+
+
+def _matrix_about_to_start(backend: str):
+    def start(cells_or_planned: list, *_: object, **__: object) -> None:
+        for c in cells_or_planned:
+            cell = getattr(c, "cell", c)
+            refused = _run_takes(cell, backend)
+            assert refused is None, f"the matrix started with a cell every run of which fails: {refused}"
+        raise _Started
+    return start
+
+
+_DEEP = SMALL.replace("[defaults]\n", "[defaults]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n")
+_UNKNOWN_BUG = SMALL + "\n[bugs.no-such-bug]\nworkload = 'offsets'\nnemesis = 'none'\nanomalies = ['crash']\n"
+
+
+@example(raw=_DEEP.encode(), quick=True, backend="sim")
+@example(raw=_UNKNOWN_BUG.encode(), quick=True, backend="sim")
+@example(raw=_UNKNOWN_BUG.encode(), quick=False, backend="docker")
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.data_too_large])
+@given(raw=damaged_expectations(), quick=st.booleans(), backend=st.sampled_from(["sim", "docker"]))
+def test_any_damage_to_expectations_is_refused_with_one_line_when_loaded(raw: bytes, quick: bool,
+                                                                          backend: str) -> None:
+    """`jepsen-py test-all` up to the start of its matrix (a stub stands in for the runs): a damaged
+    file is refused with one BadInput line (254) naming it, or the matrix starts with cells whose
+    every run `jepsen-py run` takes; never another exception, never a matrix of runs that all fail."""
+    from unittest import mock
+
+    from jepsen_py.cli import build_parser
+    from jepsen_py.commands import test_all
+    from jepsen_py.sim import matrix as smx
+
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "e.toml"
+        f.write_bytes(raw)
+        args = build_parser().parse_args(
+            ["test-all", "--backend", backend, *(["--no-sweep"] if backend == "sim" else []),
+             *(["--quick"] if quick else []), "--no-progress", "--expectations", str(f),
+             "--results-dir", str(Path(tmp) / "store")])
+        start = _matrix_about_to_start(backend)
+        with mock.patch.object(smx, "run_matrix", start), mock.patch.object(mx, "run_matrix", start):
+            try:
+                test_all.run(args)
+            except BadInput as e:
+                assert e.exit_code == 254, str(e)
+                assert str(e).startswith((f"--expectations: {f}", f"--expectations: cannot read {f}")), str(e)
+                assert "\n" not in str(e) and len(str(e)) < 1500, str(e)
+            except _Started:
+                pass
+            else:
+                raise AssertionError("the matrix neither started nor was refused")

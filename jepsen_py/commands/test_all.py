@@ -8,6 +8,9 @@ carried out at all.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import re
 import sys
 import threading
 import time
@@ -16,8 +19,11 @@ from pathlib import Path
 from types import ModuleType
 
 from jepsen_py import matrix as mx
+from jepsen_py import spec as specmod
 from jepsen_py import store
 from jepsen_py.backends import backend_kind, is_simulated, simulator
+from jepsen_py.cli import build_parser
+from jepsen_py.commands import run as runcmd
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import check_room, path
 from jepsen_py.numbers import MAX_SECONDS, check_seeds, integer, number
@@ -94,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--time-limit must be positive, got {args.time_limit}")
     check_room("--results-dir", args.results_dir)
     cells = mx.load_expectations(args.expectations, args.quick)
+    check_cells(cells if not args.quick else mx.load_expectations(args.expectations, False), args)
     bugs = [b.strip() for b in args.bugs.split(",") if b.strip()] if args.bugs else None
     cells = mx.select(cells, bugs)
     if is_simulated(args.backend):
@@ -125,6 +132,38 @@ def run(args: argparse.Namespace) -> int:
         print(f"test-all: no run could be carried out; first error: {records[0].error}", file=sys.stderr)
         return 255
     return 0 if summary["passed"] else 1
+
+
+def check_cells(cells: list[mx.Cell], args: argparse.Namespace) -> None:
+    """Every cell of the expectations file as `jepsen-py run` takes it (its workload, nemesis, read
+    mode, bug and args, parsed and checked by run's own code on the backend the matrix uses), when
+    the file is loaded: a name the DB or the framework does not know is one line naming the file's
+    entry and 254 before any run starts, not a failed run of the cell after the matrix has started
+    (which test-all could only report as 255: no run carried out)."""
+    parser = build_parser()
+    seen: set[tuple[object, ...]] = set()
+    for cell in cells:
+        key = (cell.bug, cell.workload, cell.nemesis, cell.read_mode, cell.args)
+        if key in seen:
+            continue
+        seen.add(key)
+        where = cell.where or f"--expectations: {args.expectations} cell {cell.label}"
+        argv = mx.run_argv(cell, "check", args.results_dir, args.node_count, None)
+        # the backend named, so that run's default (a ping of the Docker engine) is not asked per cell
+        flags = [*argv[argv.index("run") + 1:], "--backend", args.backend]
+        said = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
+                ns = parser.parse_args(["run", *flags])
+            spec = specmod.from_args(ns, runcmd.collect_options(ns))
+            runcmd.check_names(spec)
+            backend_kind(spec.backend).check_args(ns)
+        except SystemExit:  # the parser refused the flags (or printed help for a --help in args)
+            told = " ".join(said.getvalue().split()).split(": error: ", 1)[-1] or "not flags a run takes"
+            msg = re.sub(r" \(see jepsen-py[^()]* --help\)$", "", told)
+            raise BadInput(" ".join(f"{where}: {'args: ' if cell.args else ''}{msg}".split())) from None
+        except BadInput as e:  # folded: a name in the file may hold a newline
+            raise BadInput(" ".join(f"{where}: {e}".split())) from None
 
 
 def _run_with_progress(cells: list[mx.Cell], args: argparse.Namespace, test_count: int, matrix: str,

@@ -5,7 +5,8 @@ keep their queue.
 One JSON file per entry: the configuration and the features it reached. A file is named by a hash
 of its configuration, so two searches writing the same entry write the same file, and each file is
 written whole (a temporary file, then a rename), so a reader never sees half of one. A damaged or
-foreign file is skipped with one line saying why; it never stops the search.
+foreign file (not JSON, not UTF-8, torn, nested past any entry's depth, NaN, wrong types, larger than
+an entry is, a FIFO) is skipped with one line saying why; it never stops the search.
 """
 
 from __future__ import annotations
@@ -18,14 +19,22 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from jepsen_py import inputfile
 from jepsen_py.errors import BadInput
 from jepsen_py.explore.space import Config, Space
+from jepsen_py.history import depth_ok
 from jepsen_py.store import make_dirs, write_text_atomic
 
 FORMAT = "jepsen-py-explore-corpus"
 VERSION = 1
 # a corpus file is a few kilobytes; anything far larger is not one of ours
 MAX_FILE_BYTES = 4 << 20
+# A search's configurations have at most 3600 fault ops (a main phase of at most 3600 s, intervals
+# of a second and more); an entry asking for far more would spend minutes building its op list.
+MAX_FAULT_OPS = 10_000
+# an entry is an object holding the config (lists of names, the db_options pairs): three levels deep;
+# past this a file is not one of ours, and the parser's stack is not spent finding that out
+MAX_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -86,14 +95,27 @@ def config_from_json(data: Any) -> Config:
             raise ValueError(f"config.{name} is not an integer in [{lo}, {hi}]")
         return v
 
+    def pairs(name: str) -> tuple[tuple[str, str], ...]:
+        v = data.get(name, [])
+        if not isinstance(v, list) or not all(
+                isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) and x for x in p) for p in v):
+            raise ValueError(f"config.{name} is not a list of [KEY, VALUE] string pairs")
+        return tuple((k, x) for k, x in v)
+
     rate = data.get("rate")
+    # None: the DB declares no read modes (the search draws None then)
+    read_mode = None if data.get("read_mode", "") is None else text("read_mode")
+    interval, time_limit = num("interval", 0.001, 3600), num("time_limit", 0.001, 3600)
+    if time_limit / interval > MAX_FAULT_OPS:  # the op list is built before the trial's budget runs
+        raise ValueError(f"config.interval {interval:g} s in a {time_limit:g} s main phase: more than "
+                         f"{MAX_FAULT_OPS:,} fault ops")
     return Config(
         workload=text("workload"), families=texts("families"), shapes=texts("shapes"),
-        targets=texts("targets"), interval=num("interval", 0.001, 3600), mode=text("mode"),
-        read_mode=text("read_mode"), node_count=whole("node_count", 1, 9),
-        time_limit=num("time_limit", 0.001, 3600), seed=whole("seed", 0, 2**63 - 1),
+        targets=texts("targets"), interval=interval, mode=text("mode"),
+        read_mode=read_mode, node_count=whole("node_count", 1, 9),
+        time_limit=time_limit, seed=whole("seed", 0, 2**63 - 1),
         clients_per_node=whole("clients_per_node", 1, 64) if "clients_per_node" in data else 2,
-        rate=None if rate is None else num("rate", 0.001, 1e6),
+        rate=None if rate is None else num("rate", 0.001, 1e6), db_options=pairs("db_options"),
     )
 
 
@@ -103,7 +125,8 @@ def in_space(cfg: Config, space: Space) -> bool:
     return (cfg.workload in space.workloads and set(cfg.families) <= set(space.families)
             and cfg.read_mode in space.read_modes and cfg.node_count in space.node_counts
             and set(cfg.shapes) <= set(space.shapes) and set(cfg.targets) <= set(space.targets)
-            and cfg.mode in space.modes)
+            and cfg.mode in space.modes
+            and all(v in dict(space.db_option_values).get(k, ()) for k, v in cfg.db_options))
 
 
 def entry_json(entry: Entry, **meta: Any) -> dict[str, Any]:
@@ -139,21 +162,54 @@ def load(path: Path, space: Space) -> Loaded:
     out = Loaded([], [])
     for f in sorted(path.glob("*.json")):
         try:
-            if not f.is_file():
-                raise ValueError("not a regular file")
-            if f.stat().st_size > MAX_FILE_BYTES:
-                raise ValueError(f"larger than {MAX_FILE_BYTES >> 20} MiB")
-            data = json.loads(f.read_text(encoding="utf-8"))
-            entry = entry_from_json(data)
-        except (OSError, ValueError, UnicodeDecodeError) as e:
-            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e).splitlines()[0][:200]
-            out.warnings.append(f"skipped {f}: {reason}")
+            entry = entry_from_json(read_entry(f))
+        except ValueError as e:
+            reason = " ".join(str(e).split())
+            out.warnings.append(f"skipped {f}: {reason[:200]}")
             continue
         if not in_space(entry.config, space):
             out.outside_space += 1
             continue
         out.entries.append(entry)
     return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def read_entry(f: Path) -> Any:
+    """The parsed JSON of one corpus file; ValueError saying why it is not one (the caller skips it).
+
+    Opened as inputfile opens a history (a FIFO or a device in the directory is refused, never read)
+    and read only up to MAX_FILE_BYTES; a value nested past MAX_DEPTH, bare NaN or Infinity, and text
+    that is not UTF-8 are refused too, so no file in the directory can stop the search."""
+    if not f.is_file():  # a directory, a FIFO, a device: checked again on the open descriptor below
+        raise ValueError("not a regular file")
+    try:
+        with inputfile.open_input(f, what="corpus entry") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except BadInput as e:  # the same words as for a history, without the path the caller adds
+        raise ValueError(str(e).removeprefix(f"{f}: ")) from None
+    except OSError as e:
+        raise ValueError(f"cannot read ({e.strerror or e})") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ValueError(f"larger than {MAX_FILE_BYTES >> 20} MiB, which no corpus entry is")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not UTF-8 text (byte {e.start + 1})") from None
+    try:
+        data = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not JSON ({e.msg}, line {e.lineno})") from None
+    except RecursionError:
+        raise ValueError(f"nested deeper than a corpus entry is (at most {MAX_DEPTH} levels)") from None
+    except ValueError as e:  # NaN / Infinity, or an integer past Python's digit limit
+        raise ValueError(f"not usable JSON ({str(e).split(';')[0][:80]})") from None
+    if not depth_ok(data, MAX_DEPTH):
+        raise ValueError(f"nested deeper than a corpus entry is (at most {MAX_DEPTH} levels)")
+    return data
 
 
 def save(path: Path, entries: Iterable[Entry], **meta: Any) -> int:

@@ -22,6 +22,7 @@ from typing import Any
 
 from jepsen_py.analysis import PostRun
 from jepsen_py.backends import BackendKind, backend_kind, backend_options, default_backend
+from jepsen_py.bugs import check_bugs
 from jepsen_py.errors import EXIT_BAD_INPUT, BadInput
 from jepsen_py.explore import schedule as sched
 from jepsen_py.explore.replay import REAL_MARGIN_S, for_real_backend
@@ -29,7 +30,9 @@ from jepsen_py.explore.schedule import Schedule
 from jepsen_py.explore.system import anomaly_kinds, replay_in_kind, replay_run, run_real, run_sim, spec_for
 from jepsen_py.junit import write_junit_outcomes
 from jepsen_py.matrix import DEFAULT_EXPECTATIONS, TUNED, load_expectations
+from jepsen_py.plugins import builtin_workloads, check_db_flags, check_workload_name, declared_bugs
 from jepsen_py.progress import print_summary
+from jepsen_py.protocols import TestSpec
 from jepsen_py.spec import TIME_LIMIT, check_size
 
 # `run` flags a schedule decides; given together with --schedule they are refused, not ignored.
@@ -59,6 +62,7 @@ def run_schedule(args: argparse.Namespace, post_run: Sequence[PostRun] = ()) -> 
     check_played(s, played, args.schedule, override=bool(getattr(args, "ignore_machine_limits", False)))
     spec = spec_for(played, backend=backend, results_dir=Path(args.results_dir), name=name, db=args.db,
                     base=schedule_backend_options(kind, backend_options(args), s, args.schedule))
+    check_schedule_names(spec, args.schedule)
     if simulated:
         outcome: Any = replay_run(s, spec, run_sim, post_run)
     elif as_recorded:
@@ -95,6 +99,30 @@ def schedule_backend_options(kind: BackendKind, options: dict[str, Any], s: Sche
             raise BadInput(f"--schedule: {where} runs on {', '.join(s.nodes)}; {kind.hosts_flag} names "
                            f"{', '.join(hosts)}, not {', '.join(missing)}")
     return kind.options_for(options, list(s.nodes))
+
+
+# What `run` says of a flag, and the schedule file's field that set the same value instead.
+_FIELDS = (("--db-option: ", "db_options: "), ("--read-mode: ", "read_mode: "), ("--bug: ", "bugs: "),
+           ("--workload: ", "workload: "))
+
+
+def check_schedule_names(spec: TestSpec, where: str) -> None:
+    """The schedule's db_options, read mode, workload and bugs checked against the DB as `run` checks
+    the same flags (plugins.check_db_flags: a key the DB does not declare is refused, whether it came
+    from --db-option or from a file), before anything is provisioned: one line naming the file and
+    its field. A DB with read modes gets its default for a schedule recorded without one, as `run`
+    does."""
+    try:
+        check_db_flags(spec)
+        check_workload_name(spec.workload, builtin_workloads())
+        if spec.bugs:
+            check_bugs(spec.bugs, declared_bugs(spec.db), db=spec.db)
+    except BadInput as e:
+        msg = str(e)
+        for flag, field in _FIELDS:
+            if msg.startswith(flag):
+                raise BadInput(f"--schedule: {where}: {field}{msg.removeprefix(flag)}") from None
+        raise
 
 
 def check_played(s: Schedule, played: Schedule, where: str, *, override: bool = False) -> None:

@@ -19,8 +19,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from jepsen_py import inputfile
 from jepsen_py.errors import BadInput, quote
 from jepsen_py.files import make_dirs
+from jepsen_py.history import depth_ok
 from jepsen_py.nemeses.faults import FAULTS
 from jepsen_py.nemeses.targets import TARGETS
 from jepsen_py.nodenames import check_node_name
@@ -281,42 +283,31 @@ def save(schedule: Schedule, path: Path) -> Path:
 
 
 def load(path: Path | str) -> Schedule:
-    """Reads a schedule file; anything wrong with it is one BadInput line naming the file."""
+    """Reads a schedule file; anything wrong with it is one BadInput line naming the file. Only a
+    regular file is read (inputfile: a FIFO or a device would make `run --schedule` wait forever),
+    and only up to MAX_FILE_BYTES."""
     p = Path(path)
     try:
-        with p.open("rb") as f:
+        with inputfile.open_input(p, what="schedule file") as f:
             raw = f.read(MAX_FILE_BYTES + 1)
-        if len(raw) > MAX_FILE_BYTES:
-            raise BadInput(f"--schedule: {p}: larger than {MAX_FILE_BYTES >> 20} MiB, which no schedule is")
+    except BadInput as e:
+        raise BadInput(f"--schedule: {str(e).replace('no such schedule file', 'no such file')}") from None
+    except OSError as e:
+        raise BadInput(f"--schedule: {p}: cannot read: {e.strerror or e}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise BadInput(f"--schedule: {p}: larger than {MAX_FILE_BYTES >> 20} MiB, which no schedule is")
+    try:
         text = raw.decode("utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"--schedule: {p}: no such file") from None
-    except IsADirectoryError:
-        raise BadInput(f"--schedule: {p}: is a directory, not a schedule file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInput(f"--schedule: {p}: cannot read: {e}") from None
+    except UnicodeDecodeError as e:
+        raise BadInput(f"--schedule: {p}: cannot read: not UTF-8 text (byte {e.start + 1})") from None
     try:
         data = json.loads(text)
-    except ValueError as e:
-        raise BadInput(f"--schedule: {p}: not JSON: {e}") from None
     except RecursionError:
         raise BadInput(f"--schedule: {p}: nested deeper than a schedule is "
                        f"(at most {MAX_DEPTH} levels)") from None
+    except ValueError as e:  # not JSON, or an integer past Python's digit limit
+        raise BadInput(f"--schedule: {p}: not JSON: {str(e).split(';')[0][:200]}") from None
     return from_json(data, where=str(p))
-
-
-def _check_depth(data: Any, where: str) -> None:
-    """No value nested more than MAX_DEPTH deep (walked without recursion, so a deep one cannot
-    overflow the stack here; everything after may recurse freely)."""
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        v, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise BadInput(f"{where}: nested deeper than a schedule is (at most {MAX_DEPTH} levels)")
-        if isinstance(v, dict):
-            stack.extend((x, depth + 1) for x in v.values())
-        elif isinstance(v, list):
-            stack.extend((x, depth + 1) for x in v)
 
 
 def from_json(data: Any, *, where: str = "schedule") -> Schedule:
@@ -324,7 +315,10 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
     has, every size within what a schedule holds."""
     if not isinstance(data, dict):
         raise BadInput(f"{where}: a schedule is a JSON object")
-    _check_depth(data, where)
+    # measured without recursion, so a deep value cannot overflow the stack here; everything after
+    # may recurse freely
+    if not depth_ok(data, MAX_DEPTH):
+        raise BadInput(f"{where}: nested deeper than a schedule is (at most {MAX_DEPTH} levels)")
     if data.get("format", FORMAT) != FORMAT:
         raise BadInput(f"{where}: format {quote(data.get('format'))} is not a {FORMAT}")
     if data.get("version", VERSION) != VERSION:

@@ -4,16 +4,20 @@ into its corpus and seen-counts; a damaged file is a warning, a DIR that is a fi
 from __future__ import annotations
 
 import json
+import random
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from jepsen_py.cli import main
 from jepsen_py.errors import BadInput
 from jepsen_py.explore import corpus
 from jepsen_py.explore.search import Search
-from jepsen_py.explore.space import Space
+from jepsen_py.explore.space import Config, Space, nemesis_events
 from tests.jepsen_py.explore.planted import PlantedSystem
 
 
@@ -134,3 +138,114 @@ def test_explore_corpus_that_is_a_file_is_254(tmp_path: Path, capsys: pytest.Cap
     assert _explore(tmp_path, "--corpus", str(f)) == 254
     assert f"--corpus {f}: not a directory" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+
+# An entry this module's end-to-end search (offsets, no faults, 3 nodes) can use.
+_GOOD = Config(workload="offsets", families=(), shapes=("leader",), targets=("one",), interval=1.0,
+               mode="random", read_mode="lease", node_count=3, time_limit=2.0, seed=3, rate=10.0)
+_BASE = json.dumps(corpus.entry_json(corpus.Entry(_GOOD, frozenset({"op:commit"})), explore_seed=4))
+
+
+def test_explore_skips_each_damaged_corpus_entry_with_one_line_and_searches_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A file nested 100,000 deep crashed the search with a RecursionError (exit 255); every kind of
+    # damage is one line naming the file, and the search goes on from the entries that are whole.
+    import os
+
+    d = tmp_path / "corpus"
+    d.mkdir()
+    (d / "good.json").write_text(_BASE)
+    deep = "[" * 100_000 + "]" * 100_000
+    damaged: dict[str, str | bytes] = {
+        "deep.json": deep,
+        "deepfield.json": _BASE.replace('"features": [', '"features": [' + deep + ", ", 1),
+        "nan.json": _BASE.replace('"interval": 1.0', '"interval": NaN', 1),
+        "infinity.json": _BASE.replace('"time_limit": 2.0', '"time_limit": Infinity', 1),
+        "types.json": _BASE.replace('"families": []', '"families": {"kill": 1}', 1),
+        "unknown.json": _BASE.replace('"seed": 3', '"seed": 3, "colour": "blue"', 1),
+        "torn.json": _BASE[: len(_BASE) // 2],
+        "binary.json": b"\xff\xfe" + _BASE.encode(),
+        "huge.json": b" " * (corpus.MAX_FILE_BYTES + 1),
+        "bigint.json": _BASE.replace('"seed": 3', '"seed": ' + "9" * 5000, 1),
+        "ops.json": _BASE.replace('"interval": 1.0', '"interval": 0.001', 1).replace(
+            '"time_limit": 2.0', '"time_limit": 3600', 1),
+    }
+    for name, content in damaged.items():
+        (d / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+        assert (d / name).read_bytes() != _BASE.encode(), name
+    os.mkfifo(d / "fifo.json")  # a reader waiting for a writer would hang the search
+    code = main(["explore", "--backend", "sim", "--nemesis", "none", "--workload", "offsets",
+                 "--node-count", "3", "--time-limit", "2", "--budget", "1", "--seed", "5", "--no-progress",
+                 "--corpus", str(d), "--results-dir", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "Traceback" not in err and "internal error" not in err
+    for name in [*damaged, "fifo.json"]:
+        lines = [line for line in err.splitlines() if str(d / name) in line]
+        assert len(lines) == 1, (name, err)
+        assert lines[0].startswith(f"explore: --corpus: skipped {d / name}: "), (name, err)
+    assert f"corpus {d}: 1 entries loaded" in err
+
+
+# Where in an entry a damaged value goes, and the values: deep nesting, wrong types, NaN and
+# Infinity, numbers past every bound, unknown names.
+_PATHS = [("format",), ("version",), ("features",), ("config",), ("config", "workload"),
+          ("config", "families"), ("config", "shapes"), ("config", "targets"), ("config", "interval"),
+          ("config", "mode"), ("config", "read_mode"), ("config", "node_count"), ("config", "time_limit"),
+          ("config", "seed"), ("config", "clients_per_node"), ("config", "rate"), ("config", "db_options"),
+          ("config", "no_such_field"), ("explore_seed",)]
+_VALUES = st.one_of(
+    st.one_of(st.integers(1, 5000).map(lambda n: "[" * n + "]" * n),
+              st.integers(1, 3000).map(lambda n: '{"a":' * n + "1" + "}" * n)),
+    st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999", "9" * 5000, "-1", "0", "0.0001", "3601",
+                     "2e9", "null", "true", "[]", "{}", '""', '"nosuch"', '["nosuch"]', '[["k", "v"]]',
+                     '[["k"]]', '[[1, 2]]', '"\\ud800"', "[1, 2, 3]", '{"kill": 1}', '["kill", "pause"]',
+                     '["ring"]', '["leader", "all"]', '"bursts"', '"local"', "9", "0.5", "1e-9"]),
+    st.text(max_size=20).map(json.dumps),
+)
+
+
+@st.composite
+def damaged_entries(draw: st.DrawFn) -> bytes:
+    """A valid entry with up to three values replaced by raw JSON text (any of _VALUES), maybe torn,
+    maybe with a byte that is not UTF-8."""
+    data = json.loads(_BASE)
+    raws: dict[str, str] = {}
+    for i, path in enumerate(draw(st.lists(st.sampled_from(_PATHS), max_size=3, unique=True))):
+        target = data
+        for k in path[:-1]:
+            target = target.get(k) if isinstance(target, dict) else None
+        if isinstance(target, dict):
+            target[path[-1]] = f"@@D{i}@@"
+            raws[f'"@@D{i}@@"'] = draw(_VALUES)
+    text = json.dumps(data)
+    for placeholder, value in raws.items():
+        text = text.replace(placeholder, value, 1)
+    raw = text.encode()
+    if draw(st.integers(0, 4)) == 0:  # torn: the writer stopped mid-file
+        raw = raw[: draw(st.integers(0, len(raw)))]
+    if draw(st.integers(0, 4)) == 0:  # a byte that is not UTF-8 text
+        at = draw(st.integers(0, len(raw)))
+        raw = raw[:at] + draw(st.sampled_from([b"\xff", b"\xc3", b"\x00", b"\xed\xa0\x80"])) + raw[at:]
+    return raw
+
+
+@example(raw=_BASE.replace('"features": [', '"features": [' + "[" * 100_000 + "]" * 100_000 + ", ").encode())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.data_too_large])
+@given(raw=damaged_entries())
+def test_any_damage_to_an_entry_is_loaded_or_skipped_with_one_line(raw: bytes) -> None:
+    """Whatever the damage, the loader never raises: the file is an entry (then one a search can
+    run: its label, mutations and op list), an entry outside the space, or one line naming it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        (d / "e.json").write_bytes(raw)
+        loaded = corpus.load(d, Space())
+    assert len(loaded.entries) + loaded.outside_space + len(loaded.warnings) == 1
+    for w in loaded.warnings:
+        assert w.startswith(f"skipped {d / 'e.json'}: ") and "\n" not in w and len(w) < 400
+    for e in loaded.entries:
+        e.config.label()
+        assert len(nemesis_events(e.config)) <= 4 * corpus.MAX_FAULT_OPS
+        Space().mutate(e.config, random.Random(1))

@@ -3,13 +3,31 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
+from jepsen_py.bugs import check_bugs
+from jepsen_py.cli import build_parser
 from jepsen_py.errors import BadInput
+from jepsen_py.explore import rerun
 from jepsen_py.explore import schedule as sched
 from jepsen_py.explore.schedule import Event, Schedule, fault_windows, renumber_threads
+from jepsen_py.plugins import (
+    builtin_workloads,
+    check_workload_name,
+    db_option_keys,
+    declared_bugs,
+    load_object,
+)
+from jepsen_py.protocols import TestSpec
 
 
 def sample() -> Schedule:
@@ -175,3 +193,154 @@ def test_deeply_nested_and_oversized_files(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(sched, "MAX_EVENTS", 5)
     with pytest.raises(BadInput, match="6 events, more than a schedule holds"):
         sched.load(path)
+
+
+# A recorded schedule of two simulated seconds: the smallest real replay.
+SHORT = Path(__file__).with_name("schedules") / "split-brain-metadata-commit-then-bump-clock.json"
+
+
+def _replay(tmp_path: Path, schedule: Path, *extra: str) -> tuple[int, str]:
+    """`jepsen-py run --schedule` in a process of its own (a FIFO must not hang the test run)."""
+    proc = subprocess.run([sys.executable, "-m", "jepsen_py", "run", "--backend", "sim", "--schedule",
+                           str(schedule), "--results-dir", str(tmp_path / "r"), "--no-progress", *extra],
+                          capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stderr
+
+
+def test_db_options_the_db_does_not_declare_are_refused_as_the_flag_is(tmp_path: Path) -> None:
+    # The same key on the command line is refused; from a schedule file it used to run anyway.
+    d = json.loads(SHORT.read_text())
+    d["db_options"] = {"colour": "blue"}
+    bad = _write(tmp_path, d)
+    code, err = _replay(tmp_path, bad)
+    assert code == 254, err
+    assert err.strip().splitlines() == [
+        f"jepsen-py: --schedule: {bad}: db_options: jepsen_py.raftdb:RaftMetadataDB takes no 'colour' "
+        "(it takes: none)"]
+    assert not (tmp_path / "r").exists(), "refused before anything was provisioned"
+    flag = subprocess.run([sys.executable, "-m", "jepsen_py", "run", "--backend", "sim", "--db-option",
+                           "colour=blue", "--results-dir", str(tmp_path / "r2")], capture_output=True,
+                          text=True, timeout=120)
+    assert flag.returncode == 254 and "takes no 'colour' (it takes: none)" in flag.stderr
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda p, d: p.write_text('{"events": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+     "nested deeper than a schedule is"),
+    (lambda p, d: p.write_text(json.dumps({**d, "events": [{**d["events"][0], "value": _nested(40)}]})),
+     "nested deeper than a schedule is"),
+    (lambda p, d: p.write_text(json.dumps({**d, "seed": "x"})), "'seed' must be an integer"),
+    (lambda p, d: p.write_text(json.dumps({**d, "db_options": {"reads": 3}})),
+     "db_options must be an object"),
+    (lambda p, d: p.write_text(json.dumps({**d, "bugs": ["no-such-bug"]})),
+     "bugs: unknown bug 'no-such-bug'"),
+    (lambda p, d: p.write_text(json.dumps({**d, "workload": "no-such"})), "workload: unknown workload"),
+    (lambda p, d: p.write_text(json.dumps({**d, "time_limit": float("nan")})), "'time_limit' must be"),
+    (lambda p, d: p.write_bytes(b"\xff" + json.dumps(d).encode()), "not UTF-8"),
+    (lambda p, d: p.write_text(json.dumps(d)[:100]), "not JSON"),
+    (lambda p, d: os.mkfifo(p), "is a FIFO (named pipe), not a schedule file"),
+])
+def test_a_damaged_schedule_is_refused_with_one_line_before_anything_runs(
+        tmp_path: Path, damage: object, message: str) -> None:
+    p = tmp_path / "s.json"
+    damage(p, json.loads(SHORT.read_text()))  # type: ignore[operator]
+    code, err = _replay(tmp_path, p)
+    assert code == 254, err
+    [line] = err.strip().splitlines()
+    assert line.startswith("jepsen-py: ") and str(p) in line and message in line, line
+    assert not (tmp_path / "r").exists()
+
+
+# Where a damaged value goes in a schedule, and the values: deep nesting, wrong types, NaN and
+# Infinity, numbers past every bound, names no DB or workload has, keys no DB declares.
+_PATHS: list[tuple[object, ...]] = [
+    ("format",), ("version",), ("workload",), ("nodes",), ("nodes", 0), ("seed",), ("time_limit",),
+    ("concurrency",), ("read_mode",), ("bugs",), ("bugs", 0), ("nemesis_interval",), ("options",),
+    ("options", "rate"), ("db_options",), ("db_options", "colour"), ("db_options", ""), ("recorded_on",),
+    ("anomaly",), ("t0",), ("events",), ("events", 0), ("events", 0, "at"), ("events", 0, "thread"),
+    ("events", 0, "f"), ("events", 0, "key"), ("events", 0, "value"), ("events", 0, "node"),
+    ("events", 0, "t"), ("events", 0, "w"), ("events", 1, "f"), ("events", 1, "value"), ("final",),
+    ("final", 0, "thread"), ("final", 0, "node"), ("no_such_field",)]
+_VALUES = st.one_of(
+    st.one_of(st.integers(1, 5000).map(lambda n: "[" * n + "]" * n),
+              st.integers(1, 3000).map(lambda n: '{"a":' * n + "1" + "}" * n)),
+    st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999", "9" * 5000, "-1", "0", "1e-9", "86401",
+                     "2e9", "null", "true", "[]", "{}", '""', '"nosuch"', '["nosuch"]', '["n1", "n1"]',
+                     '"nemesis"', '"kill"', '"start-partition"', '"lease"', '"local"', '{"colour": "blue"}',
+                     '{"rate": NaN}', '{"rate": 1e10}', '[1, 2, 3]', '[null, 1.5]', '"\\ud800"', "7", "0.5"]),
+    st.text(max_size=20).map(json.dumps),
+)
+
+
+@st.composite
+def damaged_schedules(draw: st.DrawFn) -> bytes:
+    """The short schedule with up to three values replaced by raw JSON text, maybe torn, maybe with
+    a byte that is not UTF-8."""
+    data = json.loads(SHORT.read_text())
+    raws: dict[str, str] = {}
+    for i, path in enumerate(draw(st.lists(st.sampled_from(_PATHS), max_size=3, unique=True))):
+        target: object = data
+        for k in path[:-1]:
+            ok = (isinstance(target, dict) and k in target) or (
+                isinstance(target, list) and isinstance(k, int) and k < len(target))
+            target = target[k] if ok else None  # type: ignore[index]
+        last = path[-1]
+        if isinstance(target, dict) or (isinstance(target, list) and isinstance(last, int)
+                                        and last < len(target)):
+            target[last] = f"@@D{i}@@"  # type: ignore[index]
+            raws[f'"@@D{i}@@"'] = draw(_VALUES)
+    text = json.dumps(data)
+    for placeholder, value in raws.items():
+        text = text.replace(placeholder, value, 1)
+    raw = text.encode()
+    if draw(st.integers(0, 4)) == 0:  # torn: the writer stopped mid-file
+        raw = raw[: draw(st.integers(0, len(raw)))]
+    if draw(st.integers(0, 4)) == 0:  # a byte that is not UTF-8 text
+        at = draw(st.integers(0, len(raw)))
+        raw = raw[:at] + draw(st.sampled_from([b"\xff", b"\xc3", b"\x00", b"\xed\xa0\x80"])) + raw[at:]
+    return raw
+
+
+class _Ran(Exception):
+    """The replay was about to start: everything before it took the file."""
+
+
+def _about_to_run(s: Schedule, spec: TestSpec, *_: object, **__: object) -> None:
+    """Stands in for the replay: the spec it was handed is one `run` would take from flags (its
+    db_options declared by the DB, its workload and bugs known), then stops."""
+    undeclared = set(spec.db_options) - set(db_option_keys(load_object(spec.db)))
+    assert not undeclared, f"a replay started with db_options {undeclared} its DB does not declare"
+    check_workload_name(spec.workload, builtin_workloads())
+    if spec.bugs:
+        check_bugs(spec.bugs, declared_bugs(spec.db))
+    raise _Ran
+
+
+_UNDECLARED = SHORT.read_text().replace('"options": {', '"db_options": {"colour": "blue"}, "options": {', 1)
+
+
+@example(raw=_UNDECLARED.encode())
+@example(raw=SHORT.read_text().replace('"events": [', '"events": [' + "[" * 100_000 + "]" * 100_000 + ", ",
+                                       1).encode())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.data_too_large])
+@given(raw=damaged_schedules())
+def test_any_damage_to_a_schedule_is_refused_with_one_line_or_replayed(raw: bytes) -> None:
+    """`run --schedule FILE` up to the replay (which a stub stands in for): a damaged file is
+    refused with one BadInput line (254) naming the file, or reaches the replay with what `run`
+    would take from flags; never another exception, never a replay of db_options the DB lacks."""
+    with tempfile.TemporaryDirectory() as tmp:
+        p = Path(tmp) / "s.json"
+        p.write_bytes(raw)
+        args = build_parser().parse_args(["run", "--backend", "sim", "--schedule", str(p), "--results-dir",
+                                          str(Path(tmp) / "r"), "--no-progress"])
+        with mock.patch.object(rerun, "replay_run", _about_to_run):
+            try:
+                rerun.run_schedule(args)
+            except BadInput as e:
+                assert e.exit_code == 254
+                assert str(p) in str(e) and "\n" not in str(e) and len(str(e)) < 1200, str(e)
+            except _Ran:
+                pass
+            else:
+                raise AssertionError("the replay neither ran nor was refused")
