@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py import store
-from jepsen_py.bounded import TimedOut, call_bounded, real_signals
+from jepsen_py.bounded import Escaped, TimedOut, call_bounded, said
 from jepsen_py.checkers.stats import StatsChecker
 from jepsen_py.errors import EXIT_FRAMEWORK, BadInput, FrameworkFailure, JepsenError
 from jepsen_py.history import INVOKE, OK, Op, read_history, validate
@@ -81,8 +81,9 @@ def run_checkers(checkers: Sequence[Checker], test: Test | None, history: Sequen
 
     A plugin's checker (one not of this package) is code the gate runs, so its mistakes stay its
     own: it gets a copy of the history (its edits reach no other checker), a deadline (a call that
-    never returns is unknown), and a KeyboardInterrupt or SystemExit it raises is unknown like any
-    other exception, while one from a real signal still stops the run.
+    never returns is unknown), and it runs on a thread of its own (jepsen_py.bounded), so a
+    KeyboardInterrupt or SystemExit it raises is unknown like any other exception, while a real
+    Ctrl-C or SIGTERM still stops the run.
 
     Returns {"valid": merged, "checkers": {name: result}} (results.json's shape).
     """
@@ -90,19 +91,16 @@ def run_checkers(checkers: Sequence[Checker], test: Test | None, history: Sequen
     for c in with_stats(checkers):
         name = unique_name(str(getattr(c, "name", type(c).__name__)), out)
         t0 = time.monotonic()
-        with real_signals() as received:
-            try:
-                plugin = is_plugin(c)
-                if plugin:
-                    r = call_bounded(c.check, test, private_copy(history), timeout_s=_checker_time(test),
-                                     name=f"checker {name}")
-                else:
-                    r = c.check(test, history)
-                r = well_formed(r, plugin)
-            except BaseException as e:  # SystemExit, KeyboardInterrupt, GeneratorExit too
-                if received:  # a real signal came: the run stops, as it would have anyway
-                    raise
-                r = _raised(name, e)
+        try:
+            plugin = is_plugin(c)
+            if plugin:
+                r = call_bounded(c.check, test, private_copy(history), timeout_s=_checker_time(test),
+                                 name=f"checker {name}")
+            else:
+                r = c.check(test, history)
+            r = well_formed(r, plugin)
+        except Exception as e:  # what a plugin's thread raised, SystemExit too, arrives as Escaped
+            r = _raised(name, e)
         log.info("checker %s: valid=%s (%.2fs)", name, r["valid"], time.monotonic() - t0)
         out[name] = r
     why = nothing_checked(fs, history)
@@ -112,10 +110,10 @@ def run_checkers(checkers: Sequence[Checker], test: Test | None, history: Sequen
     return {"valid": merge(r["valid"] for r in out.values()), "checkers": out}
 
 
-def _raised(name: str, e: BaseException) -> dict[str, Any]:
+def _raised(name: str, e: Exception) -> dict[str, Any]:
     """A broken checker is the checker's problem, not the run's: one line on the console (a
     traceback there reads as the framework crashing), the traceback in jepsen.log."""
-    error = _one_line(f"{type(e).__name__}: {e}" if not isinstance(e, TimedOut) else str(e))
+    error = _one_line(str(e) if isinstance(e, TimedOut | Escaped) else said(e))
     log.warning("checker %s %s; its verdict is unknown",
                 name, error if isinstance(e, TimedOut) else f"raised {error}")
     log.debug("checker %s traceback", name, exc_info=e)

@@ -1,60 +1,48 @@
-"""Calling code the gate does not own (a plugin's checker) so that its mistakes stay its own: a call
-that never returns is abandoned after a deadline, and a KeyboardInterrupt or SystemExit it raises
-is told apart from one a real signal caused, which must still stop the run.
+"""Calling code the gate does not own (a plugin's hook, client, checker) so that its mistakes stay
+its own: a call that never returns is abandoned after a deadline, and a KeyboardInterrupt or
+SystemExit it raises comes back as an ordinary error (it ran on a thread of ours, and signals reach
+only the main thread, so it is the code's own doing), while a real Ctrl-C still stops the wait.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
+
+from jepsen_py.errors import describe
 
 log = logging.getLogger(__name__)
 
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+def said(e: BaseException) -> str:
+    """What an exception a plugin raised says, on one line (errors.describe), even when its own
+    str() raises: then its type alone."""
+    try:
+        return describe(e)
+    except Exception:
+        return f"{type(e).__name__} (whose message could not be read)"
 
 
 class TimedOut(Exception):
-    """The call did not return within its deadline; its thread was abandoned."""
+    """The call did not return within its bound; the thread it ran on is abandoned (Python cannot
+    stop a thread; a daemon one does not keep the process alive)."""
 
 
-@contextlib.contextmanager
-def real_signals() -> Iterator[list[int]]:
-    """While inside, SIGINT and SIGTERM are recorded (then handled as before: Ctrl-C still raises
-    KeyboardInterrupt), so a KeyboardInterrupt or SystemExit that escapes the block can be known
-    as a signal's or as the code's own. Signals reach only the main thread; elsewhere nothing is
-    recorded, and none can arrive."""
-    received: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield received
-        return
-    previous = {s: signal.getsignal(s) for s in _SIGNALS}
+class Escaped(Exception):
+    """The call raised KeyboardInterrupt, SystemExit or another BaseException that is no Exception,
+    on a thread of ours: the code's own doing, an error like any other, never a stop."""
 
-    def handler(signum: int, frame: Any) -> None:
-        received.append(signum)
-        old = previous.get(signum)
-        if callable(old):
-            old(signum, frame)
-        elif old == signal.SIG_DFL:  # what the default would have done, once this one is gone
-            signal.signal(signum, signal.SIG_DFL)
-            signal.raise_signal(signum)
-
-    for s in _SIGNALS:
-        signal.signal(s, handler)
-    try:
-        yield received
-    finally:
-        for s, old in previous.items():
-            signal.signal(s, old if old is not None else signal.SIG_DFL)
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(said(cause))
+        self.cause = cause
 
 
 def call_bounded(fn: Callable[..., Any], *args: Any, timeout_s: float, name: str) -> Any:
-    """fn(*args) in a daemon thread: its value, or whatever it raised (any BaseException,
-    re-raised here); TimedOut after `timeout_s`, the thread left behind (named in one log line:
-    Python cannot stop a thread, and a daemon one does not keep the process alive)."""
+    """fn(*args) on a daemon thread of its own: its value, or what it raised (an Exception as it
+    is, any other BaseException as Escaped); TimedOut after `timeout_s`, the thread named in
+    jepsen.log and left behind. A real Ctrl-C stops the wait, in the caller's thread."""
     box: list[Any] = []
     failed: list[BaseException] = []
 
@@ -64,12 +52,13 @@ def call_bounded(fn: Callable[..., Any], *args: Any, timeout_s: float, name: str
         except BaseException as e:  # everything it raises is the caller's to judge
             failed.append(e)
 
-    t = threading.Thread(target=run, name=f"bounded {name}", daemon=True)
+    t = threading.Thread(target=run, name=name, daemon=True)
     t.start()
     t.join(timeout_s)
     if t.is_alive():
-        log.warning("%s did not return within %g s; its thread is abandoned", name, timeout_s)
-        raise TimedOut(f"did not return within {timeout_s:g} s")
+        log.info("%s did not return within %g s; its thread %r is left behind", name, timeout_s, t.name)
+        raise TimedOut(f"{name} did not return within {timeout_s:g} s (left behind)")
     if failed:
-        raise failed[0]
+        e = failed[0]
+        raise e if isinstance(e, Exception) else Escaped(e)
     return box[0]

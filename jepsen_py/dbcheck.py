@@ -7,13 +7,18 @@ files, a client of every workload it serves doing one op of each kind, kill/star
 (the node stops answering and comes back), and teardown leaving no listening port or process behind.
 What the DB does not declare is skipped, never failed: a leaderless DB has no primaries step.
 
+Every hook is the plugin's code, and each call of one gets `--timeout` on a thread of its own (the
+DB's setup and teardown one deadline for every node, as they run at once). A hook that does not
+return fails its step, naming it; the steps after it are not tried (each would wait as long again
+for a DB that has stopped answering), except teardown, and db-check ends. Threads left behind are
+daemon threads: they do not keep the command from ending.
+
 On `--backend sim` there are no remotes: our cluster runs in the simulator, and each step is read
 from a short simulated run of each workload with kill and pause faults.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import logging
 import random
@@ -28,7 +33,21 @@ from jepsen_py.backends import backend_kind, get_backend
 from jepsen_py.errors import BadInput
 from jepsen_py.generator import Context, Pending, Template
 from jepsen_py.history import FAIL, INFO, INVOKE, OK, Op, read_history
-from jepsen_py.plugins import build_workload, builtin_workloads, load_db
+from jepsen_py.plugins import (
+    DECLARATION_S,
+    HookExited,
+    HookTimedOut,
+    build_workload,
+    builtin_workloads,
+    call_bounded,
+    checked_names,
+    checked_status,
+    declaration,
+    each_node,
+    load_db,
+    primaries_of,
+    said,
+)
 from jepsen_py.protocols import DB, Backend, Remote, Test, TestSpec, capabilities
 from jepsen_py.raftdb import RaftMetadataDB
 from jepsen_py.seeds import test_rng
@@ -68,20 +87,25 @@ class Report:
         return step
 
 
-def claimed_workloads(db: Any, spec: TestSpec, known: list[str]) -> list[str]:
-    """The workloads a DB serves: its `workloads()` when it declares them, else every built-in one
-    whose client it hands out (client(name) raises BadInput for the others)."""
+def claimed_workloads(db: Any, spec: TestSpec, known: list[str], *,
+                      timeout_s: float = DECLARATION_S) -> list[str]:
+    """The workloads a DB serves: its `workloads()` when it declares them (a list of names; else one
+    --db line), else every built-in one whose client it hands out (client(name) raises BadInput
+    for the others; one that does not answer within `timeout_s` is tried, and fails its step)."""
+    ref = spec.db or type(db).__name__
     declared = getattr(db, "workloads", None)
     if callable(declared):
-        return [str(w) for w in declared()]
+        return list(declaration(ref, "workloads()", lambda: checked_names(declared(), "workloads()",
+                                                                           pattern=None),
+                                timeout_s=timeout_s))
     out = []
     for name in known:
         try:
-            db.client(name)
+            call_bounded(db.client, name, timeout_s=timeout_s, name=f"client({name!r})")
         except BadInput:
             continue
         except Exception as e:  # a client() that breaks is the plugin's bug: try it, and report
-            log.debug("client(%s) raised %s", name, e)
+            log.debug("client(%s) raised %s", name, said(e))
         out.append(name)
     return out
 
@@ -126,23 +150,42 @@ class Checker:
         self.test = Test(spec=spec, store_dir=store_dir, log=logging.getLogger("jepsen_py.test"),
                          rng=test_rng(spec.seed), backend=backend, db=db)
         self.report = Report(spec.db, spec.backend, sorted(self.caps))
+        self.hung: str | None = None  # the hook that did not return: nothing after it is tried
 
     # ---- helpers ------------------------------------------------------------------------------
 
     def _try(self, name: str, fn: Callable[[], tuple[bool, str]]) -> bool:
+        if self.hung is not None:
+            self.report.add(name, None, f"not tried: {self.hung} did not return")
+            return False
         try:
             ok, detail = fn()
+        except (HookTimedOut, HookExited) as e:
+            ok, detail = False, str(e)
         except Exception as e:
             log.debug("db-check %s", name, exc_info=True)
-            ok, detail = False, f"{type(e).__name__}: {str(e)[:300]}"
+            ok, detail = False, said(e)[:300]
         self.report.add(name, ok, detail)
         return ok
 
-    def _each(self, fn: Callable[[Test, str], Any]) -> dict[str, Any]:
-        nodes = self.spec.nodes
-        with concurrent.futures.ThreadPoolExecutor(max_workers=len(nodes)) as pool:
-            futures = {n: pool.submit(fn, self.test, n) for n in nodes}
-        return {n: f.result() for n, f in futures.items()}
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """One call of a plugin's hook, within --timeout; one that does not return ends the check."""
+        try:
+            return call_bounded(fn, *args, timeout_s=self.timeout, name=what)
+        except HookTimedOut:
+            self.hung = self.hung or what
+            raise
+
+    def _each(self, fn: Callable[[Test, str], Any], what: str) -> None:
+        """`fn` on every node at once, within one --timeout; the first failure raised."""
+        failed = each_node(fn, self.test, self.spec.nodes, timeout_s=self.timeout, name=what)
+        stuck = sorted(n for n, e in failed.items() if isinstance(e, HookTimedOut))
+        if stuck:
+            self.hung = self.hung or what
+            raise HookTimedOut(f"{what} did not return within {self.timeout:g} s on {', '.join(stuck)} "
+                               "(left behind)")
+        if failed:
+            raise sorted(failed.items())[0][1]
 
     def _wait(self, cond: Callable[[], bool]) -> bool:
         deadline = time.monotonic() + self.timeout
@@ -153,18 +196,27 @@ class Checker:
         return cond()
 
     def _status(self, node: str) -> Any:
-        try:
-            return self.db.status(self.test, node)  # type: ignore[attr-defined]
-        except Exception as e:
-            log.debug("status(%s) raised %s", node, e)
-            return None
+        """The node's status, checked (BadInput for what is no status); None when it did not answer
+        (or raised); HookTimedOut when it did not return within --timeout."""
+        def ask() -> Any:
+            try:
+                answer = self.db.status(self.test, node)  # type: ignore[attr-defined]
+            except BaseException as e:  # on a thread of its own: SystemExit too is the DB's own
+                log.debug("status(%s) raised %s", node, said(e))
+                return None
+            return checked_status(answer, node, "status()")
+
+        return self._call(f"status(test, {node!r})", ask)
 
     def _primaries(self) -> list[str]:
+        """Who claims to lead, checked (BadInput for what is no list of the test's nodes); [] when
+        primaries() raised."""
         try:
-            return list(self.db.primaries(self.test) or [])  # type: ignore[attr-defined]
-        except Exception as e:
-            log.debug("primaries() raised %s", e)
-            return []
+            return primaries_of(self.db, self.test, list(self.spec.nodes), timeout_s=self.timeout,
+                                log_raise=lambda e: log.debug("primaries() raised %s", said(e)))
+        except HookTimedOut:
+            self.hung = self.hung or "primaries()"
+            raise
 
     # ---- the steps ----------------------------------------------------------------------------
 
@@ -180,6 +232,7 @@ class Checker:
             if set_up:
                 self._capability_steps()
             if provisioned:
+                self.hung = None  # teardown is tried whatever did not return
                 self._try("teardown", lambda: self._teardown(baseline))
         finally:
             if provisioned:
@@ -226,7 +279,7 @@ class Checker:
                       f"{', '.join(map(str, ports)) or 'none declared'}")
 
     def _setup(self) -> tuple[bool, str]:
-        self._each(self.db.setup)
+        self._each(self.db.setup, "setup")
         return True, f"set up on {', '.join(self.spec.nodes)}"
 
     def _check_primaries(self) -> tuple[bool, str]:
@@ -238,20 +291,19 @@ class Checker:
 
         if not self._wait(some):
             return False, f"no node named as primary within {self.timeout:g} s"
-        strangers = [n for n in found if n not in self.spec.nodes]
-        if strangers:
-            return False, f"primaries() named {', '.join(map(str, strangers))}, not nodes of the test"
         return True, f"{', '.join(found)}"
 
     def _check_status(self) -> tuple[bool, str]:
-        views = {n: self._status(n) for n in self.spec.nodes}
+        views: dict[str, Any] = {}
         problems = []
+        for n in self.spec.nodes:
+            try:
+                views[n] = self._status(n)
+            except BadInput as e:
+                problems.append(f"{n}: {e}")
         for n, v in views.items():
             if v is None:
                 problems.append(f"{n} did not answer")
-                continue
-            if not isinstance(v, dict):
-                problems.append(f"{n} returned {type(v).__name__}, not a dict")
                 continue
             lacking = [k for k in ("role", "term", "leader") if k not in v]
             if lacking:
@@ -281,7 +333,9 @@ class Checker:
         missing = []
         count = 0
         for n in self.spec.nodes:
-            for path in self.db.log_files(self.test, n) or []:
+            paths = self._call(f"log_files(test, {n!r})",
+                               lambda n=n: list(self.db.log_files(self.test, n) or []))
+            for path in paths:
                 count += 1
                 if self.test.remotes[n].exec(["test", "-e", str(path)], check=False).exit_code != 0:
                     missing.append(f"{n}:{path}")
@@ -297,24 +351,28 @@ class Checker:
         return self.spec.nodes[0]
 
     def _check_workload(self, workload: str) -> tuple[bool, str]:
-        templates = first_ops(self.spec, workload, list(self.spec.nodes))
+        templates = self._call(f"the {workload} generator", first_ops, self.spec, workload,
+                               list(self.spec.nodes))
         if not templates:
             return False, "its generator gave no op"
         node = self._client_node()
-        client = self.db.client(workload).open(self.test, node)
+        template = self._call(f"client({workload!r})", self.db.client, workload)
+        client = self._call(f"open(test, {node!r})", template.open, self.test, node)
         results = []
         good = True
         try:
             for i, t in enumerate(templates):
                 inv = Op(index=i, time=0, type=INVOKE, process=0, f=t.f, key=t.key, value=t.value,
                          node=t.node, meta=dict(t.meta))
-                comp = client.invoke(self.test, dataclasses.replace(inv, meta=dict(inv.meta)))
+                comp = self._call(f"invoke({t.f})", client.invoke, self.test,
+                                  dataclasses.replace(inv, meta=dict(inv.meta)))
                 if not isinstance(comp, Op) or comp.type not in (OK, FAIL, INFO):
-                    return False, f"invoke({t.f}) returned {comp!r}, not a completed Op"
+                    return False, f"invoke({t.f}) returned {type(comp).__name__}, not a completed Op"
                 results.append(_outcome(comp))
                 good = good and comp.type != INFO
         finally:
-            client.close(self.test)
+            if self.hung is None:
+                self._call("close(test)", client.close, self.test)
         detail = f"on {node}: " + ", ".join(results)
         return good, detail + ("" if good else " (info: no answer, so nothing is known)")
 
@@ -327,9 +385,9 @@ class Checker:
         primaries = self._primaries() if "primaries" in self.caps else []
         others = [n for n in self.spec.nodes if n not in primaries]
         victim = others[-1] if others else self.spec.nodes[-1]
-        getattr(self.db, do)(self.test, victim)
+        self._call(f"{do}(test, {victim!r})", getattr(self.db, do), self.test, victim)
         silent = self._wait(lambda: not self._answers(victim)) if "status" in self.caps else None
-        getattr(self.db, undo)(self.test, victim)
+        self._call(f"{undo}(test, {victim!r})", getattr(self.db, undo), self.test, victim)
         back = self._wait(lambda: self._answers(victim))
         if silent is False:
             return False, f"{victim} still answered status after {do}"
@@ -347,7 +405,7 @@ class Checker:
         return out
 
     def _teardown(self, baseline: dict[str, tuple[set[int], set[str]]]) -> tuple[bool, str]:
-        self._each(self.db.teardown)
+        self._each(self.db.teardown, "teardown")
         left = []
         for n, (ports0, procs0) in baseline.items():
             ports, procs = self._after(n, ports0, procs0)
@@ -404,7 +462,7 @@ def check_real(spec: TestSpec, *, workloads: list[str] | None, timeout: float) -
     """The steps on a real backend for the DB spec.db names."""
     db = load_db(spec.db, spec)
     known = sorted(builtin_workloads())
-    chosen = workloads or claimed_workloads(db, spec, known)
+    chosen = workloads or claimed_workloads(db, spec, known, timeout_s=min(timeout, DECLARATION_S))
     backend = get_backend(spec.backend, spec)
     with tempfile.TemporaryDirectory(prefix="jepsen-py-db-check-") as tmp:
         return Checker(spec, db, backend, workloads=chosen, timeout=timeout, store_dir=Path(tmp)).run()

@@ -241,7 +241,7 @@ class RealEngine:
             stuck = sorted(n for n, e in failed.items() if isinstance(e, HookTimedOut))
             if stuck:
                 raise FrameworkFailure(f"db setup did not return within {DB_HOOK_S:g} s on "
-                                       f"{', '.join(stuck)}")
+                                       f"{', '.join(stuck)} (left behind)")
             node, exc = sorted(failed.items())[0]
             if isinstance(exc, JepsenError):
                 raise exc
@@ -287,7 +287,8 @@ class RealEngine:
                            name="db teardown")
         stuck = sorted(n for n, e in failed.items() if isinstance(e, HookTimedOut))
         if stuck:
-            raise FrameworkFailure(f"db teardown did not return within {DB_HOOK_S:g} s on {', '.join(stuck)}")
+            raise FrameworkFailure(f"db teardown did not return within {DB_HOOK_S:g} s on {', '.join(stuck)} "
+                                   "(left behind)")
         if failed:
             raise FrameworkFailure("db teardown failed on " + "; ".join(f"{n}: {said(e)}"
                                                                        for n, e in sorted(failed.items())))

@@ -7,11 +7,23 @@ telling the generator (`update`). Workers never touch the generator, so a
 generator needs no locking however many workers there are. Concurrency is real: a thread per
 client worker, each with its own clients (one per node it used), and the nemesis's worker beside
 them; they only perform ops. The loop also watches the op timeout: an op still running after it is
-recorded info (error "timeout", by the controller) and its late answer dropped. A worker whose op
-completes info (or raises, or overruns) takes a fresh process id, process + concurrency, and, as in
-Jepsen, a new process gets new clients unless its clients say they are reusable
-(`client_reusable`): a connection left holding an unanswered request must not hold the worker's
-later ops behind it.
+recorded info (error "timeout", by the controller) and its late answer dropped; a nemesis op gets
+NEMESIS_JOIN_S. A worker whose op completes info (or raises, or overruns) takes a fresh process id,
+process + concurrency, and, as in Jepsen, a new process gets new clients unless its clients say they
+are reusable (`client_reusable`): a connection left holding an unanswered request must not hold the
+worker's later ops behind it.
+
+Clients, the nemesis and generators are often someone else's code, and nothing they do may hang the
+run. A phase ends at its time limit even when every worker is stuck in its op (the generator is then
+never asked, so its own time limit could not end it); ops already recorded info by timeout are not
+waited for, and their threads, which Python cannot stop, are left behind as daemon threads, named in
+one log line. Whatever a client or nemesis raises, KeyboardInterrupt and SystemExit included (a
+signal reaches only the main thread, so on a worker's thread they are the plugin's own), is its
+op's error. A generator that does not return (it blocks, or loops forever) is noticed by the caller's
+thread: past max(op timeout, JOIN_GRACE_S) in one call, its ops in flight are recorded info, the
+loop's thread is abandoned and may record nothing more (it is also told to stop, which ends a loop
+without a yield in it rather than leave it taking a core until the process ends), and the run stops,
+naming the plugin whose generator it was (BadInput) or, for our own, as a framework failure.
 
 Time and tasks come from two injected objects, `Clock` and `Scheduler` (the real engine's,
 jepsen_py.engine.RealEngine): the real ones read the monotonic clock and start threads; a test may
@@ -22,20 +34,27 @@ as coroutines on one event loop instead (jepsen_py.sim.interpreter).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import logging
+import os
 import queue
 import random
+import sys
 import threading
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import FrameType
 from typing import Protocol
 
-from jepsen_py.generator import Context, Generator, Template, Thread
+from jepsen_py.errors import BadInput, FrameworkFailure
+from jepsen_py.generator import Checked, Context, Generator, Template, Thread, TimeLimit
 from jepsen_py.history import COMPLETIONS, INFO, INVOKE, NEMESIS, OK, Op
 from jepsen_py.nemeses import faults
+from jepsen_py.plugins import HookExited, HookTimedOut, call_bounded, said
 from jepsen_py.protocols import Client, Nemesis, Test
 from jepsen_py.workers import GeneratorPhase, Worker, WorkerPool, copy_op
 
@@ -43,8 +62,21 @@ log = logging.getLogger(__name__)
 
 POLL_S = 0.05  # longest the loop waits before asking a waiting generator again
 OPEN_BACKOFF_S = 0.05  # a node that refuses connections is not asked again at once
+#: What ops in flight get beyond their own bound at a phase's end or after a Ctrl-C, what idle
+#: workers get to end, what closing the clients gets beyond the op timeout; and, at the least, what
+#: one call of a generator gets (it is the op timeout when longer: the loop cannot time ops out
+#: while in one).
 JOIN_GRACE_S = 5.0
+#: How long a nemesis op may take before it is recorded info by the controller (a restart or a clock
+#: reset takes a while; heal must not race one), and what the nemesis's setup, heal and teardown get.
 NEMESIS_JOIN_S = 120.0
+#: Where the standard library lives: a stuck generator is named by the first frame outside it.
+_STDLIB = os.path.dirname(threading.__file__)
+
+
+class _Cut(BaseException):
+    """The loop's thread was abandoned by the caller (its generator did not return): it ends at
+    the next record it tries, recording nothing."""
 
 
 class Clock(Protocol):
@@ -109,7 +141,7 @@ class Done:
     invoke: Op
     completion: Op | None
     tail: str | None = None
-    error: Exception | None = None
+    error: BaseException | None = None
 
 
 def normalize(comp: object, inv: Op, *, nemesis: bool = False) -> Op:
@@ -141,6 +173,15 @@ class Phase(GeneratorPhase):
         self.next_timeout_check = 0.0  # when the loop next looks for ops past the op timeout
         self.interrupted_at: float | None = None  # when the caller was interrupted (monotonic s)
         self.ended = threading.Event()  # set by the loop's thread as its last act
+        self.stop_at: float | None = None  # the phase's time limit, on the interpreter's clock
+        # When the loop's thread entered the generator (monotonic s; None: not in it), and that
+        # thread's id: the caller's thread watches for a generator that does not return.
+        self.in_generator_since: float | None = None
+        self.loop_ident: int | None = None
+        # Every record the loop makes and every change to `inflight` happen under `lock`; once the
+        # caller sets `cut` (under it), the loop records nothing more.
+        self.lock = threading.Lock()
+        self.cut = False
 
 
 class Interpreter(WorkerPool):
@@ -164,17 +205,36 @@ class Interpreter(WorkerPool):
         self.declared = faults.declared(nemesis) if nemesis is not None else {}
         self.nodes = tuple(test.nodes)
         self.timeout_check_s = min(POLL_S, op_timeout / 4)
+        self._phase: Phase | None = None
+
+    def halt(self, e: BadInput) -> None:
+        """Stops the run from outside (the observer found a status that is no status): the phase
+        in progress ends as after a generator's bad op, and `run` raises `e`."""
+        self.bad_input = self.bad_input or e
+        phase = self._phase
+        if phase is not None:
+            phase.stopped = True
+
+    @property
+    def generator_stall_s(self) -> float:
+        """How long one call of the generator may take before it counts as never returning."""
+        return max(self.op_timeout, JOIN_GRACE_S)
 
     def run(self, g: Generator, *, with_nemesis: bool) -> None:
-        """Drives `g` until it is exhausted and the ops in flight have completed (or overrun their
-        bound); raises FrameworkFailure when a worker broke (the BadInput itself when a user's
-        generator broke it).
+        """Drives `g` until it is exhausted (or its time limit passed: the runner wraps each phase
+        in one) and the ops in flight have completed or overrun their bound; raises
+        FrameworkFailure when a worker broke (the BadInput itself when a user's generator broke it,
+        or did not return).
 
         The loop runs on a thread of its own: the caller's thread only waits for it, so a Ctrl-C
         (raised in the main thread, between any two bytecodes) stops the loop at a point of its
         choosing and never tears an op between its record and its worker."""
+        self.raise_failures()  # halted between phases
         workers = list(self.workers) + ([self.nemesis_worker] if with_nemesis else [])
         phase = Phase(g, workers)
+        if isinstance(g, TimeLimit):
+            phase.stop_at = self.clock.s() + g.dt
+        self._phase = phase
         tasks = {w.thread: self.scheduler.spawn("nemesis" if w.thread == NEMESIS else f"worker-{w.thread}",
                                                 lambda w=w: self._serve(w, phase))
                  for w in workers}
@@ -182,29 +242,72 @@ class Interpreter(WorkerPool):
         # Waits on an event, not on the thread: a Thread.join cut by Ctrl-C can leave is_alive()
         # False while the thread still runs (CPython 3.11), and heal would race the loop's records.
         try:
-            while not phase.ended.wait(0.25):
-                pass
+            stuck = self._await(phase)
         except BaseException:  # Ctrl-C: the ops in flight still get their completions recorded
             phase.interrupted_at = time.monotonic()
             phase.stopped = True
             # the loop gives its ops JOIN_GRACE_S, records info for the rest, then gives idle
             # workers JOIN_GRACE_S to end: heal must not start while it may still record
-            phase.ended.wait(3 * JOIN_GRACE_S)
+            if not phase.ended.wait(3 * JOIN_GRACE_S):
+                self._cut(phase, tasks)
             raise
+        finally:
+            self._phase = None
+        if stuck:
+            where, label = self._stuck_in(phase)
+            self._cut(phase, tasks)
+            _tell_to_stop(phase.loop_ident)
+            stall = f"{self.generator_stall_s:g} s (stuck in {where})"
+            # the command prints the failure; the log names the thread left behind
+            log.info("the generator did not return within %s; the interpreter's thread is abandoned", stall)
+            if label is not None:
+                raise BadInput(f"{label}: its generator did not return within {stall}; the run stopped")
+            raise FrameworkFailure(f"the generator did not return within {stall}")
         self.raise_failures()
+
+    def _await(self, phase: Phase) -> bool:
+        """Until the phase ended (False), or its loop has been inside one call of the generator
+        for longer than `generator_stall_s` (True)."""
+        stall_s = self.generator_stall_s
+        while not phase.ended.wait(0.25):
+            since = phase.in_generator_since
+            if since is not None and time.monotonic() - since > stall_s:
+                return True
+        return False
+
+    def _cut(self, phase: Phase, tasks: dict[Thread, Task]) -> None:
+        """Gives up on a loop that does not end: its ops in flight are recorded info, it may record
+        nothing more, and the workers are told the phase is over."""
+        with phase.lock:
+            phase.cut = True
+            phase.stopped = True
+            self._abandon(phase)
+        for inbox in phase.inboxes.values():
+            inbox.put(None)
+        self._name_stuck(phase, tasks)
+
+    def _stuck_in(self, phase: Phase) -> tuple[str, str | None]:
+        """Where the loop's thread is stuck (the first frame outside the standard library) and the
+        label of the plugin generator it is in (generator.Checked), if any."""
+        frame = sys._current_frames().get(phase.loop_ident or -1)
+        return _where(frame), _plugin(_frames(frame))
 
     def _loop(self, phase: Phase, tasks: dict[Thread, Task]) -> None:
         """The interpreter's thread: the phase driven to its end, then the workers released."""
+        phase.loop_ident = threading.get_ident()
         try:
             self._drive(phase)
             self._finish(phase, self.op_timeout + JOIN_GRACE_S, NEMESIS_JOIN_S)
-        except Exception as e:
+        except _Cut:
+            return  # the caller gave up on this thread and has released the workers
+        except BaseException as e:  # not the main thread: no signal lands here
             phase.stopped = True
-            log.error("the interpreter failed: %s: %s", type(e).__name__, e)
+            log.error("the interpreter failed: %s", said(e))
             log.debug("interpreter failure in full", exc_info=e)
-            self.errors.append(f"interpreter: {type(e).__name__}: {e}")
+            self.errors.append(f"interpreter: {said(e)}")
         finally:
-            self._release(phase, tasks, JOIN_GRACE_S)
+            if not phase.cut:
+                self._release(phase, tasks, JOIN_GRACE_S)
             phase.ended.set()
 
     # ---- the interpreter's loop: the only caller of the generator -------------------------------
@@ -222,13 +325,21 @@ class Interpreter(WorkerPool):
 
     def _ask(self, phase: Phase) -> float:
         """Asks the generator for an op for each free worker in turn and hands each op out; the
-        time the generator next wants to be asked (at most POLL_S away)."""
+        time the generator next wants to be asked (at most POLL_S away). Once the phase's time limit
+        passed it asks no more (a phase whose every worker is stuck ends there too)."""
         now = self.clock.s()
         wake = now + POLL_S
+        if phase.stop_at is not None and now >= phase.stop_at:
+            phase.exhausted = True
+            return now
         for _ in range(len(phase.free)):
             w = phase.free.popleft()
             try:
-                step = phase.ask(w.thread, self._ctx(phase, w.thread, w.process, now))
+                phase.in_generator_since = time.monotonic()
+                try:
+                    step = phase.ask(w.thread, self._ctx(phase, w.thread, w.process, now))
+                finally:
+                    phase.in_generator_since = None
                 if step is None:
                     phase.free.appendleft(w)
                     return now
@@ -236,9 +347,11 @@ class Interpreter(WorkerPool):
                     self._hand_out(phase, w, step)
                     now = self.clock.s()
                     continue
-            except Exception as e:
+            except _Cut:
+                raise
+            except BaseException as e:  # not the main thread: SystemExit and the like are the code's own
                 phase.free.appendleft(w)
-                self._failed(phase, w, e)
+                self._failed(phase, w, _generator_failure(e))
                 return now
             phase.free.append(w)
             if step.until is not None:
@@ -247,11 +360,15 @@ class Interpreter(WorkerPool):
 
     def _hand_out(self, phase: Phase, w: Worker, tpl: Template) -> None:
         """Records the invocation and gives it to the worker."""
-        w.invokes += 1
-        w.abandoned = False
-        inv = self.record(self._declare(Op(-1, self.clock.ns(), INVOKE, w.process, tpl.f, tpl.key, tpl.value,
-                                           tpl.node or w.node, None, dict(tpl.meta) if tpl.meta else {})))
-        phase.inflight[w.thread] = Done(w, inv, None)
+        with phase.lock:
+            if phase.cut:
+                raise _Cut
+            w.invokes += 1
+            w.abandoned = False
+            inv = self.record(self._declare(Op(-1, self.clock.ns(), INVOKE, w.process, tpl.f, tpl.key,
+                                               tpl.value, tpl.node or w.node, None,
+                                               dict(tpl.meta) if tpl.meta else {})))
+            phase.inflight[w.thread] = Done(w, inv, None)
         phase.inboxes[w.thread].put(inv)
 
     def _wait(self, phase: Phase, until: float) -> None:
@@ -275,78 +392,103 @@ class Interpreter(WorkerPool):
         self._time_out(phase)
 
     def _complete(self, phase: Phase, d: Done) -> None:
-        """Records a completion unless it was already recorded info by timeout, moves a worker whose
-        op ended info to a fresh process, tells the generator; the worker is free again."""
+        """Records a completion unless it was already recorded info by timeout (the worker then
+        already went on as a fresh process), moves a worker whose op ended info to a fresh process,
+        tells the generator; the worker is free again."""
         w, inv = d.worker, d.invoke
-        phase.inflight.pop(w.thread, None)
         try:
-            if d.error is not None or d.completion is None:
-                raise d.error or RuntimeError("a worker handed back no completion")
-            c = d.completion
-            if w.abandoned:
-                log.debug("late completion of op %d dropped (already info by timeout)", inv.index)
-                c = dataclasses.replace(c, type=INFO)
-            else:
-                self.append(c, tail=d.tail)
-            if c.type == OK:
-                w.oks += 1
-            process = w.process
-            if c.type == INFO and isinstance(process, int):
-                w.process = process + self.concurrency
-            phase.tell(w.thread, self._ctx(phase, w.thread, process, self.clock.s()), inv, c)
+            with phase.lock:
+                if phase.cut:
+                    raise _Cut
+                phase.inflight.pop(w.thread, None)
+                late = w.abandoned
+                if d.error is not None or d.completion is None:
+                    raise d.error or RuntimeError("a worker handed back no completion")
+                c = d.completion
+                if late:
+                    log.debug("late completion of op %d dropped (already info by timeout)", inv.index)
+                    c = dataclasses.replace(c, type=INFO)
+                else:
+                    self.append(c, tail=d.tail)
+                if c.type == OK:
+                    w.oks += 1
+                process = inv.process
+                if c.type == INFO and not late and isinstance(w.process, int):
+                    w.process = w.process + self.concurrency
+            self._tell(phase, w.thread, self._ctx(phase, w.thread, process, self.clock.s()), inv, c)
+        except _Cut:
+            raise
         except Exception as e:
             self._failed(phase, w, e)
         phase.free.append(w)
 
+    def _tell(self, phase: Phase, thread: Thread, ctx: Context, inv: Op, c: Op) -> None:
+        """The generator told of a completion, watched as asking it is."""
+        phase.in_generator_since = time.monotonic()
+        try:
+            phase.tell(thread, ctx, inv, c)
+        finally:
+            phase.in_generator_since = None
+
     def _time_out(self, phase: Phase) -> None:
-        """Records info for every client op that overran the op timeout (the worker's late answer
-        is then dropped, and it continues under a fresh process id). Looked at every
-        `timeout_check_s`, as a watchdog would, not at every op: that would cost as many steps as
-        there are workers."""
+        """Records info for every op that overran its bound, the op timeout (a client's: its late
+        answer is then dropped, and the worker continues under a fresh process id) or
+        NEMESIS_JOIN_S (the nemesis's). Looked at every `timeout_check_s`, as a watchdog would, not
+        at every op: that would cost as many steps as there are workers."""
         now = self.clock.s()
         if now < phase.next_timeout_check:
             return
         phase.next_timeout_check = now + self.timeout_check_s
-        for d in phase.inflight.values():
-            w = d.worker
-            inv = w.inflight
-            if inv is None or w.abandoned or now <= w.deadline:
-                continue
-            w.abandoned = True
-            self.record(Op(-1, self.clock.ns(), INFO, inv.process, inv.f, inv.key, inv.value, inv.node,
-                           error="timeout", meta={"timeout_s": self.op_timeout, "by": "controller"}))
+        with phase.lock:
+            if phase.cut:
+                raise _Cut
+            for d in phase.inflight.values():
+                w, inv = d.worker, d.invoke
+                # the op this phase handed out, in its client or nemesis now (a thread left behind
+                # by an earlier phase may still be in an older op of the same worker)
+                if w.inflight is not inv or w.abandoned or now <= w.deadline:
+                    continue
+                w.abandoned = True
+                self.record(self._declare(Op(-1, self.clock.ns(), INFO, inv.process, inv.f, inv.key,
+                                             inv.value, inv.node, error="timeout",
+                                             meta={"timeout_s": w.timeout_s, "by": "controller"})))
+                if isinstance(w.process, int):  # a fresh process, as after any info
+                    w.process = w.process + self.concurrency
+                else:  # named on the console when its phase ends, if it has not returned by then
+                    log.info("nemesis op %s did not return within %g s: recorded info", inv.f, w.timeout_s)
 
     def _finish(self, phase: Phase, client_s: float, nemesis_s: float) -> None:
         """The generator is done: the ops in flight complete, clients' within `client_s` (the op
         timeout plus a grace period) and the nemesis's within `nemesis_s`, longer (a restart, a
-        clock reset in progress: heal must not race it); what is still running then is abandoned."""
+        clock reset in progress: heal must not race it); what is still running then is abandoned.
+        An op already recorded info by timeout is not waited for: its answer would be dropped."""
         start = time.monotonic()
         client_by = start + client_s
         nemesis_by = start + nemesis_s
-        while phase.inflight:
+        while running := [t for t, d in phase.inflight.items() if not d.worker.abandoned]:
             now = time.monotonic()
             if phase.interrupted_at is not None:  # the caller waits JOIN_GRACE_S, no longer
                 client_by = min(client_by, phase.interrupted_at + JOIN_GRACE_S)
                 nemesis_by = min(nemesis_by, phase.interrupted_at + JOIN_GRACE_S)
-            if now < client_by and any(t != NEMESIS for t in phase.inflight):
+            if now < client_by and any(t != NEMESIS for t in running):
                 by = client_by
-            elif now < nemesis_by and NEMESIS in phase.inflight:
+            elif now < nemesis_by and NEMESIS in running:
                 by = nemesis_by
             else:
                 break
             with contextlib.suppress(queue.Empty):
                 self._complete(phase, phase.done.get(timeout=min(by - now, POLL_S)))
             self._time_out(phase)
-        if phase.inflight:
-            log.warning("workers still blocked after the phase ended, abandoned: %s",
-                        ", ".join(sorted(str(t) for t in phase.inflight)))
+        with phase.lock:
+            if phase.cut:
+                raise _Cut
             self._abandon(phase)
 
     def _abandon(self, phase: Phase) -> None:
-        """Records info for every op still in flight when the phase gives up on it: nobody will
-        record its completion (the loop is ending), and the next phase's ops on the same process
-        (the nemesis's heal) must not find it still open. A client worker goes on under a fresh
-        process id, as after any info."""
+        """Records info for every op still in flight when the phase gives up on it (under
+        phase.lock): nobody will record its completion (the loop is ending), and the next phase's
+        ops on the same process (the nemesis's heal) must not find it still open. A client worker
+        goes on under a fresh process id, as after any info."""
         for d in list(phase.inflight.values()):
             w, inv = d.worker, d.invoke
             if w.abandoned:  # already recorded info by timeout
@@ -358,14 +500,24 @@ class Interpreter(WorkerPool):
                 w.process = w.process + self.concurrency
 
     def _release(self, phase: Phase, tasks: dict[Thread, Task], seconds: float) -> None:
-        """Tells every worker the phase is over and lets the idle ones end (one still in its op is
-        abandoned)."""
+        """Tells every worker the phase is over and lets the idle ones end; those still in an op
+        (a client or nemesis that never returned) are left behind, named in one log line."""
         for inbox in phase.inboxes.values():
             inbox.put(None)
         deadline = time.monotonic() + seconds
         for thread, t in tasks.items():
             if thread not in phase.inflight:
                 t.join(max(0.0, deadline - time.monotonic()))
+        self._name_stuck(phase, tasks)
+
+    def _name_stuck(self, phase: Phase, tasks: dict[Thread, Task]) -> None:
+        """One log line naming every worker thread still in an op when its phase ended: Python
+        cannot stop them; as daemon threads they do not keep the process alive."""
+        stuck = [f"{tasks[t].name} ({d.invoke.f} on process {d.invoke.process})"
+                 for t, d in list(phase.inflight.items()) if t in tasks and tasks[t].is_alive()]
+        if stuck:
+            log.warning("still in an op when the phase ended, left behind (daemon threads): %s",
+                        ", ".join(stuck))
 
     def _failed(self, phase: Phase, w: Worker, e: Exception) -> None:
         """A failure outside invoke (a generator bug, the history unwritable) ends the phase for
@@ -393,33 +545,113 @@ class Interpreter(WorkerPool):
             try:
                 comp = self._perform(w, inv)
                 comp.time = self.clock.ns()
-                d = Done(w, inv, comp, comp._json_tail())
-            except Exception as e:
-                d = Done(w, inv, None, error=e)
+                try:
+                    tail = comp._json_tail()
+                except (TypeError, ValueError, RecursionError) as e:  # a value history.jsonl cannot hold
+                    comp = Op(-1, comp.time, INFO, inv.process, inv.f, inv.key, inv.value, inv.node,
+                              f"invoke returned what history.jsonl cannot hold: {str(e)[:120]}", {})
+                    tail = comp._json_tail()
+                d = Done(w, inv, comp, tail)
+            except BaseException as e:  # not the main thread: no signal lands here
+                d = Done(w, inv, None, error=e if isinstance(e, Exception) else HookExited(e))
             if w.open_failed:
                 w.open_failed = False
                 self.clock.sleep(OPEN_BACKOFF_S)
             phase.done.put(d)
 
     def _perform(self, w: Worker, inv: Op) -> Op:
-        """Blocks in the client (the loop turns an overrun into info) or the nemesis."""
-        if w is self.nemesis_worker:
-            assert self.nemesis is not None
-            try:
-                comp = normalize(self.nemesis.invoke(self.test, copy_op(inv)), inv, nemesis=True)
-            except Exception as e:
-                comp = self.nemesis_failed(inv, e)
-            return self._declare(comp)
-        try:
-            client = self._client_for(w, inv.node)
-        except Exception as e:
-            w.open_failed = True
-            return self.open_failed(inv, e)
-        w.deadline = self.clock.s() + self.op_timeout
+        """Blocks in the client (the loop turns an overrun into info) or the nemesis. Whatever
+        they raise is the op's error: on a worker's thread even KeyboardInterrupt and SystemExit
+        are the plugin's own, since signals reach only the main thread."""
+        timeout_s = NEMESIS_JOIN_S if w is self.nemesis_worker else self.op_timeout
+        w.timeout_s = timeout_s
+        w.deadline = self.clock.s() + timeout_s
         w.inflight = inv  # after the deadline: the loop never sees an op in flight with a stale one
         try:
-            return normalize(client.invoke(self.test, copy_op(inv)), inv)
-        except Exception as e:
-            return self.invoke_failed(w, inv, e)
+            if w is self.nemesis_worker:
+                assert self.nemesis is not None
+                try:
+                    comp = normalize(self.nemesis.invoke(self.test, copy_op(inv)), inv, nemesis=True)
+                except BaseException as e:
+                    comp = self.nemesis_failed(inv, e)
+                return self._declare(comp)
+            try:
+                client = self._client_for(w, inv.node)
+            except BaseException as e:
+                w.open_failed = True
+                return self.open_failed(inv, e)
+            try:
+                return normalize(client.invoke(self.test, copy_op(inv)), inv)
+            except BaseException as e:
+                return self.invoke_failed(w, inv, e, client)
         finally:
-            w.inflight = None
+            if w.inflight is inv:  # a thread left behind must not clear a later op's
+                w.inflight = None
+
+    def close_clients(self) -> None:
+        """Every worker's clients closed (plugin code), within the op timeout plus JOIN_GRACE_S: a
+        close that never returns holds up the rest, and is left behind with them."""
+        bound = self.op_timeout + JOIN_GRACE_S
+        try:
+            call_bounded(WorkerPool.close_clients, self, timeout_s=bound, name="closing the clients")
+        except HookTimedOut as e:
+            log.warning("%s", e)
+        except Exception as e:
+            log.warning("closing the clients failed: %s", said(e))
+
+
+def _tell_to_stop(ident: int | None) -> bool:
+    """Asks CPython to raise _Cut in the thread `ident` at its next bytecode: a generator looping
+    without a yield stops there (and the loop's thread ends quietly); one blocked in C stays blocked
+    until it returns into Python. Whether the request was taken."""
+    if ident is None:
+        return False
+    try:
+        set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+    except AttributeError:  # not CPython
+        return False
+    if set_async_exc(ctypes.c_ulong(ident), ctypes.py_object(_Cut)) > 1:  # never: undo it, as documented
+        set_async_exc(ctypes.c_ulong(ident), None)
+        return False
+    return True
+
+
+def _frames(frame: FrameType | None) -> list[FrameType]:
+    """A thread's frames, innermost first."""
+    out = []
+    while frame is not None:
+        out.append(frame)
+        frame = frame.f_back
+    return out
+
+
+def _where(frame: FrameType | None) -> str:
+    """file:line in function of the innermost frame outside the standard library."""
+    for f in _frames(frame):
+        if not f.f_code.co_filename.startswith(_STDLIB):
+            return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno} in {f.f_code.co_qualname}"
+    return "an unknown place"
+
+
+_CHECKED = (Checked.op.__code__, Checked.update.__code__)
+
+
+def _plugin(frames: Sequence[FrameType]) -> str | None:
+    """The label of the innermost plugin generator (generator.Checked) among `frames`, if any."""
+    for f in frames:
+        if f.f_code in _CHECKED:
+            owner = f.f_locals.get("self")
+            if isinstance(owner, Checked):
+                return owner.label
+    return None
+
+
+def _generator_failure(e: BaseException) -> Exception:
+    """What the generator raised as the run's failure: an Exception as it is (Checked already
+    named a plugin's), and a KeyboardInterrupt or SystemExit (its own, on the loop's thread) as
+    BadInput naming the plugin generator it came from, else as HookExited."""
+    if isinstance(e, Exception):
+        return e
+    frames = [f for f, _ in traceback.walk_tb(e.__traceback__)]
+    label = _plugin(frames[::-1])
+    return BadInput(f"{label}: its generator raised {said(e)}") if label is not None else HookExited(e)

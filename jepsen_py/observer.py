@@ -6,6 +6,12 @@ DB the checkers judge by what the clients saw. Each node gets its own polling th
 partitioned node that answers slowly must not thin out the samples of the others. Samples are
 standalone records (process "observer", f "status"): ok with the node's status as value when it
 answered, fail when it did not.
+
+status() is the DB's code, called ten times a second: whatever it raises (KeyboardInterrupt and
+SystemExit too: no signal reaches these threads) is a fail sample naming it, and one that never
+returns is left behind at stop, named in one log line. An answer that is no status (not a dict or
+None, a documented key of the wrong type, more than the history can hold: plugins.checked_status)
+is a fail sample too, and stops that node's sampling and, through `on_bad`, the run (254).
 """
 
 from __future__ import annotations
@@ -14,14 +20,42 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from jepsen_py.errors import BadInput
 from jepsen_py.history import FAIL, OBSERVER, OK, Op
+from jepsen_py.plugins import checked_status, said
 from jepsen_py.protocols import Status, Test
 
 log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL = 0.1
+
+
+@dataclass(slots=True)
+class Sample:
+    """One ask of a node's status: what to record (the status, or None and the error), and, when
+    the answer was no status, the line that stops the run."""
+
+    status: dict[str, Any] | None
+    error: str | None = None
+    bad: BadInput | None = None
+
+
+def sample(db: Status, test: Test, node: str, ref: str) -> Sample:
+    """db.status(test, node), on the caller's thread (an observer's own, never the main one):
+    whatever it raises is the sample's error (KeyboardInterrupt and SystemExit too: no signal
+    reaches an observer's thread), and an answer that is no status (plugins.checked_status) is a
+    fail sample and a BadInput naming the DB (`ref`)."""
+    try:
+        answer = db.status(test, node)
+    except BaseException as e:  # a status probe must never take the run down
+        return Sample(None, said(e))
+    try:
+        return Sample(checked_status(answer, node, f"status(test, {node!r})"))
+    except BadInput as e:  # an answer that is no status: the DB's mistake, the run stops
+        return Sample(None, f"not a status: {e}", BadInput(f"--db: {ref}: {e}"))
 
 
 class Observer:
@@ -36,8 +70,12 @@ class Observer:
         *,
         interval: float = DEFAULT_INTERVAL,
         nodes: list[str] | None = None,
+        on_bad: Callable[[BadInput], Any] | None = None,
+        ref: str = "",
     ) -> None:
         self.test = test
+        self.on_bad = on_bad
+        self.ref = ref or type(db).__name__
         self.db = db
         self.record = record
         self.clock_ns = clock_ns
@@ -59,8 +97,10 @@ class Observer:
         deadline = time.monotonic() + timeout
         for t in self._threads:
             t.join(max(0.0, deadline - time.monotonic()))
-            if t.is_alive():
-                log.warning("observer thread %s still blocked in status(); leaving it", t.name)
+        stuck = [t.name for t in self._threads if t.is_alive()]
+        if stuck:
+            log.warning("status() did not return within %g s of the observer's stop, left behind (daemon "
+                        "threads): %s", timeout, ", ".join(stuck))
         self._threads.clear()
 
     def __enter__(self) -> Observer:
@@ -78,11 +118,8 @@ class Observer:
         next_at = time.monotonic()
         while not self._stop.is_set():
             sent = self.clock_ns()
-            error: str | None = None
-            try:
-                status = self.db.status(self.test, node)
-            except Exception as e:  # a status probe must never take the run down
-                status, error = None, f"{type(e).__name__}: {e}"
+            asked = sample(self.db, self.test, node, self.ref)
+            status, error, bad = asked.status, asked.error, asked.bad
             if self._stop.is_set():
                 break
             self.latest[node] = status
@@ -94,6 +131,10 @@ class Observer:
                     error=error if status is None else None, meta={"sent": sent},
                 ))
             except RuntimeError:  # history closed under us at the end of the run
+                break
+            if bad is not None:
+                if self.on_bad is not None:
+                    self.on_bad(bad)
                 break
             next_at += self.interval
             delay = next_at - time.monotonic()

@@ -21,19 +21,27 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import logging
 import os
+import queue
+import re
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
+from jepsen_py.bounded import Escaped, TimedOut, call_bounded, said
 from jepsen_py.errors import BadInput, describe, quote
 from jepsen_py.generator import Template, any_of, checked, is_nemesis_thread, on_threads
+from jepsen_py.history import OBSERVER, OK, Op, parse_line
 from jepsen_py.nemeses import NEMESES
 from jepsen_py.nemeses import build as build_builtin_nemesis
 from jepsen_py.nemeses.compose import ComposedNemesis, Family, FaultSchedule
 from jepsen_py.nemeses.faults import declared
-from jepsen_py.protocols import CAPABILITIES, DB, Checker, Nemesis, TestSpec
+from jepsen_py.numbers import MAX_NODES
+from jepsen_py.protocols import CAPABILITIES, DB, Checker, Nemesis, Test, TestSpec
 from jepsen_py.references import canonical_db, check_reference
 from jepsen_py.workload import Workload
 from jepsen_py.workloads import WORKLOADS
@@ -42,6 +50,8 @@ if TYPE_CHECKING:
     from jepsen_py.generator import Generator
     from jepsen_py.nemeses.compose import Family
     from jepsen_py.workload import Workload
+
+log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "jepsen_py.db"
 GROUPS = {
@@ -88,6 +98,284 @@ def plugin_call(option: str, ref: str, what: str, fn: Callable[..., Any], *args:
         raise PluginFailed(f"{option}: {ref}: {e}", e) from None
     except (Exception, SystemExit) as e:
         raise PluginFailed(f"{option}: {ref}: {what} raised {describe(e)}", e) from None
+
+
+# ---- plugin code the run calls: bounded in time, its answers checked ------------------------------
+
+#: How long a declaration a DB class makes (db_options(), read_modes(), workloads()) may take to
+#: answer: a constant it states, read before anything is made, so one still thinking after this
+#: long is broken, not slow.
+DECLARATION_S = 10.0
+#: The most one status dict may weigh as JSON: the observer writes one per node ten times a second.
+MAX_STATUS_BYTES = 64 << 10
+#: What the documented status keys hold (docs/plugins.md, the status dict); None for each is fine.
+STATUS_TYPES: dict[str, tuple[type, ...]] = {"role": (str,), "term": (int,), "leader": (str,),
+                                             "applied": (int,)}
+#: Terms and applied indices are counters: a 64-bit one is the most any system keeps.
+MAX_COUNTER = 2**63 - 1
+#: Read modes and --db-option keys as the command line can name them.
+MAX_DECLARED = 1_000
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")  # spec.parse_db_options' rule for a key
+
+
+# A plugin's hook that did not return within its bound, and one that raised KeyboardInterrupt or
+# SystemExit on a thread of ours (jepsen_py.bounded, where the bounded call lives).
+HookTimedOut = TimedOut
+HookExited = Escaped
+
+
+def is_signal(e: BaseException) -> bool:
+    """Whether `e` may stand for a real Ctrl-C or SIGTERM (which `run` turns into one), and must
+    stop the run: a KeyboardInterrupt on the main thread, where alone signals are handled. On any
+    other thread, and SystemExit anywhere, it is what the code that raised it chose to raise."""
+    return isinstance(e, KeyboardInterrupt) and threading.current_thread() is threading.main_thread()
+
+
+def message(e: BaseException) -> str:
+    """An exception's message on one line (whitespace folded, cut short), even when its str()
+    raises: then its type alone."""
+    try:
+        text = " ".join(str(e).split())
+    except Exception:
+        return f"{type(e).__name__} (whose message could not be read)"
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+class Asker:
+    """One hook asked again and again (primaries() in the leader waits, five times a second), each
+    ask within its own bound, all on one daemon thread rather than a thread per ask. Once an ask
+    does not return, the thread is left behind and every later ask is HookTimedOut at once."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], list[Any], threading.Event] | None] = \
+            queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._stuck = False
+
+    def ask(self, fn: Callable[[], Any], *, timeout_s: float) -> Any:
+        """fn()'s value, or what it raised (KeyboardInterrupt and SystemExit as HookExited)."""
+        if self._stuck:
+            raise HookTimedOut(f"{self.name} did not return before (left behind)")
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
+            self._thread.start()
+        box: list[Any] = []
+        done = threading.Event()
+        self._jobs.put((fn, box, done))
+        if not done.wait(timeout_s):
+            self._stuck = True
+            log.info("%s did not return within %g s; its thread is left behind", self.name, timeout_s)
+            raise HookTimedOut(f"{self.name} did not return within {timeout_s:g} s (left behind)")
+        value, failed = box[0]
+        if failed is not None:
+            raise failed if isinstance(failed, Exception) else HookExited(failed)
+        return value
+
+    def close(self) -> None:
+        """Lets the thread end (at once, or when an ask it is stuck in returns)."""
+        if self._thread is not None:
+            self._jobs.put(None)
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, box, done = job
+            try:
+                box.append((fn(), None))
+            except BaseException as e:  # the asker's to judge
+                box.append((None, e))
+            done.set()
+
+
+def each_node(fn: Callable[[Test, str], Any], test: Test, nodes: Sequence[str], *, timeout_s: float,
+              name: str) -> dict[str, BaseException]:
+    """fn(test, node) on every node at once, each on a daemon thread, within one deadline: what
+    each node's call raised (KeyboardInterrupt and SystemExit as HookExited), HookTimedOut for
+    those still running at the deadline (named in jepsen.log and left behind); nothing for the
+    nodes whose call returned."""
+    failed: dict[str, BaseException] = {}
+    lock = threading.Lock()
+
+    def run(node: str) -> None:
+        try:
+            fn(test, node)
+        except BaseException as e:
+            with lock:
+                failed[node] = e if isinstance(e, Exception) else HookExited(e)
+
+    threads = {n: threading.Thread(target=run, args=(n,), name=f"{name} {n}", daemon=True) for n in nodes}
+    for t in threads.values():
+        t.start()
+    deadline = time.monotonic() + timeout_s
+    for t in threads.values():
+        t.join(max(0.0, deadline - time.monotonic()))
+    stuck = [n for n, t in threads.items() if t.is_alive()]
+    with lock:
+        out = dict(failed)
+    if stuck:
+        log.info("%s did not return within %g s on %s; their threads are left behind", name, timeout_s,
+                 ", ".join(stuck))
+        for n in stuck:
+            out[n] = HookTimedOut(f"{name} on {n} did not return within {timeout_s:g} s")
+    return out
+
+
+def declaration(ref: str, what: str, fn: Callable[[], Any], *, timeout_s: float = DECLARATION_S) -> Any:
+    """A DB's declaration `what` (fn runs it and checks its answer), bounded: whatever goes wrong
+    (it raises, exits, never returns, answers what is not the declaration) is one --db line, 254."""
+    try:
+        return call_bounded(fn, timeout_s=timeout_s, name=f"{ref} {what}")
+    except HookTimedOut:
+        raise BadInput(f"--db: {ref}: {what} did not return within {timeout_s:g} s") from None
+    except BadInput as e:
+        raise PluginFailed(f"--db: {ref}: {message(e)}", e) from None
+    except HookExited as e:
+        raise PluginFailed(f"--db: {ref}: {what} raised {e}", e.cause) from None
+    except Exception as e:
+        raise PluginFailed(f"--db: {ref}: {what} raised {said(e)}", e) from None
+
+
+def _kind(x: object) -> str:
+    """What a plugin gave, by kind, for a refusal: its type's name (never its str(), which may
+    raise or be megabytes long), None as None."""
+    return "None" if x is None else type(x).__name__
+
+
+def _label(db: object) -> str:
+    return str(getattr(db, "__name__", None) or type(db).__name__)
+
+
+def _declared(db: object, method: str) -> Any:
+    """The DB's answer to `method()`, or None when it does not declare one (on the caller's thread:
+    looking the method up may run the plugin's code too)."""
+    fn = getattr(db, method, None)
+    return fn() if callable(fn) else None
+
+
+def checked_names(answer: object, what: str, *, limit: int = MAX_DECLARED,
+                  pattern: re.Pattern[str] | None = _NAME) -> tuple[str, ...]:
+    """A declaration that must be a list of names (read_modes(), workloads()): BadInput naming
+    `what` and what it gave instead. `pattern`: what a name must match (None: any text of 1 to 300
+    characters, as a workload reference MODULE:FUNC)."""
+    if not isinstance(answer, list | tuple):
+        raise BadInput(f"{what} returned {_kind(answer)}, not a list of names")
+    items = list.__iter__(answer) if isinstance(answer, list) else tuple.__iter__(answer)
+    names = tuple(items)
+    if len(names) > limit:
+        raise BadInput(f"{what} returned {len(names)} names (at most {limit})")
+    for n in names:
+        if type(n) is not str:
+            raise BadInput(f"{what} gave {_kind(n)}, not a name")
+        if pattern is None:
+            if not 0 < len(n) <= 300:
+                raise BadInput(f"{what} gave {quote(n)}, which is not a name")
+        elif not pattern.match(n):
+            raise BadInput(f"{what} gave {quote(n)}, which is not a usable name "
+                           f"(a letter, then letters, digits, _ . -)")
+    return names
+
+
+def checked_option_keys(answer: object) -> dict[str, str]:
+    """db_options()'s answer as {key: what it sets}: BadInput for anything else."""
+    what = "db_options()"
+    if not isinstance(answer, dict):
+        raise BadInput(f"{what} returned {_kind(answer)}, not a dict {{key: what it sets}}")
+    items = list(dict.items(answer))
+    if len(items) > MAX_DECLARED:
+        raise BadInput(f"{what} declares {len(items)} keys (at most {MAX_DECLARED})")
+    out: dict[str, str] = {}
+    for k, v in items:
+        if type(k) is not str:
+            raise BadInput(f"{what} gave a key of type {_kind(k)}, not text")
+        if not _NAME.match(k):
+            raise BadInput(f"{what} gave the key {quote(k)}, which --db-option cannot name "
+                           f"(a letter, then letters, digits, _ . -)")
+        if type(v) is not str:
+            raise BadInput(f"{what} says what {k!r} sets with {_kind(v)}, not text")
+        out[k] = v[:500]
+    return out
+
+
+def checked_primaries(answer: object, nodes: Sequence[str], what: str = "primaries()") -> list[str]:
+    """primaries()'s answer as the node names it claims lead: a list (tuple, set) of names of the
+    test's nodes, possibly empty; BadInput naming what it gave instead."""
+    if not isinstance(answer, list | tuple | set | frozenset):
+        raise BadInput(f"{what} returned {_kind(answer)}, not a list of node names")
+    if len(answer) > MAX_NODES:
+        raise BadInput(f"{what} returned {len(answer)} names (a test has at most {MAX_NODES} nodes)")
+    items = list(answer) if isinstance(answer, set | frozenset) else list(
+        list.__iter__(answer) if isinstance(answer, list) else tuple.__iter__(answer))
+    out: list[str] = []
+    for n in items:
+        if type(n) is not str:
+            raise BadInput(f"{what} gave {_kind(n)}, not a node name")
+        if n not in nodes:
+            raise BadInput(f"{what} named {quote(n)}, which is not a node of the test "
+                           f"({', '.join(nodes[:5])}{', ...' if len(nodes) > 5 else ''})")
+        if n not in out:
+            out.append(n)
+    return out
+
+
+def primaries_of(db: object, test: Test, nodes: Sequence[str], *, timeout_s: float | None,
+                 log_raise: Callable[[BaseException], None] | None = None, asker: Asker | None = None
+                 ) -> list[str]:
+    """Who claims to lead, as db.primaries(test) says, checked (checked_primaries): [] when it
+    raised (a DB that cannot answer has no leader for now; `log_raise` hears of it), BadInput when
+    its answer is no list of the test's node names, HookTimedOut when it did not return within
+    `timeout_s` (asked on `asker`'s thread, else on a thread of its own; None: on this one, as the
+    simulator asks)."""
+    def ask() -> list[str]:
+        try:
+            answer = db.primaries(test)  # type: ignore[attr-defined]
+        except BaseException as e:
+            if is_signal(e):
+                raise
+            if log_raise is not None:
+                log_raise(e)
+            return []
+        return checked_primaries(answer, nodes)
+
+    if timeout_s is None:
+        return ask()
+    if asker is not None:
+        return list(asker.ask(ask, timeout_s=timeout_s))
+    return list(call_bounded(ask, timeout_s=timeout_s, name="primaries()"))
+
+
+def checked_status(answer: object, node: str, what: str = "status()") -> dict[str, Any] | None:
+    """status()'s answer as the observer records it: None (the node did not answer), or a dict
+    with text keys whose documented keys have their types, that history.jsonl can hold and read
+    back (JSON, at most MAX_STATUS_BYTES); BadInput naming what it gave instead. Returns the dict
+    as read back, so what is recorded is exactly what a reader of the history will see."""
+    if answer is None:
+        return None
+    if not isinstance(answer, dict):
+        raise BadInput(f"{what} returned {_kind(answer)}, not a dict or None")
+    items = list(dict.items(answer))
+    for k, v in items:
+        if type(k) is not str:
+            raise BadInput(f"{what} gave a key of type {_kind(k)}, not text")
+        types = STATUS_TYPES.get(k)
+        if types is None or v is None:
+            continue
+        if type(v) not in types:
+            expected = " or ".join(t.__name__ for t in types)
+            raise BadInput(f"{what} gave {k}={_kind(v)}, not {expected} or None")
+        if isinstance(v, int) and not -MAX_COUNTER <= v <= MAX_COUNTER:
+            raise BadInput(f"{what} gave {k}={quote(v)}, beyond a 64-bit counter")
+    sample = Op(0, 0, OK, OBSERVER, "status", value=dict(items), node=node)
+    try:
+        tail = sample._json_tail()
+    except (TypeError, ValueError, RecursionError) as e:
+        raise BadInput(f"{what} gave a value that is not JSON ({str(e)[:80]})") from None
+    if len(tail) > MAX_STATUS_BYTES:
+        raise BadInput(f"{what} gave a dict of {len(tail)} bytes as JSON (at most {MAX_STATUS_BYTES})")
+    try:
+        value = parse_line('{"index":0,' + tail, where="status").value
+    except BadInput as e:
+        raise BadInput(f"{what} gave a value history.jsonl cannot read back ({e})") from None
+    return value if isinstance(value, dict) else None
 
 
 def _import(module_name: str, option: str, ref: str) -> Any:
@@ -331,18 +619,31 @@ def build_nemesis(names: list[Any], spec: TestSpec) -> tuple[Nemesis | None, Gen
     return composed, any_of(*schedules)
 
 
-def read_modes(db: object) -> tuple[str, ...]:
+def read_modes(db: object, ref: str | None = None, *, timeout_s: float = DECLARATION_S) -> tuple[str, ...]:
     """The read modes a DB class (or instance) declares with a `read_modes()` static method, the
-    first being its default; () for a DB that has no such thing (it takes no --read-mode)."""
-    declared = getattr(db, "read_modes", None)
-    return tuple(str(m) for m in declared()) if callable(declared) else ()
+    first being its default; () for a DB that has no such thing (it takes no --read-mode). A
+    declaration that is not a list of names, raises or does not answer is one --db line (254)."""
+    ref = ref or _label(db)
+
+    def ask() -> tuple[str, ...]:
+        answer = _declared(db, "read_modes")
+        return () if answer is None else checked_names(answer, "read_modes()", limit=64)
+
+    return tuple(declaration(ref, "read_modes()", ask, timeout_s=timeout_s))
 
 
-def db_option_keys(db: object) -> dict[str, str]:
+def db_option_keys(db: object, ref: str | None = None, *, timeout_s: float = DECLARATION_S) -> dict[str, str]:
     """The --db-option keys a DB class (or instance) declares with a `db_options()` static method:
-    key -> what it sets. A DB that declares none takes no --db-option."""
-    declared = getattr(db, "db_options", None)
-    return {str(k): str(v) for k, v in dict(declared()).items()} if callable(declared) else {}
+    key -> what it sets. A DB that declares none takes no --db-option; one whose declaration is not
+    such a dict (None, a list, keys that are not text), raises or does not answer is one --db line
+    (254)."""
+    ref = ref or _label(db)
+
+    def ask() -> dict[str, str]:
+        fn = getattr(db, "db_options", None)
+        return checked_option_keys(fn()) if callable(fn) else {}
+
+    return dict(declaration(ref, "db_options()", ask, timeout_s=timeout_s))
 
 
 def check_db_flags(spec: TestSpec, db: object | None = None) -> None:
@@ -350,17 +651,16 @@ def check_db_flags(spec: TestSpec, db: object | None = None) -> None:
     provisioned; a DB with read modes gets its default one when none was given. `db` is the class
     (or instance), loaded from spec.db when not given."""
     cls = load_object(spec.db, option="--db") if db is None else db
-    modes = read_modes(cls)
+    modes = read_modes(cls, spec.db)
+    keys = db_option_keys(cls, spec.db)
     if modes:
         if spec.read_mode is None:
             spec.read_mode = modes[0]
         elif spec.read_mode not in modes:
             raise BadInput(f"--read-mode: {spec.db} serves {', '.join(modes)}, not {spec.read_mode!r}")
     elif spec.read_mode is not None:
-        keys = db_option_keys(cls)
         hint = f"its settings are --db-option {', '.join(keys)}" if keys else "it declares no settings"
         raise BadInput(f"--read-mode: {spec.db} has no read modes ({hint})")
-    keys = db_option_keys(cls)
     unknown = [k for k in spec.db_options if k not in keys]
     if unknown:
         raise BadInput(f"--db-option: {spec.db} takes no {', '.join(map(repr, unknown))} "

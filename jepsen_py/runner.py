@@ -20,6 +20,15 @@ Any failure or Ctrl-C in a phase still heals and tears down; a failure is report
 (254 for environment problems and bad input), never swallowed. A nemesis that needs a capability
 the DB lacks (kill, pause, primaries, ...) is refused before step 1.
 
+Nothing a plugin does hangs a run. On real machines every hook runs within a bound and is left
+behind, named in one log line, when it overruns it: the DB's setup and teardown (engine.DB_HOOK_S),
+the nemesis's setup, heal and teardown (interpreter.NEMESIS_JOIN_S, what a nemesis op gets),
+primaries() (what is left of the wait that asks it), closing the clients (the op timeout plus
+interpreter.JOIN_GRACE_S); ops and generators have theirs in the interpreter, status() the
+observer's stop. A hook that overruns fails its phase as one that raised would. An answer from
+primaries() or status() that is not one (a string, None, a name that is no node, a dict the history
+cannot hold) stops the run with one --db line, 254.
+
 The phases are written once here, for every world: an engine (jepsen_py.engine) says what time it
 is, how to wait, how nodes come up and which interpreter drives the ops. Real backends run on
 `RealEngine` (wall time, threads); the simulator on its own (jepsen_py.sim.engine: virtual time,
@@ -39,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py import generator as gen
-from jepsen_py import store
+from jepsen_py import interpreter, store
 from jepsen_py.analysis import (
     PostRun,
     analyse,
@@ -52,12 +61,12 @@ from jepsen_py.analysis import (
 )
 from jepsen_py.backends import get_backend
 from jepsen_py.engine import Engine, RealEngine, RunOutcome
-from jepsen_py.errors import EXIT_BAD_INPUT, BadInput, FrameworkFailure, RunInterrupted
+from jepsen_py.errors import EXIT_BAD_INPUT, BadInput, FrameworkFailure, JepsenError, RunInterrupted
 from jepsen_py.generator import Generator
 from jepsen_py.history import INFO, INVOKE, NEMESIS, HistoryWriter, Op
 from jepsen_py.interpreter import Clock, Scheduler
 from jepsen_py.nodenames import check_node_names
-from jepsen_py.plugins import plugin_call
+from jepsen_py.plugins import Asker, HookExited, HookTimedOut, plugin_call, primaries_of, said
 from jepsen_py.protocols import DB, Backend, Nemesis, Test, TestSpec, has_capability
 from jepsen_py.seeds import generator_rng, test_rng
 from jepsen_py.workload import Workload
@@ -68,15 +77,19 @@ __all__ = ["RunOutcome", "cleanup_step", "client_stats", "count_anomalies", "rec
            "run_test", "unique_name"]
 
 
-def record_heal(nemesis: Nemesis, test: Test, record: Callable[[Op], Op], now_ns: Callable[[], int]) -> None:
-    """The heal phase's nemesis op: invoke, heal, then "healed" or "heal failed" (re-raised)."""
+def record_heal(nemesis: Nemesis, test: Test, record: Callable[[Op], Op], now_ns: Callable[[], int],
+                call: Callable[..., Any] | None = None) -> None:
+    """The heal phase's nemesis op: invoke, heal, then "healed" or "heal failed" (re-raised).
+    `call(fn, *args)` runs the heal (the run's bounded hook); directly when not given."""
     inv = record(Op(-1, now_ns(), INVOKE, NEMESIS, "heal"))
     try:
-        nemesis.heal(test)
+        if call is None:
+            nemesis.heal(test)
+        else:
+            call(nemesis.heal, test)
         record(Op(-1, now_ns(), INFO, NEMESIS, "heal", value="healed"))
     except BaseException as e:
-        record(Op(-1, now_ns(), INFO, NEMESIS, "heal", value="heal failed",
-                  error=f"{type(e).__name__}: {e}"))
+        record(Op(-1, now_ns(), INFO, NEMESIS, "heal", value="heal failed", error=said(e)))
         raise
     log.debug("heal recorded at op %d", inv.index)
 
@@ -89,9 +102,14 @@ def cleanup_step(failures: list[str]) -> Callable[[str, Callable[[], None]], Non
         try:
             fn()
         except BaseException as e:
-            log.error("%s failed: %s", what, e)
+            text = str(e) if isinstance(e, JepsenError) else said(e)
+            if text.startswith(what):  # "nemesis teardown did not return within ...": says it all
+                log.error("%s", text)
+            else:
+                log.error("%s failed: %s", what, text)
+                text = f"{what}: {text}"
             log.debug("%s failure in full", what, exc_info=True)
-            failures.append(f"{what}: {type(e).__name__}: {e}")
+            failures.append(text)
 
     return step
 
@@ -128,6 +146,12 @@ class Run:
             rng=generator_rng(spec.seed))
         self.phases: list[str] = []
         self.observer: Any = None
+        self.db_ref = spec.db or type(db).__name__
+        # primaries() once did not return: it is not asked again (each ask would leave a thread)
+        self.primaries_hung = False
+        self.primaries_asker = Asker("primaries()")  # one thread asks, however often
+        # what stopped the run from outside the phases (the observer's refusal of a status)
+        self.halted: BadInput | None = None
         self.nemesis_set_up = False
         self.healed = True
         self.backend_set_up = False
@@ -180,12 +204,38 @@ class Run:
         """setup, main, heal, recovery, final (cleanup is separate: it runs whatever happened)."""
         self.engine.drive(self._phases())
 
+    def hook(self, name: str, timeout_s: float, fn: Callable[..., Any], *args: Any) -> Any:
+        """A plugin's hook `fn(*args)`: on real machines within `timeout_s` on a thread of its own
+        (FrameworkFailure naming it when it overruns, as when it raises; its thread left behind), in
+        the simulator directly (the engine's own code, on its one loop)."""
+        bounded = getattr(self.engine, "bounded", None)
+        if bounded is None:
+            return fn(*args)
+        try:
+            return bounded(fn, *args, timeout_s=timeout_s, name=name)
+        except HookTimedOut as e:
+            raise FrameworkFailure(str(e)) from None
+        except HookExited as e:
+            raise FrameworkFailure(f"{name} raised {e}") from None
+
+    def stop(self, e: BadInput) -> None:
+        """Stops the run from outside its phases (the observer, on a status that is no status): the
+        phase in progress ends, and the run fails with `e`."""
+        if self.halted is None:
+            self.halted = e
+            log.info("stopping the run: %s", e)  # the command says it, once
+        self.interpreter.halt(e)
+
+    def _halted(self) -> None:
+        if self.halted is not None:
+            raise self.halted
+
     async def _phases(self) -> None:
         self.phase("setup")
         await self.engine.start_nodes(self)
         if self.nemesis is not None:
             self.nemesis_set_up = True
-            self.nemesis.setup(self.test)
+            self.hook("nemesis setup", interpreter.NEMESIS_JOIN_S, self.nemesis.setup, self.test)
         await self.engine.settle(self)
         await self._wait_for_leader()
 
@@ -201,12 +251,14 @@ class Run:
         self.healed = False
         await self.engine.run_ops(self, gen.time_limit(self.spec.time_limit, main),
                                   with_nemesis=schedule is not None)
+        self._halted()
 
         self.phase("heal")
         self._heal()
 
         self.phase("recovery")
         await self._wait_for_stable_leader()
+        self._halted()
 
         if self.workload.final_generator is not None:
             self.phase("final")
@@ -215,12 +267,26 @@ class Run:
                 self, gen.time_limit(final_limit, gen.clients(self.workload.final_generator)),
                 with_nemesis=False)
         await self.engine.phases_done(self)
+        self._halted()
 
-    def _primaries(self) -> list[str]:
+    def _primaries(self, timeout_s: float) -> list[str]:
+        """Who claims to lead now, asked within `timeout_s` (plugins.primaries_of). A DB that cannot
+        answer (it raises) has no leader for now; one that never returns is not asked again (a note
+        says so); an answer that is not a list of the test's node names stops the run (BadInput
+        naming the DB)."""
+        bounded = getattr(self.engine, "bounded", None) is not None
         try:
-            return list(self.db.primaries(self.test) or [])  # type: ignore[attr-defined]
-        except Exception as e:
-            log.debug("primaries() failed: %s", e)
+            return primaries_of(self.db, self.test, list(self.spec.nodes),
+                                timeout_s=max(timeout_s, 0.1) if bounded else None,
+                                log_raise=lambda e: log.debug("primaries() failed: %s", said(e)),
+                                asker=self.primaries_asker)
+        except BadInput as e:
+            raise BadInput(f"--db: {self.db_ref}: {e}") from None
+        except HookTimedOut as e:
+            self.primaries_hung = True
+            note = f"{e}; no more waits for a leader"
+            log.warning("%s", note)
+            self.notes.append(note)
             return []
 
     async def _wait_for_leader(self) -> None:
@@ -229,12 +295,14 @@ class Run:
         if not self.spec.nodes or not has_capability(self.db, "primaries"):
             return
         deadline = self.clock.s() + self.setup_timeout
-        while self.clock.s() < deadline:
-            leaders = self._primaries()
+        while self.clock.s() < deadline and not self.primaries_hung:
+            leaders = self._primaries(deadline - self.clock.s())
             if leaders:
                 log.info("leader after setup: %s", ", ".join(leaders))
                 return
             await self.engine.sleep(self.engine.leader_poll_s)
+        if self.primaries_hung:
+            return
         note = f"no leader within {self.setup_timeout:g}s of setup; running the test anyway"
         log.warning(note)
         self.notes.append(note)
@@ -243,13 +311,13 @@ class Run:
         """One and the same leader for `stable_for` seconds, at most recovery_timeout (only for a
         DB with primaries)."""
         if (not self.spec.nodes or self.spec.recovery_timeout <= 0
-                or not has_capability(self.db, "primaries")):
+                or not has_capability(self.db, "primaries") or self.primaries_hung):
             return
         deadline = self.clock.s() + self.spec.recovery_timeout
         since: float | None = None
         last: list[str] = []
-        while self.clock.s() < deadline:
-            leaders = self._primaries()
+        while self.clock.s() < deadline and not self.primaries_hung:
+            leaders = self._primaries(deadline - self.clock.s())
             if len(leaders) == 1 and leaders == last:
                 if since is not None and self.clock.s() - since >= stable_for:
                     log.info("stable leader after heal: %s", leaders[0])
@@ -258,6 +326,8 @@ class Run:
                 since = self.clock.s() if len(leaders) == 1 else None
             last = leaders
             await self.engine.sleep(0.1)
+        if self.primaries_hung:
+            return
         note = (f"no stable leader within {self.spec.recovery_timeout:g}s after heal "
                 f"(last seen: {', '.join(last) or 'none'})")
         log.warning(note)
@@ -268,7 +338,8 @@ class Run:
             self.healed = True
             return
         try:
-            record_heal(self.nemesis, self.test, self.record, self.clock.ns)
+            record_heal(self.nemesis, self.test, self.record, self.clock.ns,
+                        lambda fn, *args: self.hook("nemesis heal", interpreter.NEMESIS_JOIN_S, fn, *args))
         finally:
             self.healed = True
 
@@ -278,6 +349,7 @@ class Run:
         """Undoes everything that was set up, each step on its own; returns what failed."""
         failures: list[str] = []
         step = cleanup_step(failures)
+        self.primaries_asker.close()
 
         if self.nemesis is not None and self.nemesis_set_up and not self.healed:
             self.phase("heal")
@@ -286,7 +358,8 @@ class Run:
             step("observer stop", lambda: self.engine.stop_observer(self))
         self.interpreter.close_clients()
         if self.nemesis is not None and self.nemesis_set_up:
-            step("nemesis teardown", lambda: self.nemesis.teardown(self.test))  # type: ignore[union-attr]
+            step("nemesis teardown", lambda: self.hook("nemesis teardown", interpreter.NEMESIS_JOIN_S,
+                                                       self.nemesis.teardown, self.test))  # type: ignore[union-attr]
         if self.db_nodes_set_up or self.backend_set_up:
             self.phase("collect logs")
             step("log collection", lambda: self.engine.collect_logs(self))
@@ -381,6 +454,8 @@ def run_test(
             writer.close()
             if show_progress and run.progress is not None:
                 run.progress.__exit__(None, None, None)
+        if error is None and run.halted is not None:  # seen as the run ended: it still fails it
+            error = run.halted
         if error is None and failures:
             error = FrameworkFailure("; ".join(failures))
 

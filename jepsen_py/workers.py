@@ -20,6 +20,7 @@ from typing import Any
 from jepsen_py.errors import BadInput, FrameworkFailure
 from jepsen_py.generator import Context, Generator, Pending, Template, Thread
 from jepsen_py.history import FAIL, INFO, NEMESIS, Op
+from jepsen_py.plugins import is_signal, said
 from jepsen_py.protocols import Test, client_reusable
 
 log = logging.getLogger(__name__)
@@ -28,8 +29,9 @@ log = logging.getLogger(__name__)
 @dataclass(eq=False)
 class Worker:
     """One client worker's state: its process, its node, its clients (one per node it used, opened
-    for process `clients_process`) and the op in its client (`inflight` from `deadline` on, watched
-    for the op timeout by the threaded interpreter's loop; `abandoned` once recorded info)."""
+    for process `clients_process`) and the op in its client or nemesis (`inflight` until `deadline`,
+    `timeout_s` after it began, watched by the threaded interpreter's loop; `abandoned` once
+    recorded info)."""
 
     thread: Thread
     process: int | str
@@ -40,6 +42,7 @@ class Worker:
     oks: int = 0
     inflight: Op | None = None
     deadline: float = 0.0
+    timeout_s: float = 0.0
     abandoned: bool = False
     open_failed: bool = False  # its last op failed to open a client (the threaded worker backs off)
 
@@ -119,34 +122,41 @@ class WorkerPool:
                 self._drop_client(w, key or None)
         w.clients_process = w.process
 
-    def _drop_client(self, w: Worker, node: str | None) -> None:
-        c = w.clients.pop(node or "", None)
+    def _drop_client(self, w: Worker, node: str | None, only: Any = None) -> None:
+        """Closes and forgets the worker's client for `node` (only if it is `only`, when given: a
+        thread left behind in an old client's invoke must not close the one its worker uses now)."""
+        key = node or ""
+        if only is not None and w.clients.get(key) is not only:
+            return
+        c = w.clients.pop(key, None)
         if c is not None and c is not self.client_template:
             try:
                 c.close(self.test)
-            except Exception as e:
-                log.debug("closing a client failed: %s", e)
+            except BaseException as e:  # the client's own, SystemExit too; never a Ctrl-C
+                if is_signal(e):
+                    raise
+                log.debug("closing a client failed: %s", said(e))
 
     @staticmethod
-    def open_failed(inv: Op, e: Exception) -> Op:
+    def open_failed(inv: Op, e: BaseException) -> Op:
         """The completion of an op whose client could not be opened: it certainly did not happen."""
         return Op(-1, 0, FAIL, inv.process, inv.f, inv.key, inv.value, inv.node,
-                  f"client open failed: {type(e).__name__}: {e}", {})
+                  f"client open failed: {said(e)}", {})
 
-    def invoke_failed(self, w: Worker, inv: Op, e: Exception) -> Op:
-        """The completion of an op whose invoke raised: unknown, and the client is reopened
-        (Jepsen: a crashed client is not trusted again)."""
-        log.debug("client invoke raised on process %s", w.process, exc_info=True)
-        self._drop_client(w, inv.node)
-        return Op(-1, 0, INFO, inv.process, inv.f, inv.key, inv.value, inv.node,
-                  f"{type(e).__name__}: {e}", {})
+    def invoke_failed(self, w: Worker, inv: Op, e: BaseException, client: Any = None) -> Op:
+        """The completion of an op whose invoke raised (anything: a KeyboardInterrupt or SystemExit
+        a client raises is its own error, named like any other): unknown, and the client is
+        reopened (Jepsen: a crashed client is not trusted again)."""
+        log.debug("client invoke raised on process %s", inv.process, exc_info=e)
+        self._drop_client(w, inv.node, only=client)
+        return Op(-1, 0, INFO, inv.process, inv.f, inv.key, inv.value, inv.node, said(e), {})
 
     @staticmethod
-    def nemesis_failed(inv: Op, e: Exception) -> Op:
+    def nemesis_failed(inv: Op, e: BaseException) -> Op:
         """The completion of a nemesis op that raised: unknown, as every nemesis op is."""
-        log.error("nemesis op %s failed: %s: %s", inv.f, type(e).__name__, e)
-        log.debug("nemesis failure in full", exc_info=True)
-        return Op(-1, 0, INFO, NEMESIS, inv.f, inv.key, inv.value, inv.node, f"{type(e).__name__}: {e}", {})
+        log.error("nemesis op %s failed: %s", inv.f, said(e))
+        log.debug("nemesis failure in full", exc_info=e)
+        return Op(-1, 0, INFO, NEMESIS, inv.f, inv.key, inv.value, inv.node, said(e), {})
 
 
 class GeneratorPhase:
@@ -184,5 +194,8 @@ class GeneratorPhase:
         self.busy.discard(thread)
         try:
             self.gen.update(ctx, invoke, completion)
-        except Exception:
-            log.exception("generator update failed")
+        except BaseException as e:
+            if is_signal(e):
+                raise
+            log.error("generator update failed: %s", said(e))
+            log.debug("generator update failure in full", exc_info=e)

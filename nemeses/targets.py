@@ -8,6 +8,7 @@ that leads at that moment (Jepsen's `primaries`), or, when no node claims leader
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Sequence
 
 from jepsen_py.protocols import Test, has_capability
@@ -23,8 +24,13 @@ def primaries(test: Test) -> list[str]:
     if not has_capability(test.db, "primaries"):
         return []  # a leaderless DB: "the leader" is a random node
     try:
-        return [n for n in test.db.primaries(test) if n in test.nodes]  # type: ignore[union-attr]
-    except Exception:  # a DB that cannot answer mid-fault is not a nemesis failure
+        answer = test.db.primaries(test)  # type: ignore[union-attr]
+        if not isinstance(answer, list | tuple | set | frozenset):  # no answer (the run refuses it)
+            return []
+        return [n for n in list(answer)[:len(test.nodes)] if type(n) is str and n in test.nodes]
+    except BaseException as e:  # a DB that cannot answer mid-fault is not a nemesis failure
+        if isinstance(e, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+            raise  # Ctrl-C (the simulator chooses targets on the main thread)
         test.log.debug("primaries() failed while choosing a target", exc_info=True)
         return []
 

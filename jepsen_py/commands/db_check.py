@@ -1,8 +1,9 @@
 """`jepsen-py db-check`: try what a DB plugin declares on a small cluster made for the check, and
 print what works and what does not (jepsen_py.dbcheck).
 
-Exit codes: 0 every declared step worked, 1 one did not, 254 bad arguments (an unknown DB, option
-or backend), 255 framework failure.
+Exit codes: 0 every declared step worked, 1 one did not (a hook that never returned included: it
+fails its step within --timeout, and the check ends), 254 bad arguments (an unknown DB, option or
+backend, a DB whose declarations are not ones), 255 framework failure.
 """
 
 from __future__ import annotations
@@ -46,8 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="docker, ssh, local, or sim for our cluster in the simulator "
                              "(default: docker when a Docker engine answers, else local)")
     parser.add_argument("--timeout", type=number(0, MAX_SECONDS, lo_open=True), default=60.0, metavar="S",
-                        help="how long a leader may take to appear, or a node to answer again after "
-                             "start or resume (default: 60)")
+                        help="how long any one hook of the DB may take (setup and teardown on every "
+                             "node at once; a hook that does not return fails its step and ends the "
+                             "check), a leader to appear, or a node to answer again after start or "
+                             "resume (default: 60)")
     add_backend_arguments(parser)
 
 

@@ -1,6 +1,7 @@
 """`jepsen-py db-check`: our cluster passes every step in the simulator and on Docker; a DB that
 leaves its daemon running after teardown, or reports a status without the keys the checkers read,
-fails those steps (exit 1); bad arguments are one line and 254."""
+fails those steps (exit 1), and so does one whose hook never returns (within --timeout, and the
+check ends); bad arguments are one line and 254."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from jepsen_py import cli
 from jepsen_py.protocols import Test
 from jepsen_py.raftdb import RaftMetadataDB
+from tests.jepsen_py import hostile
 
 
 class SloppyDB(RaftMetadataDB):
@@ -94,3 +96,37 @@ def test_our_cluster_on_the_local_backend(capsys: pytest.CaptureFixture[str]) ->
     for step in ("setup", "primaries", "status", "workload offsets", "kill/start", "pause/resume",
                  "teardown"):
         assert works(out, step), (step, out)
+
+
+released = pytest.fixture(hostile.releasing)
+
+
+@pytest.mark.parametrize(("db", "step", "said", "not_tried"), [
+    ("CheckStuckSetupDB", "setup", "setup did not return within 1 s on n1, n2, n3 (left behind)", []),
+    ("CheckStuckStatusDB", "status", "status(test, 'n1') did not return within 1 s (left behind)",
+     ["log files", "workload register"]),
+    ("CheckStuckInvokeDB", "workload register", "invoke(write) did not return within 1 s (left behind)", []),
+])
+def test_a_hook_that_never_returns_fails_its_step_and_ends_the_check(
+        capsys: pytest.CaptureFixture[str], released: None, db: str, step: str, said: str,
+        not_tried: list[str]) -> None:
+    """Every hook db-check tries gets --timeout: one that does not return fails its step, named in
+    its one row; the steps after it are not tried, the nodes are still torn down, and db-check
+    ends (exit 1)."""
+    from tests.conftest import require
+    from tests.jepsen_py.test_backend_local import local_available
+
+    require("root with network namespaces and iptables", local_available())
+    capsys.readouterr()
+    code = hostile.run_cli(["db-check", "--backend", "local", "--db", f"{hostile.HERE}:{db}",
+                            "--timeout", "1"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    flat = " ".join(out.replace("│", " ").split())  # the table's cells, wrapped lines joined
+    rows = [line for line in out.splitlines() if line.startswith(f"│ {step} ")]
+    assert len(rows) == 1 and "FAILS" in rows[0] and said in flat, out
+    assert f"(failing: {step})" in flat
+    assert works(out, "teardown"), out
+    for later in not_tried:
+        assert f"not tried: {said.split(' did not')[0]} did not return" in flat and any(
+            line.startswith(f"│ {later} ") and "skipped" in line for line in out.splitlines()), (later, out)

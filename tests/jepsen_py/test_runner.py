@@ -1,5 +1,6 @@
 """The runner, driven by an in-process DB, Client and Nemesis that obey the contracts and record
-every call: phase order, real concurrency, Jepsen's process rules, timeouts, failures and Ctrl-C."""
+every call: phase order, real concurrency, Jepsen's process rules, timeouts, failures and Ctrl-C;
+and by ones that do not: a nemesis whose hooks never return, a DB whose primaries() is no answer."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from typing import Any
 import pytest
 
 from jepsen_py import generator as gen
-from jepsen_py import store
+from jepsen_py import interpreter, store
 from jepsen_py.backends.none import NoneBackend
 from jepsen_py.history import INFO, INVOKE, NEMESIS, OBSERVER, OK, read_history, validate
 from jepsen_py.runner import run_test
+from tests.jepsen_py import hostile
 from tests.jepsen_py.fakes import (
     Calls,
     FakeDB,
@@ -501,3 +503,67 @@ def test_a_declaration_the_analysis_cannot_use_is_refused_before_the_run(tmp_pat
         run_test(spec, db=FakeDB(spec), workload=register_workload(), nemesis=Freezer([bad]),
                  nemesis_generator=[{"f": "freeze"}], backend=NoneBackend(spec))
     assert not spec.results_dir.exists()
+
+
+# ---- nothing a plugin does hangs the run (tests/jepsen_py/hostile.py) ----------------------------
+
+released = pytest.fixture(hostile.releasing)
+
+
+def test_a_nemesis_op_that_never_returns_is_info_by_timeout_and_the_run_goes_on(
+        tmp_path: Path, released: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nemesis's invoke blocks: its op is info by the controller after NEMESIS_JOIN_S, while
+    the clients go on; its thread, still blocked when the phase ends, is named in one line."""
+    monkeypatch.setattr(interpreter, "NEMESIS_JOIN_S", 0.3)
+    code = hostile.run_cli(hostile.run_argv(tmp_path / "results", "--db", f"{hostile.HERE}:CounterDB",
+                                            "--workload", f"{hostile.HERE}:reads",
+                                            "--nemesis", f"{hostile.HERE}:StuckInvokeNemesis",
+                                            "--nemesis-interval", "0.2", time_limit=1.5))
+    assert code == 0
+    run = hostile.the_run(tmp_path / "results")
+    history = hostile.history_of(run)
+    start = [o for o in history if o["process"] == "nemesis" and o["f"] == "start-x"]
+    assert [(o["type"], o["error"]) for o in start] == [("invoke", None), ("info", "timeout")]
+    assert start[1]["meta"]["by"] == "controller" and start[1]["meta"]["timeout_s"] == 0.3
+    # recorded at its bound, a second before the main phase's end, and the clients went on after it
+    assert start[1]["time"] - start[0]["time"] < 1.0e9
+    assert any(o["type"] == "ok" and o["index"] > start[1]["index"] for o in history)
+    assert len(hostile.log_lines(run, "nemesis (start-x on process nemesis)")) == 1
+
+
+@pytest.mark.parametrize(("nemesis", "phase", "said"), [
+    ("StuckSetupNemesis", "setup", "nemesis setup did not return within 0.3 s (left behind)"),
+    ("StuckHealNemesis", "heal", "nemesis heal did not return within 0.3 s (left behind)"),
+    ("StuckTeardownNemesis", "teardown", "nemesis teardown did not return within 0.3 s (left behind)"),
+])
+def test_a_nemesis_hook_that_never_returns_fails_its_phase(tmp_path: Path, released: None,
+                                                           monkeypatch: pytest.MonkeyPatch, nemesis: str,
+                                                           phase: str, said: str) -> None:
+    """setup, heal or teardown blocks: bounded by NEMESIS_JOIN_S, the phase fails as one that
+    raised would (255), named in one line; the run still tears down and is stored, unknown."""
+    monkeypatch.setattr(interpreter, "NEMESIS_JOIN_S", 0.3)
+    code = hostile.run_cli(hostile.run_argv(tmp_path / "results", "--db", f"{hostile.HERE}:CounterDB",
+                                            "--workload", f"{hostile.HERE}:reads",
+                                            "--nemesis", f"{hostile.HERE}:{nemesis}"))
+    assert code == 255
+    run = hostile.the_run(tmp_path / "results")
+    results = hostile.results_of(run)
+    assert results["valid"] == "unknown" and said in results["error"], results
+    assert len([line for line in hostile.log_lines(run, said) if " ERROR " in line]) == 1
+    assert "teardown" in results["stats"]["phases"]  # the DB was still torn down
+    if phase == "setup":
+        assert results["stats"]["invokes"] == 0  # nothing was tested
+
+
+def test_primaries_that_answer_none_stop_the_run_with_one_line(tmp_path: Path, released: None,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """primaries() answers None where a list of node names belongs: one --db line, 254, the run
+    stored (unknown: nothing was tested)."""
+    db = f"{hostile.HERE}:GarbagePrimariesDB"
+    code = hostile.run_cli(hostile.run_argv(tmp_path / "results", "--db", db,
+                                            "--workload", f"{hostile.HERE}:reads"))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 254
+    assert len(err) == 1 and err[0].startswith(
+        f"jepsen-py: --db: {db}: primaries() returned None, not a list of node names (run stored in "), err
+    assert hostile.results_of(hostile.the_run(tmp_path / "results"))["valid"] == "unknown"
