@@ -22,7 +22,8 @@ from typing import Any
 from jepsen_py import spec as specmod
 from jepsen_py.errors import BadInput, EnvironmentProblem
 from jepsen_py.files import DIR_MODE, create_file, dir_mode, file_mode, make_dirs
-from jepsen_py.inputfile import read_bounded
+from jepsen_py.history import depth_ok
+from jepsen_py.inputfile import open_input, read_bounded
 from jepsen_py.numbers import finite_json
 from jepsen_py.protocols import TestSpec
 
@@ -211,21 +212,41 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def read_json(path: Path) -> Any:
-    """A JSON file of a run (test.json, results.json): a regular file of bounded size only (a
-    FIFO in its place would make `analyze` wait forever), else one BadInput line."""
+def read_json(path: Path | str, *, what: str = "file", max_bytes: int | None = None,
+              max_depth: int | None = None, finite: bool = False) -> Any:
+    """A JSON file whole (test.json, results.json, a schedule, a corpus entry): a regular file only
+    (a FIFO in its place would make the reader wait forever), at most `max_bytes` (the input
+    bound by default), UTF-8, nested at most `max_depth` (when given), without bare NaN or
+    Infinity (when `finite`); anything else is one BadInput line, "PATH: reason"."""
     try:
-        return json.loads(read_bounded(path, what="file").decode("utf-8"))
+        if max_bytes is None:
+            raw = read_bounded(path, what=what)
+        else:
+            with open_input(path, what=what) as fh:
+                raw = fh.read(max_bytes + 1)
+            if len(raw) > max_bytes:
+                raise BadInput(f"{path}: larger than {max_bytes >> 20} MiB, which no {what} is")
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant if finite else None)
     except json.JSONDecodeError as e:
         raise BadInput(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
     except UnicodeDecodeError as e:
-        raise BadInput(f"{path}: not UTF-8 text (byte {e.start + 1})") from None
+        raise BadInput(f"{path}: cannot read: not UTF-8 text (byte {e.start + 1})") from None
     except RecursionError:
-        raise BadInput(f"{path}: nested too deep") from None
-    except ValueError as e:  # an integer beyond Python's digit limit
-        raise BadInput(f"{path}: not usable JSON ({str(e)[:80]})") from None
+        data = None
+        max_depth = max_depth or 0
+    except ValueError as e:  # bare NaN or Infinity, or an integer past Python's digit limit
+        raise BadInput(f"{path}: not usable JSON ({str(e).split(';')[0][:80]})") from None
     except OSError as e:
         raise BadInput(f"{path}: cannot read ({e.strerror or e})") from None
+    if max_depth is not None and (data is None or not depth_ok(data, max_depth)):
+        noun = what.removesuffix(" file")
+        raise BadInput(f"{path}: nested deeper than a {noun} is (at most {max_depth} levels)"
+                       if max_depth else f"{path}: nested too deep")
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def write_test_json(run_dir: Path, spec: TestSpec, extra: dict[str, Any] | None = None) -> None:

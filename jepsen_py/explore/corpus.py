@@ -19,11 +19,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from jepsen_py import inputfile
 from jepsen_py.errors import BadInput
 from jepsen_py.explore.space import Config, Space
-from jepsen_py.history import depth_ok
-from jepsen_py.store import make_dirs, write_text_atomic
+from jepsen_py.store import make_dirs, read_json, write_text_atomic
 
 FORMAT = "jepsen-py-explore-corpus"
 VERSION = 1
@@ -174,42 +172,19 @@ def load(path: Path, space: Space) -> Loaded:
     return out
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def read_entry(f: Path) -> Any:
     """The parsed JSON of one corpus file; ValueError saying why it is not one (the caller skips it).
 
-    Opened as inputfile opens a history (a FIFO or a device in the directory is refused, never read)
-    and read only up to MAX_FILE_BYTES; a value nested past MAX_DEPTH, bare NaN or Infinity, and text
-    that is not UTF-8 are refused too, so no file in the directory can stop the search."""
+    Read as store.read_json reads any side file (a FIFO or a device in the directory is refused,
+    never read), only up to MAX_FILE_BYTES; a value nested past MAX_DEPTH, bare NaN or Infinity,
+    and text that is not UTF-8 are refused too, so no file in the directory can stop the search."""
     if not f.is_file():  # a directory, a FIFO, a device: checked again on the open descriptor below
         raise ValueError("not a regular file")
     try:
-        with inputfile.open_input(f, what="corpus entry") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
-    except BadInput as e:  # the same words as for a history, without the path the caller adds
-        raise ValueError(str(e).removeprefix(f"{f}: ")) from None
-    except OSError as e:
-        raise ValueError(f"cannot read ({e.strerror or e})") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise ValueError(f"larger than {MAX_FILE_BYTES >> 20} MiB, which no corpus entry is")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"not UTF-8 text (byte {e.start + 1})") from None
-    try:
-        data = json.loads(text, parse_constant=_no_constant)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"not JSON ({e.msg}, line {e.lineno})") from None
-    except RecursionError:
-        raise ValueError(f"nested deeper than a corpus entry is (at most {MAX_DEPTH} levels)") from None
-    except ValueError as e:  # NaN / Infinity, or an integer past Python's digit limit
-        raise ValueError(f"not usable JSON ({str(e).split(';')[0][:80]})") from None
-    if not depth_ok(data, MAX_DEPTH):
-        raise ValueError(f"nested deeper than a corpus entry is (at most {MAX_DEPTH} levels)")
-    return data
+        return read_json(f, what="corpus entry", max_bytes=MAX_FILE_BYTES, max_depth=MAX_DEPTH,
+                         finite=True)
+    except BadInput as e:  # the words without the path the caller adds
+        raise ValueError(str(e).removeprefix(f"{f}: ").removeprefix(f"{f}:")) from None
 
 
 def save(path: Path, entries: Iterable[Entry], **meta: Any) -> int:

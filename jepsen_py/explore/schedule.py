@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from jepsen_py import inputfile
 from jepsen_py.errors import BadInput, quote
 from jepsen_py.files import make_dirs
 from jepsen_py.history import depth_ok
@@ -28,7 +27,7 @@ from jepsen_py.nemeses.targets import TARGETS
 from jepsen_py.nodenames import check_node_name
 from jepsen_py.numbers import MAX_SECONDS, check
 from jepsen_py.spec import CONCURRENCY, NEMESIS_INTERVAL, NODE_COUNT, RATE, READ_MODES, SEED, TIME_LIMIT
-from jepsen_py.store import write_text
+from jepsen_py.store import read_json, write_text
 from jepsen_py.workloads import min_nodes
 
 FORMAT = "jepsen-py-schedule"
@@ -284,29 +283,13 @@ def save(schedule: Schedule, path: Path) -> Path:
 
 def load(path: Path | str) -> Schedule:
     """Reads a schedule file; anything wrong with it is one BadInput line naming the file. Only a
-    regular file is read (inputfile: a FIFO or a device would make `run --schedule` wait forever),
-    and only up to MAX_FILE_BYTES."""
+    regular file is read (a FIFO or a device would make `run --schedule` wait forever), and only
+    up to MAX_FILE_BYTES (store.read_json)."""
     p = Path(path)
     try:
-        with inputfile.open_input(p, what="schedule file") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)
+        data = read_json(p, what="schedule file", max_bytes=MAX_FILE_BYTES, max_depth=MAX_DEPTH)
     except BadInput as e:
         raise BadInput(f"--schedule: {str(e).replace('no such schedule file', 'no such file')}") from None
-    except OSError as e:
-        raise BadInput(f"--schedule: {p}: cannot read: {e.strerror or e}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise BadInput(f"--schedule: {p}: larger than {MAX_FILE_BYTES >> 20} MiB, which no schedule is")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise BadInput(f"--schedule: {p}: cannot read: not UTF-8 text (byte {e.start + 1})") from None
-    try:
-        data = json.loads(text)
-    except RecursionError:
-        raise BadInput(f"--schedule: {p}: nested deeper than a schedule is "
-                       f"(at most {MAX_DEPTH} levels)") from None
-    except ValueError as e:  # not JSON, or an integer past Python's digit limit
-        raise BadInput(f"--schedule: {p}: not JSON: {str(e).split(';')[0][:200]}") from None
     return from_json(data, where=str(p))
 
 

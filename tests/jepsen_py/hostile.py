@@ -82,6 +82,17 @@ def results_of(run: Path) -> dict[str, Any]:
     return dict(json.loads((run / "results.json").read_text()))
 
 
+def failed_phase(results_dir: Path, said: str) -> dict[str, Any]:
+    """The stored run of a phase that failed as a raising hook does (255): unknown, what happened
+    said in its error and in one ERROR line of jepsen.log, the DB still torn down. Its results."""
+    run = the_run(results_dir)
+    results = results_of(run)
+    assert results["valid"] == "unknown" and said in results["error"], results
+    assert len([line for line in log_lines(run, said) if " ERROR " in line]) == 1
+    assert "teardown" in results["stats"]["phases"]
+    return results
+
+
 def history_of(run: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
 

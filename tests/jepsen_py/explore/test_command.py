@@ -109,7 +109,7 @@ def test_run_schedule_refuses_flags_the_schedule_decides(tmp_path: Path, capsys:
 
 @pytest.mark.parametrize("content, message", [
     (None, "no such file"),
-    ("{", "not JSON"),
+    ("{", "not valid JSON"),
     (json.dumps({"workload": "offsets"}), "missing 'nodes'"),
 ])
 def test_run_schedule_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None,

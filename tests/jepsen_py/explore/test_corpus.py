@@ -18,6 +18,7 @@ from jepsen_py.errors import BadInput
 from jepsen_py.explore import corpus
 from jepsen_py.explore.search import Search
 from jepsen_py.explore.space import Config, Space, nemesis_events
+from tests.jepsen_py.explore.damage import damaged
 from tests.jepsen_py.explore.planted import PlantedSystem
 
 
@@ -210,25 +211,7 @@ _VALUES = st.one_of(
 def damaged_entries(draw: st.DrawFn) -> bytes:
     """A valid entry with up to three values replaced by raw JSON text (any of _VALUES), maybe torn,
     maybe with a byte that is not UTF-8."""
-    data = json.loads(_BASE)
-    raws: dict[str, str] = {}
-    for i, path in enumerate(draw(st.lists(st.sampled_from(_PATHS), max_size=3, unique=True))):
-        target = data
-        for k in path[:-1]:
-            target = target.get(k) if isinstance(target, dict) else None
-        if isinstance(target, dict):
-            target[path[-1]] = f"@@D{i}@@"
-            raws[f'"@@D{i}@@"'] = draw(_VALUES)
-    text = json.dumps(data)
-    for placeholder, value in raws.items():
-        text = text.replace(placeholder, value, 1)
-    raw = text.encode()
-    if draw(st.integers(0, 4)) == 0:  # torn: the writer stopped mid-file
-        raw = raw[: draw(st.integers(0, len(raw)))]
-    if draw(st.integers(0, 4)) == 0:  # a byte that is not UTF-8 text
-        at = draw(st.integers(0, len(raw)))
-        raw = raw[:at] + draw(st.sampled_from([b"\xff", b"\xc3", b"\x00", b"\xed\xa0\x80"])) + raw[at:]
-    return raw
+    return damaged(draw, json.loads(_BASE), _PATHS, _VALUES)
 
 
 @example(raw=_BASE.replace('"features": [', '"features": [' + "[" * 100_000 + "]" * 100_000 + ", ").encode())

@@ -28,6 +28,7 @@ from jepsen_py.plugins import (
     load_object,
 )
 from jepsen_py.protocols import TestSpec
+from tests.jepsen_py.explore.damage import damaged
 
 
 def sample() -> Schedule:
@@ -103,7 +104,7 @@ def test_damaged_files_are_one_line(tmp_path: Path, mutate: object, message: str
     assert e.value.exit_code == 254
 
 
-@pytest.mark.parametrize("content, message", [("{not json", "not JSON"), ("[1, 2]", "a JSON object"),
+@pytest.mark.parametrize("content, message", [("{not json", "not valid JSON"), ("[1, 2]", "a JSON object"),
                                               (b"\xff\xfe", "cannot read")])
 def test_unreadable_files(tmp_path: Path, content: str | bytes, message: str) -> None:
     p = tmp_path / "s.json"
@@ -237,7 +238,7 @@ def test_db_options_the_db_does_not_declare_are_refused_as_the_flag_is(tmp_path:
     (lambda p, d: p.write_text(json.dumps({**d, "workload": "no-such"})), "workload: unknown workload"),
     (lambda p, d: p.write_text(json.dumps({**d, "time_limit": float("nan")})), "'time_limit' must be"),
     (lambda p, d: p.write_bytes(b"\xff" + json.dumps(d).encode()), "not UTF-8"),
-    (lambda p, d: p.write_text(json.dumps(d)[:100]), "not JSON"),
+    (lambda p, d: p.write_text(json.dumps(d)[:100]), "not valid JSON"),
     (lambda p, d: os.mkfifo(p), "is a FIFO (named pipe), not a schedule file"),
 ])
 def test_a_damaged_schedule_is_refused_with_one_line_before_anything_runs(
@@ -276,29 +277,7 @@ _VALUES = st.one_of(
 def damaged_schedules(draw: st.DrawFn) -> bytes:
     """The short schedule with up to three values replaced by raw JSON text, maybe torn, maybe with
     a byte that is not UTF-8."""
-    data = json.loads(SHORT.read_text())
-    raws: dict[str, str] = {}
-    for i, path in enumerate(draw(st.lists(st.sampled_from(_PATHS), max_size=3, unique=True))):
-        target: object = data
-        for k in path[:-1]:
-            ok = (isinstance(target, dict) and k in target) or (
-                isinstance(target, list) and isinstance(k, int) and k < len(target))
-            target = target[k] if ok else None  # type: ignore[index]
-        last = path[-1]
-        if isinstance(target, dict) or (isinstance(target, list) and isinstance(last, int)
-                                        and last < len(target)):
-            target[last] = f"@@D{i}@@"  # type: ignore[index]
-            raws[f'"@@D{i}@@"'] = draw(_VALUES)
-    text = json.dumps(data)
-    for placeholder, value in raws.items():
-        text = text.replace(placeholder, value, 1)
-    raw = text.encode()
-    if draw(st.integers(0, 4)) == 0:  # torn: the writer stopped mid-file
-        raw = raw[: draw(st.integers(0, len(raw)))]
-    if draw(st.integers(0, 4)) == 0:  # a byte that is not UTF-8 text
-        at = draw(st.integers(0, len(raw)))
-        raw = raw[:at] + draw(st.sampled_from([b"\xff", b"\xc3", b"\x00", b"\xed\xa0\x80"])) + raw[at:]
-    return raw
+    return damaged(draw, json.loads(SHORT.read_text()), _PATHS, _VALUES)
 
 
 class _Ran(Exception):
