@@ -157,6 +157,7 @@ def _key(k: Hashable, rs: list[Read], apps: list[tuple[int, Any]], txns: Sequenc
             order.append(x)
     if len(order) != len(longest) or odd:
         _duplicates(k, rs, txns, found)
+    _reordered(k, apps, pos, odd, txns, found)
     _elements(k, longest, rs, odd, txns, writer, failed, found)
     _dirty_update(k, order, txns, writer, failed, found)
     # readers by the state they saw: at[i] read the state before order[i] (at[0]: the initial
@@ -224,6 +225,29 @@ def _case(found: Found, kind: str, detail: Callable[[], dict[str, Any]]) -> None
         found.count(kind, 1)
     else:
         found.add(kind, detail())
+
+
+def _reordered(k: Hashable, apps: list[tuple[int, Any]], pos: dict[Any, int], odd: list[Read],
+               txns: Sequence[Txn], found: Found) -> None:
+    """A transaction's own appends to the key shown in another order than it made them (1 then 2,
+    read [2 1 3]): no dependency links a transaction's appends, so no cycle shows it, yet no order
+    of versions gives it (beyond Elle; implies cyclic-versions, docs/checkers.md). The order is
+    checked, and every read that is not a prefix of it."""
+    mine: dict[int, list[Any]] = {}
+    for tid, x in apps:
+        mine.setdefault(tid, []).append(x)
+    for tid, xs in mine.items():
+        if len(xs) < 2:
+            continue
+        for label, at in [("the order", pos), *((txns[r].name(), {x: i for i, x in enumerate(v)})
+                                                 for r, v in odd)]:
+            seen = [at[x] for x in xs if x in at]
+            if seen != sorted(seen):
+                found.add("reordered-appends", {
+                    "key": k, "txn": txns[tid].describe(), "appended": list(xs),
+                    "explanation": f"{txns[tid].name()} appended {show(tuple(xs))} to {show(k)} in that "
+                                   f"order, but {label} of {show(k)} has them otherwise"})
+                return
 
 
 def _incompatible(k: Hashable, rs: list[Read], txns: Sequence[Txn], found: Found) -> None:

@@ -55,8 +55,10 @@ IMPLIES: dict[str, tuple[str, ...]] = {
     "dirty-update": ("G1a",),
     "lost-update": ("write-skew", "G2-item"),
     "write-skew": ("G2",),
-    # beyond Elle: a value no transaction wrote was read (docs/checkers.md)
+    # beyond Elle (docs/checkers.md): a value no transaction wrote was read; a transaction's own
+    # appends read in another order than it made them (its versions out of order)
     "garbage-read": ("G1a",),
+    "reordered-appends": ("cyclic-versions",),
 }
 
 # Friendly names and aliases -> canonical names, as Elle canonicalizes them.

@@ -79,6 +79,7 @@ def friendly(ms: set[str]) -> set[str]:
 def test_all_anomalies() -> None:
     assert {
         "garbage-read",
+        "reordered-appends",
         "empty-transaction-graph",
         "cycle-search-timeout",
     } == models.ANOMALIES - ELLE_ANOMALIES
@@ -137,7 +138,8 @@ def test_anomalies_prohibited_by_read_committed() -> None:
         "incompatible-order",
         "future-read",
         "garbage-read",
-    }  # beyond Elle: it implies G1a
+        "reordered-appends",
+    }  # beyond Elle: they imply G1a and cyclic-versions
 
 
 def test_unknown_model_is_refused() -> None:
