@@ -110,6 +110,9 @@ def print_summary(
             word += f" ({why})"
         line = Text(word, style=_verdict_style(v))
         if isinstance(r, dict):
+            kind = r.get("verdict")  # what the transactional checker's valid means
+            if kind in ("exact", "elle-style", "elle-style and exact"):
+                line.append(" (decided exactly)" if kind == "exact" else f" ({kind} evidence)", style="dim")
             t = checker_tally(r)
             if t.total:
                 line.append(f"  {describe_tally(t)}", style="dim")

@@ -57,6 +57,7 @@ KNOBS: dict[str, Knob] = {
     "wfr_keys": Knob("flag", what="true or false"),
     "sequential_keys": Knob("flag", what="true or false"),
     "linearizable_keys": Knob("flag", what="true or false"),
+    "exact": Knob("flag", what="true or false"),
 }
 
 

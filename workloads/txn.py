@@ -25,9 +25,10 @@ Checked by ElleChecker against `consistency_models` (default strict-serializable
 `anomalies` is given; give several as `consistency_models=serializable,snapshot-isolation`) and
 `anomalies` (Elle's: anomalies that fail the run besides those the models prohibit), plus
 availability, crash and stats. rw-register's version-order assumptions are Elle's, off by default:
-`wfr_keys`, `sequential_keys`, `linearizable_keys` (true or false).
+`wfr_keys`, `sequential_keys`, `linearizable_keys` (true or false). `exact=true` decides
+serializable, strict-serializable and snapshot-isolation exactly too (checkers/elle/exact.py).
 Options: key_count, min_txn_length, max_txn_length, max_writes_per_key, read_fraction,
-consistency_models, anomalies, wfr_keys, sequential_keys, linearizable_keys, final_delay (seconds
+consistency_models, anomalies, wfr_keys, sequential_keys, linearizable_keys, exact, final_delay (seconds
 before the final reads, default 1).
 """
 
@@ -165,7 +166,8 @@ def txn_workload(name: str, spec: TestSpec) -> Workload:
         generator=fn(lambda ctx: state.op(ctx)),
         final_generator=seq(sleep(float(o.get("final_delay", FINAL_DELAY_S))),
                             defer(lambda ctx: state.final(ctx))),
-        checkers=[ElleChecker(name, wanted, anomalies=extra, inference=assume), *run_checkers(spec)],
+        checkers=[ElleChecker(name, wanted, anomalies=extra, inference=assume,
+                              exact=bool(o.get("exact", False))), *run_checkers(spec)],
         meta={"model": name, "consistency_models": wanted, "anomalies": extra, "key_count": state.key_count,
               "max_txn_length": state.max_len, "max_writes_per_key": state.max_writes},
     )

@@ -8,9 +8,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
+from jepsen_py.checkers.elle import exact as exact_models
 from jepsen_py.checkers.elle import listappend, models, rwregister
 from jepsen_py.checkers.elle.budget import DEFAULT_TIME_S, Deadline, OutOfTime
 from jepsen_py.checkers.elle.cycles import find, specs
+from jepsen_py.checkers.elle.exact import Decision
 from jepsen_py.checkers.elle.exists import cycle_exists
 from jepsen_py.checkers.elle.explain import edge
 from jepsen_py.checkers.elle.found import Found
@@ -40,11 +42,14 @@ WORKLOADS = {"list-append": APPEND, "rw-register": WRITE}
 def check(history: Sequence[Op], workload: str = "list-append",
           consistency_models: Iterable[str] | None = models.DEFAULT_MODELS, *,
           anomalies: Iterable[str] = (), time_s: float = DEFAULT_TIME_S,
-          inference: Inference = NONE, process_keys: bool = False, f: str = "txn") -> dict[str, Any]:
+          inference: Inference = NONE, process_keys: bool = False, f: str = "txn",
+          exact: bool = False) -> dict[str, Any]:
     """Checks a transactional history; see the package docstring for the result's shape.
     `consistency_models` and `anomalies` are Elle's options of those names (the check fails on any
     anomaly the models prohibit, or any given anomaly or one that implies it); `inference` what a
-    rw-register check may assume (`process_keys` is the older name of sequential keys)."""
+    rw-register check may assume (`process_keys` is the older name of sequential keys). With
+    `exact`, serializable, strict-serializable and snapshot-isolation among the models are decided
+    exactly (checkers/elle/exact.py) besides the Elle-style search."""
     wanted = Wanted.of(workload, consistency_models, anomalies)
     if process_keys:
         inference = replace(inference, sequential_keys=True)
@@ -58,11 +63,53 @@ def check(history: Sequence[Op], workload: str = "list-append",
         except OutOfTime as e:
             result = conclude(txns, edges, found, workload, wanted, deadline, stopped=e.stage)
         else:
+            decisions = decide_exactly(txns, workload, wanted, deadline, found) if exact else None
             result = conclude(txns, edges, found, workload, wanted, deadline)
+            if decisions is not None:
+                _exact_verdict(result, decisions, txns, workload, wanted)
     ignored = left_out(history, f)
     if ignored:
         result["ignored"] = ignored
     return result
+
+
+EXACT = {models.canonical(m): m for m in exact_models.MODELS}
+
+
+def decide_exactly(txns: Sequence[Txn], workload: str, wanted: Wanted, deadline: Deadline,
+                   found: Found) -> dict[str, Decision]:
+    """Each asked model that exact.py decides, decided; a violation it finds that the inference
+    named nothing for becomes an anomaly `<model>-cycle-exists` (Elle's name for "a cycle this
+    model prohibits exists"), carrying the cycle."""
+    out: dict[str, Decision] = {}
+    for m in dict.fromkeys(models.canonical(x) for x in wanted.models):
+        if m not in EXACT:
+            continue
+        d = exact_models.decide(txns, workload, EXACT[m], deadline)
+        out[EXACT[m]] = d
+        if d.valid is False and (d.cycle is not None or not found.counts):
+            found.add(f"{m}-cycle-exists", {"not": EXACT[m], **d.report(txns, workload == "list-append")})
+    return out
+
+
+def _exact_verdict(result: dict[str, Any], decisions: dict[str, Decision], txns: Sequence[Txn],
+                   workload: str, wanted: Wanted) -> None:
+    """Says which verdicts are exact. Where every model asked for was decided exactly (and no
+    anomaly was asked for besides), a decision decides: valid when each model holds, even where
+    the inference alone could only say unknown (no dependency to search, a search that gave up)."""
+    result["exact"] = {m: d.report(txns, workload == "list-append") for m, d in decisions.items()}
+    whole = not wanted.anomalies and all(models.canonical(m) in EXACT for m in wanted.models)
+    result["verdict"] = "exact" if whole else "elle-style" if not decisions else "elle-style and exact"
+    if not whole or result["valid"] is False:
+        return
+    verdicts = [d.valid for d in decisions.values()]
+    if all(v is True for v in verdicts):
+        result["valid"] = True
+        result.pop("unknown_reason", None)
+    elif any(v == "unknown" for v in verdicts) and result["valid"] is True:
+        result["valid"] = "unknown"
+        result["unknown_reason"] = "; ".join(str(d.reason) for d in decisions.values()
+                                             if d.valid == "unknown")
 
 
 @contextmanager
@@ -227,6 +274,7 @@ def conclude(txns: Sequence[Txn], edges: EdgeList, found: Found, workload: str, 
         "anomalies": [a for k in bad for a in found.examples[k]],
         "other_anomalies": [a for k in kinds if k not in bad for a in found.examples[k]],
         **models.boundary(kinds),
+        "verdict": "elle-style",  # evidence found or not; "exact" where exact.py decided (check(exact=))
         "txns": c,
         "edges": edge_counts(edges),
         "cyclic_components": n_components,
@@ -272,7 +320,7 @@ class ElleChecker:
                  consistency_models: Iterable[str] | None = models.DEFAULT_MODELS, *,
                  anomalies: Iterable[str] = (), time_s: float = DEFAULT_TIME_S,
                  inference: Inference = NONE, process_keys: bool = False, name: str = "elle",
-                 f: str = "txn") -> None:
+                 f: str = "txn", exact: bool = False) -> None:
         self.wanted = Wanted.of(workload, consistency_models, anomalies)
         self.workload = workload
         self.consistency_models = list(self.wanted.models)
@@ -281,6 +329,7 @@ class ElleChecker:
         self.inference = replace(inference, sequential_keys=True) if process_keys else inference
         self.name = name
         self.f = f
+        self.exact = exact
 
     def check(self, test: Test | None, history: Sequence[Op]) -> dict[str, Any]:
         time_s = self.time_s
@@ -288,4 +337,4 @@ class ElleChecker:
             opts = getattr(test.spec, "options", {}) or {}
             time_s = float(opts.get("elle_time_s", time_s))
         return check(history, self.workload, self.consistency_models, anomalies=self.anomalies,
-                     time_s=time_s, inference=self.inference, f=self.f)
+                     time_s=time_s, inference=self.inference, f=self.f, exact=self.exact)

@@ -65,6 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--linearizable-keys", action="store_true",
                         help="rw-register: assume each key is linearizable, and order its versions by "
                              "real time (Elle's :linearizable-keys?)")
+    parser.add_argument("--exact", action="store_true",
+                        help="list-append / rw-register: decide serializable, strict-serializable and "
+                             "snapshot-isolation exactly (a SAT solver over the unknown version orders), "
+                             "beside the Elle-style search")
     parser.add_argument("--transaction-order", type=path, default=None, metavar="FILE",
                         help="rw-register: a JSON object from each transaction's completion index to its "
                              "position in the database's commit order (Elle's :transaction-order)")
@@ -196,6 +200,8 @@ def _run_txn(args: argparse.Namespace) -> int:
     for line in dropped:
         print(f"jepsen-py: warning: {args.file}:{line}: torn last line dropped", file=sys.stderr)
     check_rules(ops, lines, args.file)
+    if args.engine == "spark" and args.exact:
+        raise BadInput("--exact runs on the local engine only")
     if args.engine == "spark":
         from jepsen_py.spark.distributed_txn import check_txn_distributed
 
@@ -203,7 +209,7 @@ def _run_txn(args: argparse.Namespace) -> int:
                                        inference=inference, master=args.master)
     else:
         result = check(ops, args.model, wanted, anomalies=extra, time_s=args.time_limit,
-                       inference=inference)
+                       inference=inference, exact=args.exact)
     if not any(result["txns"].values()):  # zero transactions checked is never valid
         raise _no_model_ops(ops, args)
     result["file"] = str(args.file)
@@ -215,8 +221,10 @@ def _run_txn(args: argparse.Namespace) -> int:
         word = {True: "valid", False: "INVALID"}.get(result["valid"], "unknown")  # type: ignore[arg-type]
         t = result["txns"]
         asked = ", ".join([*wanted, *(f"no {a}" for a in extra)])
+        how = {"exact": "decided exactly", "elle-style and exact": "exact where it can be, else Elle-style"}
         print(f"{args.file}: {word} under {asked} ({args.model}, {t['ok']} ok, {t['fail']} "
-              f"failed, {t['info']} indeterminate transactions)")
+              f"failed, {t['info']} indeterminate transactions) "
+              f"({how.get(result.get('verdict', ''), 'evidence: Elle-style')})")
         if result.get("unknown_reason"):
             print(f"  unknown: {result['unknown_reason']}")
         if result.get("ignored"):
