@@ -33,8 +33,9 @@ from jepsen_py.explore.space import Config, Space
 # crashes), then liveness. Kinds not listed come after, by name.
 SEVERITY: tuple[str, ...] = (
     "lost-commit", "duplicate-create", "split-leader", "stale-read", "nonlinearizable",
-    "G0", "G1a", "G1b", "G1c", "G-single", "G-nonadjacent", "G2-item", "dirty-update", "lost-update",
-    "internal", "incompatible-order", "duplicate-elements", "garbage-read", "future-read", "node-crash",
+    "G0", "G1a", "G1b", "G1c", "G-single-item", "G-single", "G-nonadjacent-item", "G-nonadjacent", "G2-item",
+    "dirty-update", "lost-update", "internal", "incompatible-order", "reordered-appends",
+    "duplicate-elements", "garbage-read", "future-read", "node-crash",
     "crash", "never-available", "unavailable", "election-churn",
 )
 

@@ -33,7 +33,7 @@ def test_the_txn_split_apply_bug_is_caught_on_docker_and_the_correct_build_is_no
     proc, results = run(tmp_path / "bug", "--bug", "txn-split-apply")
     elle = results["checkers"]["elle"]
     assert proc.returncode == 1 and elle["valid"] is False, proc.stdout[-3000:]
-    assert {"G0", "G1c", "G-single", "G2-item", "internal"} & set(elle["prohibited_anomaly_types"])
+    assert {"G0", "G1c", "G-single-item", "G2-item", "internal"} & set(elle["prohibited_anomaly_types"])
     proc, results = run(tmp_path / "correct")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert results["checkers"]["elle"]["txns"]["ok"] > 10

@@ -82,7 +82,7 @@ def test_check_txn_engine_spark_on_a_standalone_cluster(standalone: Standalone, 
 
     path = tmp_path / "history.jsonl"
     with HistoryWriter(path) as w:
-        for o in history(11, 300, 5, "list-append", ("G-single", "G1a")):
+        for o in history(11, 300, 5, "list-append", ("G-single-item", "G1a")):
             w.append(o)
     argv = ("check", str(path), "--model", "list-append", "--consistency-models", "serializable", "--json")
     loc = _jepsen(*argv)
@@ -93,5 +93,5 @@ def test_check_txn_engine_spark_on_a_standalone_cluster(standalone: Standalone, 
     assert out["engine"] == "spark" and out["master"] == standalone.url and out["keys"] >= 5
     for k in SAME:
         assert out[k] == want[k], k
-    assert cycles(out) == cycles(want) and "G-single" in out["anomaly_types"]
+    assert cycles(out) == cycles(want) and "G-single-item" in out["anomaly_types"]
     assert "jepsen-py check" in _apps(standalone)

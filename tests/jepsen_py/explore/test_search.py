@@ -84,7 +84,7 @@ def test_primary_kind_prefers_data_anomalies_to_liveness() -> None:
 
 def test_elle_anomalies_are_data_anomalies_ranked_before_liveness() -> None:
     assert primary_kind({"unavailable": 5, "G1c": 1, "internal": 3}) == "G1c"
-    assert primary_kind({"G2-item": 1, "G-single": 1, "G0": 1}) == "G0"
+    assert primary_kind({"G2-item": 1, "G-single-item": 1, "G0": 1}) == "G0"
     assert primary_kind({"stale-read": 1, "G0": 1}) == "stale-read"
 
 

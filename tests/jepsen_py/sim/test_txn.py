@@ -29,4 +29,4 @@ def test_the_txn_split_apply_bug_is_caught_exit_1(tmp_path: Path) -> None:
     assert p.returncode == 1, p.stdout + p.stderr
     elle = json.loads((run_dir(tmp_path) / "results.json").read_text())["checkers"]["elle"]
     assert elle["valid"] is False
-    assert {"G-single", "G1c", "G2-item"} & set(elle["prohibited_anomaly_types"])
+    assert {"G-single-item", "G1c", "G2-item"} & set(elle["prohibited_anomaly_types"])
