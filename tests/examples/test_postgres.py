@@ -1,5 +1,6 @@
 """The PostgreSQL example plugin (examples/postgres, found from its own directory) on Docker: one
-PostgreSQL 15 server, the list-append workload, each isolation level checked against serializable.
+PostgreSQL 15 server, the list-append workload, each isolation level checked against serializable
+and snapshot isolation, Elle-style and exactly (--exact).
 
 What PostgreSQL documents, each checked here:
 - it passes `jepsen-py db-check` (its declared capabilities and the list-append workload work);
@@ -7,7 +8,7 @@ What PostgreSQL documents, each checked here:
   non-repeatable reads (internal) and lost updates show, but nothing read committed itself forbids
   (no G0, G1a, G1b, G1c): Elle does not rule the read-committed model out;
 - repeatable read is snapshot isolation: write skew (G2-item) shows, and nothing snapshot isolation
-  forbids;
+  forbids; decided exactly, it is not serializable and it is snapshot isolation;
 - serializable (serializable snapshot isolation) shows no anomaly: conflicting transactions get a
   serialization failure and are recorded as fail;
 - killed with SIGKILL and restarted (crash recovery from the WAL, fsync on), serializable still
@@ -34,7 +35,8 @@ DB = "jepsen_postgres.db:PostgresDB"
 # anomalies of the weak levels show in every 20 s run measured.
 RUN = ("--db", DB, "--workload", "list-append", "--node-count", "1", "--concurrency", "10",
        "--time-limit", "20", "--rate", "1000", "--no-progress",
-       "--workload-option", "consistency_models=serializable")
+       "--workload-option", "consistency_models=serializable,snapshot-isolation",
+       "--workload-option", "exact=true")
 # What read committed forbids (Adya's PL-2): write cycles, aborted and intermediate reads, and
 # cycles of write and read dependencies.
 G1 = {"G0", "G1a", "G1b", "G1c"}
@@ -99,6 +101,7 @@ def test_read_committed_shows_read_and_write_skew_but_nothing_it_forbids(tmp_pat
     assert "repeatable-read" in ruled_out(elle), elle["not"]
     assert not kinds & G1, kinds
     assert "read-committed" not in ruled_out(elle) and "serializable" in ruled_out(elle), elle["not"]
+    assert elle["exact"]["serializable"]["valid"] is False
     assert spec["db_options"] == {"isolation": "read-committed"}
     assert elle["txns"]["ok"] > 500, elle["txns"]
 
@@ -111,6 +114,9 @@ def test_repeatable_read_is_snapshot_isolation_with_write_skew(tmp_path: Path, n
     elle = results["checkers"]["elle"]
     assert elle["valid"] is False and "G2-item" in elle["anomaly_types"], elle["anomaly_types"]
     assert "snapshot-isolation" not in ruled_out(elle) and "serializable" in ruled_out(elle), elle["not"]
+    # decided exactly: not serializable, and snapshot isolation (PostgreSQL's repeatable read is SI)
+    assert elle["exact"]["serializable"]["valid"] is False
+    assert elle["exact"]["snapshot-isolation"]["valid"] is True
     # concurrent appends to one row: the second writer gets a serialization failure, recorded fail
     assert elle["txns"]["fail"] > 0 and elle["txns"]["ok"] > 200, elle["txns"]
 
@@ -122,6 +128,9 @@ def test_serializable_shows_no_anomaly(tmp_path: Path, node_image: str) -> None:
     assert code == 0, out
     elle = results["checkers"]["elle"]
     assert elle["valid"] is True and elle["anomaly_types"] == [], elle
+    assert elle["verdict"] == "exact"
+    decided = {m: d["valid"] for m, d in elle["exact"].items()}
+    assert decided == {"serializable": True, "snapshot-isolation": True}
     assert elle["txns"]["fail"] > 0 and elle["txns"]["ok"] > 200, elle["txns"]
 
 

@@ -164,3 +164,22 @@ def test_cli_exact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     )
     out = capsys.readouterr().out
     assert "(decided exactly)" in out and "PL-3-cycle-exists" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bug, code", [(None, 0), ("txn-split-apply", 1)])
+def test_our_cluster_decided_exactly(tmp_path: Path, bug: str | None, code: int) -> None:
+    """The seed bug of transactions applied in pieces is invalid, decided exactly; the correct
+    build is valid, decided exactly, in a simulated run."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "jepsen_py", "run", "--backend", "sim", "--workload", "list-append",
+            "--nemesis", "partition-leader", "--seed", "7", "--time-limit", "10", "--no-progress",
+            "--workload-option", "exact=true", "--results-dir", str(tmp_path)]
+    res = subprocess.run([*argv, *(["--bug", bug] if bug else [])], capture_output=True, text=True,
+                         timeout=600, check=False)
+    assert res.returncode == code, res.stdout + res.stderr
+    elle = json.loads((tmp_path / "latest" / "results.json").read_text())["checkers"]["elle"]
+    assert elle["verdict"] == "exact" and elle["exact"]["strict-serializable"]["valid"] is (code == 0)
+    assert "(decided exactly)" in " ".join(res.stdout.split())
