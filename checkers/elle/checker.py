@@ -12,6 +12,7 @@ from jepsen_py.checkers.elle import exact as exact_models
 from jepsen_py.checkers.elle import listappend, models, rwregister
 from jepsen_py.checkers.elle.budget import DEFAULT_TIME_S, Deadline, OutOfTime
 from jepsen_py.checkers.elle.cycles import find, specs
+from jepsen_py.checkers.elle.derived import derive
 from jepsen_py.checkers.elle.exact import Decision
 from jepsen_py.checkers.elle.exists import cycle_exists
 from jepsen_py.checkers.elle.explain import edge
@@ -195,6 +196,8 @@ def conclude(txns: Sequence[Txn], edges: EdgeList, found: Found, workload: str, 
     try:
         if stopped is not None:
             raise OutOfTime(stopped)
+        if workload == "rw-register":
+            derive(txns, edges, deadline)
         if proc:
             process_edges(txns, edges)
         if rt:

@@ -35,7 +35,7 @@ class EdgeList:
     src: list[int] = field(default_factory=list)
     dst: list[int] = field(default_factory=list)
     kind: list[int] = field(default_factory=list)
-    why: list[tuple[Any, Any, Any] | None] = field(default_factory=list)
+    why: list[tuple[Any, ...] | None] = field(default_factory=list)
     chunks: list[tuple[np.ndarray, np.ndarray, int]] = field(default_factory=list)
     _index: dict[tuple[int, int, int], int] | None = None
 
@@ -58,7 +58,7 @@ class EdgeList:
         return first
 
     def why_of(self, a: int, b: int, kind: int,
-               among: np.ndarray | None = None) -> tuple[Any, Any, Any] | None:
+               among: np.ndarray | None = None) -> tuple[Any, ...] | None:
         """The first reason recorded for a data edge a -kind-> b. An index is built on first use,
         over the edges whose source is in `among` (the nodes that can be on a cycle) if given."""
         if self._index is None:

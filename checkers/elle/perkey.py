@@ -75,7 +75,7 @@ class KeyResult:
     src: list[int] = field(default_factory=list)
     dst: list[int] = field(default_factory=list)
     kind: list[int] = field(default_factory=list)
-    why: list[tuple[Any, Any, Any] | None] = field(default_factory=list)
+    why: list[tuple[Any, ...] | None] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     bad: str | None = None

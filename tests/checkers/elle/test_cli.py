@@ -124,18 +124,20 @@ def _rows(txns: list[tuple[int, list[list[object]], list[list[object]]]]) -> str
 
 
 def test_rw_register_assumptions_are_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Elle's rw-register options: writes-follow-reads shows the G-single a register history hides
-    without it; a commit order file is read and used (Elle's wfr and transaction-order tests)."""
+    """Elle's rw-register options: writes-follow-reads adds the ww edges it assumes (here a G0,
+    which read uncommitted prohibits; without it the two transactions make only a G1c, which read
+    uncommitted allows); a commit order file is read and used (Elle's wfr and transaction-order
+    tests)."""
     h = tmp_path / "history.jsonl"
-    h.write_text(_rows([(0, [["w", "y", 1]], [["w", "y", 1]]),
-                        (1, [["r", "y", None], ["w", "x", 1], ["w", "y", 2]],
-                         [["r", "y", 1], ["w", "x", 1], ["w", "y", 2]]),
-                        (2, [["r", "x", None], ["r", "y", None]], [["r", "x", 1], ["r", "y", 1]])]))
-    assert main(["check", str(h), "--model", "rw-register", "--consistency-models", "serializable"]) == 0
+    h.write_text(_rows([(0, [["w", "x", 1], ["r", "y", None], ["w", "y", 3]],
+                         [["w", "x", 1], ["r", "y", 2], ["w", "y", 3]]),
+                        (1, [["r", "x", None], ["w", "x", 2], ["w", "y", 2]],
+                         [["r", "x", 1], ["w", "x", 2], ["w", "y", 2]])]))
+    assert main(["check", str(h), "--model", "rw-register", "--consistency-models", "read-uncommitted"]) == 0
     capsys.readouterr()
-    assert main(["check", str(h), "--model", "rw-register", "--consistency-models", "serializable",
+    assert main(["check", str(h), "--model", "rw-register", "--consistency-models", "read-uncommitted",
                  "--wfr-keys"]) == 1
-    assert "G-single-item x1" in capsys.readouterr().out
+    assert "G0 x1" in capsys.readouterr().out
     # the database's commit order: T2 (ops 2-3) before T1 (ops 0-1)
     g = tmp_path / "order.jsonl"
     g.write_text(_rows([(0, [["r", "x", None], ["w", "y", 2]], [["r", "x", None], ["w", "y", 2]]),
