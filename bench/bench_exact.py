@@ -51,10 +51,13 @@ def decide_history(path: Path, workload: str, budget: float) -> None:
     print(f"{path}: {workload}, {len(txns):,} transactions ({oks:,} ok)")
     for model in MODELS:
         t0 = time.perf_counter()
+        elle = check(ops, workload, [model], time_s=budget)["valid"]
+        print(f"  {model:20} Elle-style {elle!s:8} {time.perf_counter() - t0:8.2f} s")
+        t0 = time.perf_counter()
         d = decide(txns, workload, model, Deadline(budget))
         dt = time.perf_counter() - t0
         s = d.stats
-        print(f"  {model:20} {d.valid!s:8} {dt:8.2f} s  choices {s.get('choices', '-')} -> "
+        print(f"  {model:20} exact      {d.valid!s:8} {dt:8.2f} s  choices {s.get('choices', '-')} -> "
               f"{s.get('choices_after_pruning', '-')}, rounds {s.get('rounds', '-')}"
               + (f" (as {s['by']})" if s.get("by") else "") + (f"  [{d.reason}]" if d.reason else ""))
 
