@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 from jepsen_py.checkers.elle.budget import Deadline
 from jepsen_py.checkers.elle.graph import RW, WR, WW, EdgeList
-from jepsen_py.checkers.elle.txn import WRITE, Txn
+from jepsen_py.checkers.elle.rwregister import external
+from jepsen_py.checkers.elle.txn import Txn
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from jepsen_py.history import FAIL, OK
+from jepsen_py.history import FAIL
 
 MAX_BITS = 1 << 31  # components x writers per slice: reachability sets of at most 256 MiB
 
@@ -126,13 +127,7 @@ def _versions(txns: Sequence[Txn]) -> tuple[dict[Hashable, dict[Any, int]],
     for t in txns:
         if t.type == FAIL:
             continue
-        wrote: dict[Hashable, Any] = {}
-        read: dict[Hashable, Any] = {}
-        for f, k, v in t.mops:
-            if f == WRITE:
-                wrote[k] = v
-            elif t.type == OK and k not in read and k not in wrote:
-                read[k] = v
+        read, wrote = external(t)
         for k, v in wrote.items():
             writers.setdefault(k, {})[v] = t.id
         for k, v in read.items():

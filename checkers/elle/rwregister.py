@@ -62,7 +62,7 @@ def infer(txns: Sequence[Txn], edges: EdgeList, found: Found, deadline: Deadline
             deadline.check("rw-register reads")
         if t.type == FAIL:
             continue
-        reads, writes = _external(t)
+        reads, writes = external(t)
         if t.type == OK:
             _internal(t, txns, writer, failed, intermediate, lost, found)
             for k, v in reads.items():
@@ -88,7 +88,7 @@ def infer(txns: Sequence[Txn], edges: EdgeList, found: Found, deadline: Deadline
         _edges(k, order, ext_w.get(k, {}), ext_r.get(k, {}), edges)
 
 
-def _external(t: Txn) -> tuple[dict[Hashable, Any], dict[Hashable, Any]]:
+def external(t: Txn) -> tuple[dict[Hashable, Any], dict[Hashable, Any]]:
     """A transaction's external reads (the first read of a key, before it writes the key; an ok
     transaction's only) and external writes (its last write of each key)."""
     reads: dict[Hashable, Any] = {}

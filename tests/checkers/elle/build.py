@@ -3,8 +3,10 @@ reference execution (valid under every model) and the anomaly patterns injected 
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from jepsen_py.history import Op
@@ -209,3 +211,10 @@ def inject(base: list[Op], extra: list[Op], rng: random.Random) -> list[Op]:
     at = rng.randrange(len(base) + 1)
     out = [*base[:at], *extra, *base[at:]]
     return [Op(i, i, o.type, o.process, o.f, o.key, o.value) for i, o in enumerate(out)]
+
+
+def write_jsonl(path: Path, ops: list[Op]) -> Path:
+    """The ops as a history.jsonl, for the command line's tests."""
+    fields = ("index", "time", "type", "process", "f", "value")
+    path.write_text("".join(json.dumps({k: getattr(o, k) for k in fields}) + "\n" for o in ops))
+    return path

@@ -21,7 +21,7 @@ from jepsen_py.cli import main
 from jepsen_py.errors import BadInput
 from jepsen_py.history import Op
 from tests.checkers.elle import oracle
-from tests.checkers.elle.build import Hist, pattern
+from tests.checkers.elle.build import Hist, pattern, write_jsonl
 from tests.checkers.elle.executions import ENGINES, MUTATIONS, execute, mutate
 
 WRITE_F = {"list-append": APPEND, "rw-register": WRITE}
@@ -139,23 +139,7 @@ def test_cli_exact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     h = Hist()
     h.concurrent((0, [["w", "x", 1], ["w", "y", 1]]), (1, [["w", "x", 2], ["w", "y", 2]]))
     h.concurrent((2, [["r", "x", 1], ["r", "y", 2]]))
-    f = tmp_path / "h.jsonl"
-    f.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "index": o.index,
-                    "time": o.time,
-                    "type": o.type,
-                    "process": o.process,
-                    "f": o.f,
-                    "value": o.value,
-                }
-            )
-            + "\n"
-            for o in h.ops
-        )
-    )
+    f = write_jsonl(tmp_path / "h.jsonl", h.ops)
     assert main(["check", str(f), "--model", "rw-register", "--consistency-models", "serializable"]) == 0
     assert "(evidence: Elle-style)" in capsys.readouterr().out
     assert (

@@ -17,27 +17,7 @@ from jepsen_py.checkers.elle import check
 
 from jepsen_py.cli import main
 from jepsen_py.history import Op
-from tests.checkers.elle.build import Hist, inject, pattern, serial_history
-
-
-def _jsonl(path: Path, ops: list[Op]) -> Path:
-    path.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "index": o.index,
-                    "time": o.time,
-                    "type": o.type,
-                    "process": o.process,
-                    "f": o.f,
-                    "value": o.value,
-                }
-            )
-            + "\n"
-            for o in ops
-        )
-    )
-    return path
+from tests.checkers.elle.build import Hist, inject, pattern, serial_history, write_jsonl
 
 
 def _renamed(ops: list[Op], name: Any) -> list[Op]:
@@ -56,7 +36,7 @@ def test_a_transaction_whose_process_is_not_an_integer_is_checked(
         ops = _renamed(pattern(kind, "list-append").ops, name)
         r = check(ops, "list-append", models)
         assert r["valid"] is False and kind in r["anomaly_types"], (kind, r["anomaly_types"])
-        h = _jsonl(tmp_path / "h.jsonl", ops)
+        h = write_jsonl(tmp_path / "h.jsonl", ops)
         assert (
             main(["check", str(h), "--model", "list-append", "--consistency-models", ",".join(models)]) == 1
         )
@@ -93,7 +73,7 @@ def test_ops_that_are_not_transactions_are_named_as_left_out(
     ]
     r = check(ops, "list-append", ["serializable"])
     assert r["ignored"] == {"transaction": 1, "read": 1, "txn ops of process nemesis": 1}
-    assert main(["check", str(_jsonl(tmp_path / "h.jsonl", ops)), "--model", "list-append"]) == 0
+    assert main(["check", str(write_jsonl(tmp_path / "h.jsonl", ops)), "--model", "list-append"]) == 0
     out = capsys.readouterr().out
     assert (
         "left out (not transactions of clients): 1 read, 1 transaction, 1 txn ops of process nemesis" in out
