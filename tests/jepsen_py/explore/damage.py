@@ -12,6 +12,22 @@ from hypothesis import strategies as st
 Path_ = tuple[Any, ...]
 
 
+# Raw JSON text every loader must refuse or take: nesting past any depth limit, numbers JSON
+# cannot hold or no field allows, the wrong types, a lone surrogate, any string.
+HOSTILE = ["NaN", "Infinity", "-Infinity", "1e999", "9" * 5000, "-1", "0", "1e-9", "2e9", "null", "true",
+           "[]", "{}", '""', '"nosuch"', '["nosuch"]', '"\\ud800"', "[1, 2, 3]", "0.5"]
+
+
+def raw_values(specific: Sequence[str]) -> st.SearchStrategy[str]:
+    """Raw JSON text for `damaged`: the HOSTILE values and the loader's own `specific` ones."""
+    return st.one_of(
+        st.one_of(st.integers(1, 5000).map(lambda n: "[" * n + "]" * n),
+                  st.integers(1, 3000).map(lambda n: '{"a":' * n + "1" + "}" * n)),
+        st.sampled_from([*HOSTILE, *(v for v in specific if v not in HOSTILE)]),
+        st.text(max_size=20).map(json.dumps),
+    )
+
+
 def damaged(draw: st.DrawFn, data: Any, paths: Sequence[Path_], values: st.SearchStrategy[str]) -> bytes:
     """`data` as JSON with up to three of `paths` (keys and list indices) replaced by raw JSON text
     drawn from `values`, maybe torn (the writer stopped mid-file), maybe with a byte that is not

@@ -18,7 +18,7 @@ from jepsen_py.errors import BadInput
 from jepsen_py.explore import corpus
 from jepsen_py.explore.search import Search
 from jepsen_py.explore.space import Config, Space, nemesis_events
-from tests.jepsen_py.explore.damage import damaged
+from tests.jepsen_py.explore.damage import damaged, raw_values
 from tests.jepsen_py.explore.planted import PlantedSystem
 
 
@@ -196,15 +196,8 @@ _PATHS = [("format",), ("version",), ("features",), ("config",), ("config", "wor
           ("config", "mode"), ("config", "read_mode"), ("config", "node_count"), ("config", "time_limit"),
           ("config", "seed"), ("config", "clients_per_node"), ("config", "rate"), ("config", "db_options"),
           ("config", "no_such_field"), ("explore_seed",)]
-_VALUES = st.one_of(
-    st.one_of(st.integers(1, 5000).map(lambda n: "[" * n + "]" * n),
-              st.integers(1, 3000).map(lambda n: '{"a":' * n + "1" + "}" * n)),
-    st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999", "9" * 5000, "-1", "0", "0.0001", "3601",
-                     "2e9", "null", "true", "[]", "{}", '""', '"nosuch"', '["nosuch"]', '[["k", "v"]]',
-                     '[["k"]]', '[[1, 2]]', '"\\ud800"', "[1, 2, 3]", '{"kill": 1}', '["kill", "pause"]',
-                     '["ring"]', '["leader", "all"]', '"bursts"', '"local"', "9", "0.5", "1e-9"]),
-    st.text(max_size=20).map(json.dumps),
-)
+_VALUES = raw_values(["0.0001", "3601", '[["k", "v"]]', '[["k"]]', '[[1, 2]]', '{"kill": 1}',
+                       '["kill", "pause"]', '["ring"]', '["leader", "all"]', '"bursts"', '"local"', "9"])
 
 
 @st.composite

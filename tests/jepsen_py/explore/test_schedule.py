@@ -28,7 +28,7 @@ from jepsen_py.plugins import (
     load_object,
 )
 from jepsen_py.protocols import TestSpec
-from tests.jepsen_py.explore.damage import damaged
+from tests.jepsen_py.explore.damage import damaged, raw_values
 
 
 def sample() -> Schedule:
@@ -262,15 +262,9 @@ _PATHS: list[tuple[object, ...]] = [
     ("events", 0, "f"), ("events", 0, "key"), ("events", 0, "value"), ("events", 0, "node"),
     ("events", 0, "t"), ("events", 0, "w"), ("events", 1, "f"), ("events", 1, "value"), ("final",),
     ("final", 0, "thread"), ("final", 0, "node"), ("no_such_field",)]
-_VALUES = st.one_of(
-    st.one_of(st.integers(1, 5000).map(lambda n: "[" * n + "]" * n),
-              st.integers(1, 3000).map(lambda n: '{"a":' * n + "1" + "}" * n)),
-    st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999", "9" * 5000, "-1", "0", "1e-9", "86401",
-                     "2e9", "null", "true", "[]", "{}", '""', '"nosuch"', '["nosuch"]', '["n1", "n1"]',
-                     '"nemesis"', '"kill"', '"start-partition"', '"lease"', '"local"', '{"colour": "blue"}',
-                     '{"rate": NaN}', '{"rate": 1e10}', '[1, 2, 3]', '[null, 1.5]', '"\\ud800"', "7", "0.5"]),
-    st.text(max_size=20).map(json.dumps),
-)
+_VALUES = raw_values(["86401", '["n1", "n1"]', '"nemesis"', '"kill"', '"start-partition"', '"lease"',
+                       '"local"', '{"colour": "blue"}', '{"rate": NaN}', '{"rate": 1e10}', '[null, 1.5]',
+                       "7"])
 
 
 @st.composite
