@@ -28,7 +28,7 @@ from jepsen_py.history import Op
 from jepsen_py.interpreter import Clock, Interpreter, MonotonicClock, Scheduler
 from jepsen_py.nemeses.faults import declared
 from jepsen_py.observer import Observer
-from jepsen_py.plugins import HookTimedOut, call_bounded, each_node, said
+from jepsen_py.plugins import HookExited, HookTimedOut, call_bounded, each_node, said
 from jepsen_py.plugins import check_capabilities as check
 from jepsen_py.progress import Progress
 from jepsen_py.protocols import DB, Nemesis, Test, TestSpec, has_capability
@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 #: plugin on SSH may install packages first). Past it the phase fails naming the nodes, and their
 #: threads are left behind (daemon threads: they do not keep the process alive).
 DB_HOOK_S = 300.0
+#: How long a DB's log_files() may take to answer for one node (seconds); after one that does not,
+#: the other nodes are not asked, and the run ends with its verdict and no copied logs.
+LOG_FILES_S = 60.0
 
 
 class Now(Protocol):
@@ -248,11 +251,21 @@ class RealEngine:
             raise FrameworkFailure(f"db setup on {node} failed: {said(exc)}") from exc
 
     def collect_logs(self, run: Run) -> None:
+        stuck = False
         for node in run.spec.nodes:
+            if stuck:  # one deadline for the run's logs, not one per node
+                log.warning("log_files(%s) not asked: an earlier call did not return", node)
+                continue
             try:
-                paths = list(run.db.log_files(run.test, node) or [])
-            except Exception as e:
-                log.warning("log_files(%s) failed: %s", node, e)
+                paths = self.bounded(lambda n=node: list(run.db.log_files(run.test, n) or []),
+                                     timeout_s=LOG_FILES_S, name=f"log_files({node})")
+            except HookTimedOut as e:
+                log.warning("%s: no logs copied", e)
+                stuck = True
+                continue
+            except Exception as e:  # SystemExit and KeyboardInterrupt it raised come back as Escaped
+                cause = e.cause if isinstance(e, HookExited) else e
+                log.warning("log_files(%s) failed: %s", node, said(cause))
                 continue
             dest_dir = run.run_dir / store.NODES / node
             remote = run.test.remotes.get(node)

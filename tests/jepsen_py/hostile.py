@@ -198,6 +198,21 @@ class StuckTeardownDB(CounterDB):
         block()
 
 
+class StuckLogFilesDB(CounterDB):
+    def log_files(self, test: Test, node: str) -> list[str]:
+        block()
+        return []
+
+
+class ExitingLogFilesDB(CounterDB):
+    """log_files() raises SystemExit on n1 and KeyboardInterrupt on the others."""
+
+    def log_files(self, test: Test, node: str) -> list[str]:
+        if node == "n1":
+            raise SystemExit(3)
+        raise KeyboardInterrupt
+
+
 class Unprintable:
     """An object whose str() and repr() raise."""
 

@@ -114,3 +114,26 @@ def test_a_db_hook_that_never_returns_fails_its_phase(tmp_path: Path, released: 
     assert code == 255
     results = hostile.failed_phase(tmp_path / "results", said)
     assert (results["stats"]["invokes"] > 0) is tested
+
+
+@pytest.mark.parametrize(("db", "said"), [
+    ("StuckLogFilesDB", "log_files(n1) did not return within 0.3 s (left behind): no logs copied"),
+    ("ExitingLogFilesDB", "log_files(n1) failed: SystemExit"),
+])
+def test_log_files_that_hang_or_exit_leave_the_verdict_alone(tmp_path: Path, released: None,
+                                                             monkeypatch: pytest.MonkeyPatch, db: str,
+                                                             said: str) -> None:
+    """log_files() is asked after the history is checked: one that never returns is abandoned after
+    LOG_FILES_S (the other nodes are not asked), one that raises SystemExit or KeyboardInterrupt
+    is a warning like any failure; the run keeps its verdict (valid here) and its store."""
+    monkeypatch.setattr(engine, "LOG_FILES_S", 0.3, raising=False)
+    code = hostile.run_cli(hostile.run_argv(tmp_path / "results", "--db", f"{hostile.HERE}:{db}",
+                                            "--workload", f"{hostile.HERE}:reads"))
+    assert code == 0
+    run = hostile.the_run(tmp_path / "results")
+    assert hostile.results_of(run)["valid"] is True
+    assert [line for line in hostile.log_lines(run, said) if " WARNING " in line], said
+    if db == "StuckLogFilesDB":
+        assert hostile.log_lines(run, "log_files(n2) not asked")
+    else:
+        assert hostile.log_lines(run, "log_files(n2) failed: KeyboardInterrupt")
