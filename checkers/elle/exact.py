@@ -510,6 +510,17 @@ def _prune(p: Problem, model: str, deadline: Deadline) -> tuple[list[Edge], list
             return known, open_
 
 
+def new_solver() -> Any:
+    """The SAT solver: CaDiCaL 1.9 through python-sat, chosen by measurement against z3
+    (bench/bench_exact.py --solvers, docs/measurements.md): solving is under 2% of a decision with
+    either; what counts is the rounds of graph search between its calls and their cost. CaDiCaL
+    starts from the phase hints (z3 takes none per variable) and its model is read back at once,
+    where z3's Python API makes each round several times slower."""
+    from pysat.solvers import Solver
+
+    return Solver(name="cd19")
+
+
 def _solve(p: Problem, model: str, deadline: Deadline) -> Decision:
     stats: dict[str, Any] = {"transactions": len(p.live), "known_edges": len(p.known),
                              "choices": len(p.choices)}
@@ -523,13 +534,14 @@ def _solve(p: Problem, model: str, deadline: Deadline) -> Decision:
         if not open_:
             return Decision(model, True, stats=stats)
         try:
-            from pysat.solvers import Solver
+            solver_ = new_solver()
         except ImportError:  # pragma: no cover - a dependency of the package
             return Decision(model, "unknown", reason="python-sat is not installed", stats=stats)
         var = {c: i + 1 for i, c in enumerate(open_)}
         last: list[Edge] | None = None
         rounds = clauses = 0
-        with Solver(name="cd19") as solver:
+        stats["solver_s"] = 0.0
+        with solver_ as solver:
             # start from the order the writes completed in, which real executions mostly keep
             hints = _ranked_hints(Problem(p.n, p.live, known, p.choices, p.hints), p.txns, p.live)
             solver.set_phases([var[c] if hints[c] else -var[c] for c in open_])
@@ -537,7 +549,10 @@ def _solve(p: Problem, model: str, deadline: Deadline) -> Decision:
                 deadline.check("exact search")
                 rounds += 1
                 stats["rounds"], stats["clauses"] = rounds, clauses
-                if not solver.solve():
+                t0 = time.perf_counter()
+                sat = solver.solve()
+                stats["solver_s"] += time.perf_counter() - t0
+                if not sat:
                     return Decision(model, False, cycle=last, every_order=True, stats=stats)
                 model_ = set(solver.get_model() or [])
                 edges = list(known)
