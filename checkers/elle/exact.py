@@ -391,8 +391,8 @@ def _forbidden_cycle(n: int, edges: Sequence[Edge], model: str) -> list[int] | N
 
 
 def _forbidden_cycles(n: int, edges: Sequence[Edge], model: str, most: int = 64) -> list[list[int]]:
-    """Indices into `edges` of forbidden cycles, one per strongly connected component that holds
-    one (the shortest through one of its nodes), at most `most`. Snapshot isolation's cycles are
+    """Indices into `edges` of distinct forbidden cycles, the shortest through each of several nodes
+    of every strongly connected component that holds one, at most `most`. Snapshot isolation's cycles are
     those with no two rw edges in a row: searched in the graph of (node, came by rw?) states."""
     if not edges:
         return []
@@ -416,11 +416,19 @@ def _forbidden_cycles(n: int, edges: Sequence[Edge], model: str, most: int = 64)
     out: dict[int, list[tuple[int, int]]] = {}
     for a, b, i in zip(s[inside].tolist(), d[inside].tolist(), idx[inside].tolist(), strict=True):
         out.setdefault(a, []).append((b, i))
-    starts: dict[int, int] = {}
+    # several starts in each component (a history's one big component would otherwise give one
+    # cycle, one clause, per round of the solver), spread evenly, at most `most` in all
+    by_comp: dict[int, list[int]] = {}
     for a, lab in zip(s[inside].tolist(), labels[s[inside]].tolist(), strict=True):
-        starts.setdefault(lab, a)
+        by_comp.setdefault(lab, []).append(a)
+    per = max(1, most // len(by_comp))
+    starts: list[int] = []
+    for nodes in by_comp.values():
+        distinct = list(dict.fromkeys(nodes))
+        starts += distinct[:: max(1, len(distinct) // per)][:per]
     cycles: list[list[int]] = []
-    for start in list(starts.values())[:most]:
+    seen: set[tuple[int, ...]] = set()
+    for start in starts[:most]:
         parent: dict[int, tuple[int, int]] = {}
         frontier = [start]
         found: list[int] | None = None
@@ -441,7 +449,8 @@ def _forbidden_cycles(n: int, edges: Sequence[Edge], model: str, most: int = 64)
                 if found is not None:
                     break
             frontier = nxt
-        if found is not None:
+        if found is not None and (key := tuple(sorted(found))) not in seen:
+            seen.add(key)
             cycles.append(found)
     return cycles
 
