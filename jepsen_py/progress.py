@@ -17,6 +17,7 @@ from rich.live import Live
 from rich.text import Text
 
 from jepsen_py.analysis import checker_tally, tally_anomalies
+from jepsen_py.verdict import basis
 
 if TYPE_CHECKING:
     from jepsen_py.analysis import AnomalyTally
@@ -110,9 +111,8 @@ def print_summary(
             word += f" ({why})"
         line = Text(word, style=_verdict_style(v))
         if isinstance(r, dict):
-            kind = r.get("verdict")  # what the transactional checker's valid means
-            if kind in ("exact", "elle-style", "elle-style and exact"):
-                line.append(" (decided exactly)" if kind == "exact" else f" ({kind} evidence)", style="dim")
+            if (rests_on := basis(r)) is not None:  # what a transactional checker's valid means
+                line.append(f" ({rests_on})", style="dim")
             t = checker_tally(r)
             if t.total:
                 line.append(f"  {describe_tally(t)}", style="dim")

@@ -29,3 +29,14 @@ def exit_code(valid: Valid) -> int:
     if valid is False:
         return EXIT_INVALID
     return EXIT_UNKNOWN
+
+
+#: What a transactional checker's `valid` rests on (its result's "verdict"), in words.
+BASIS = {"exact": "decided exactly", "elle-style and exact": "exact where it can be, else Elle-style",
+         "elle-style": "evidence: Elle-style"}
+
+
+def basis(result: object) -> str | None:
+    """The words for what a checker result's verdict rests on, or None where it does not say."""
+    kind = result.get("verdict") if isinstance(result, dict) else None
+    return BASIS.get(kind) if isinstance(kind, str) else None

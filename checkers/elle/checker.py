@@ -8,12 +8,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from jepsen_py.checkers.elle import exact as exact_models
 from jepsen_py.checkers.elle import listappend, models, rwregister
 from jepsen_py.checkers.elle.budget import DEFAULT_TIME_S, Deadline, OutOfTime
 from jepsen_py.checkers.elle.cycles import find, specs
 from jepsen_py.checkers.elle.derived import derive
-from jepsen_py.checkers.elle.exact import Decision
+from jepsen_py.checkers.elle.exact import MODELS as EXACT_MODELS
+from jepsen_py.checkers.elle.exact import Decision, decide_all
 from jepsen_py.checkers.elle.exists import cycle_exists
 from jepsen_py.checkers.elle.explain import edge
 from jepsen_py.checkers.elle.found import Found
@@ -74,7 +74,7 @@ def check(history: Sequence[Op], workload: str = "list-append",
     return result
 
 
-EXACT = {models.canonical(m): m for m in exact_models.MODELS}
+EXACT = {models.canonical(m): m for m in EXACT_MODELS}
 
 
 def decide_exactly(txns: Sequence[Txn], workload: str, wanted: Wanted, deadline: Deadline,
@@ -82,12 +82,10 @@ def decide_exactly(txns: Sequence[Txn], workload: str, wanted: Wanted, deadline:
     """Each asked model that exact.py decides, decided; a violation it finds that the inference
     named nothing for becomes an anomaly `<model>-cycle-exists` (Elle's name for "a cycle this
     model prohibits exists"), carrying the cycle."""
-    out: dict[str, Decision] = {}
-    for m in dict.fromkeys(models.canonical(x) for x in wanted.models):
-        if m not in EXACT:
-            continue
-        d = exact_models.decide(txns, workload, EXACT[m], deadline)
-        out[EXACT[m]] = d
+    asked = [m for m in dict.fromkeys(models.canonical(x) for x in wanted.models) if m in EXACT]
+    out = decide_all(txns, workload, [EXACT[m] for m in asked], deadline)
+    for m in asked:
+        d = out[EXACT[m]]
         if d.valid is False and (d.cycle is not None or not found.counts):
             found.add(f"{m}-cycle-exists", {"not": EXACT[m], **d.report(txns, workload == "list-append")})
     return out

@@ -29,10 +29,11 @@ list no order of appends gives, a transaction's own appends out of order) decide
 
 from __future__ import annotations
 
+import heapq
 import time
 from bisect import bisect_left
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -90,27 +91,37 @@ class _Invalid(Exception):
 
 
 def decide(txns: Sequence[Txn], workload: str, model: str, deadline: Deadline) -> Decision:
-    """The exact answer for `model` (one of MODELS).
+    """The exact answer for `model` (one of MODELS)."""
+    return decide_all(txns, workload, [model], deadline)[model]
+
+
+def decide_all(txns: Sequence[Txn], workload: str, models: Sequence[str],
+               deadline: Deadline) -> dict[str, Decision]:
+    """The exact answer for each of `models` (of MODELS).
 
     Strict serializability implies serializability, which implies snapshot isolation (a cycle in
     snapshot isolation's graph is a closed walk in serializability's), and real-time order leaves
-    the solver little to choose: so serializable and snapshot-isolation are first tried as
-    strict-serializable, and only a history that is not strict serializable is searched again
-    without real time."""
-    t0 = time.monotonic()
+    the solver little to choose: so strict-serializable is decided first, once, and only when a
+    history is not strict serializable are the others searched again without real time."""
     build = _list_append if workload == "list-append" else _rw_register
-    try:
-        if model != "strict-serializable":
-            strict = _solve(build(txns, "strict-serializable"), "strict-serializable", deadline)
-            if strict.valid is True:
-                strict.model = model
-                strict.stats.update(seconds=round(time.monotonic() - t0, 3), by="strict-serializable")
-                return strict
-        d = _solve(build(txns, model), model, deadline)
-    except _Invalid as e:
-        return Decision(model, False, reason=e.reason, stats={"seconds": round(time.monotonic() - t0, 3)})
-    d.stats["seconds"] = round(time.monotonic() - t0, 3)
-    return d
+    out: dict[str, Decision] = {}
+    strict: Decision | None = None
+    for model in models:
+        t0 = time.monotonic()
+        try:
+            if strict is None:
+                strict = _solve(build(txns, "strict-serializable"), "strict-serializable", deadline)
+            if model == "strict-serializable" or strict.valid is True:
+                d = replace(strict, model=model, stats=dict(strict.stats))
+                if model != "strict-serializable":
+                    d.stats["by"] = "strict-serializable"
+            else:
+                d = _solve(build(txns, model), model, deadline)
+        except _Invalid as e:  # a read no execution gives: the same under every model
+            d = Decision(model, False, reason=e.reason)
+        d.stats["seconds"] = round(time.monotonic() - t0, 3)
+        out[model] = d
+    return out
 
 
 # ---- the problem: known edges and choices --------------------------------------------------------
@@ -289,15 +300,14 @@ def _hints(txns: Sequence[Txn], choices: list[tuple[list[Edge], list[Edge]]]) ->
     return [txns[first[0][0]].complete_pos <= txns[first[0][1]].complete_pos for first, _ in choices]
 
 
-def _ranked_hints(p: Problem, txns: Sequence[Txn], live: list[int]) -> list[bool]:
+def _ranked_hints(p: Problem, known: Sequence[Edge]) -> list[bool]:
     """Better hints: each choice by the position of its two transactions in one order that keeps
-    every known edge and, where they allow, real time and completion order (a topological order
-    of the known edges with real-time edges as ties' tie-break): a candidate serial order."""
-    import heapq
-
+    every `known` edge and, where they allow, completion order (a topological order of the known
+    edges, ties broken by completion): a candidate serial order."""
+    txns = p.txns
     succ: dict[int, list[int]] = {}
-    indeg: dict[int, int] = dict.fromkeys(live, 0)
-    for a, b, _, _ in p.known:
+    indeg: dict[int, int] = dict.fromkeys(p.live, 0)
+    for a, b, _, _ in known:
         succ.setdefault(a, []).append(b)
         indeg[b] = indeg.get(b, 0) + 1
     key = {i: (txns[i].complete_pos, i) for i in indeg}
@@ -481,12 +491,13 @@ def _reach(n: int, edges: Sequence[Edge]) -> list[int] | None:
     return reach
 
 
-def _prune(p: Problem, model: str, deadline: Deadline) -> tuple[list[Edge], list[int]] | list[int]:
+def _prune(p: Problem, model: str, deadline: Deadline) -> tuple[list[Edge], list[int]]:
     """Cobra's pruning, to a fixpoint: a choice one of whose bundles closes a cycle with the known
     edges (checked by reachability: an edge a -> b with b reaching a) is decided the other way.
     Snapshot isolation prunes by its ww and wr edges only (a cycle of those is forbidden there
-    too). Returns (known edges, undecided choice indices), or the indices of a known cycle's edges
-    (edges as listed in the returned known list's order: see caller)."""
+    too). Returns the known edges (the decided choices' appended) and the undecided choices'
+    indices; when the known edges close a cycle, every choice is left undecided and the caller
+    finds that cycle."""
     known = list(p.known)
     open_ = list(range(len(p.choices)))
     while True:
@@ -552,7 +563,7 @@ def _solve(p: Problem, model: str, deadline: Deadline) -> Decision:
         stats["solver_s"] = 0.0
         with solver_ as solver:
             # start from the order the writes completed in, which real executions mostly keep
-            hints = _ranked_hints(Problem(p.n, p.live, known, p.choices, p.hints), p.txns, p.live)
+            hints = _ranked_hints(p, known)
             solver.set_phases([var[c] if hints[c] else -var[c] for c in open_])
             while True:
                 deadline.check("exact search")

@@ -28,7 +28,7 @@ from jepsen_py.lifetime import signals_raise
 from jepsen_py.numbers import MAX_SECONDS, MAX_WORKERS, integer, number
 from jepsen_py.numbers import check as check_number
 from jepsen_py.store import finite_json
-from jepsen_py.verdict import exit_code
+from jepsen_py.verdict import BASIS, basis, exit_code
 
 NAME = "check"
 HELP = ("check a history file (jsonl, Jepsen edn or log, Porcupine kv) for linearizability, or a "
@@ -221,10 +221,8 @@ def _run_txn(args: argparse.Namespace) -> int:
         word = {True: "valid", False: "INVALID"}.get(result["valid"], "unknown")  # type: ignore[arg-type]
         t = result["txns"]
         asked = ", ".join([*wanted, *(f"no {a}" for a in extra)])
-        how = {"exact": "decided exactly", "elle-style and exact": "exact where it can be, else Elle-style"}
         print(f"{args.file}: {word} under {asked} ({args.model}, {t['ok']} ok, {t['fail']} "
-              f"failed, {t['info']} indeterminate transactions) "
-              f"({how.get(result.get('verdict', ''), 'evidence: Elle-style')})")
+              f"failed, {t['info']} indeterminate transactions) ({basis(result) or BASIS['elle-style']})")
         if result.get("unknown_reason"):
             print(f"  unknown: {result['unknown_reason']}")
         if result.get("ignored"):

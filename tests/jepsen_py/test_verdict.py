@@ -14,7 +14,7 @@ from jepsen_py.errors import (
     EnvironmentProblem,
     FrameworkFailure,
 )
-from jepsen_py.verdict import exit_code, merge
+from jepsen_py.verdict import basis, exit_code, merge
 
 verdicts = st.sampled_from([True, False, "unknown"])
 
@@ -52,3 +52,13 @@ def test_exit_codes() -> None:
     assert BadInput("x").exit_code == EXIT_BAD_INPUT == 254
     assert EnvironmentProblem("x").exit_code == 254
     assert FrameworkFailure("x").exit_code == EXIT_FRAMEWORK == 255
+
+
+def test_what_a_transactional_verdict_rests_on_is_said_one_way() -> None:
+    """The run summary and `check` word a transactional checker's "verdict" alike; a result that
+    does not say (another checker's, a plugin's odd value) gets no words."""
+    assert basis({"verdict": "exact"}) == "decided exactly"
+    assert basis({"verdict": "elle-style"}) == "evidence: Elle-style"
+    assert basis({"verdict": "elle-style and exact"}) == "exact where it can be, else Elle-style"
+    odd = ({}, {"verdict": 1}, {"verdict": ["exact"]}, {"verdict": "x"}, None)
+    assert [basis(r) for r in odd] == [None] * len(odd)
