@@ -20,9 +20,10 @@ from jepsen_py.numbers import MAX_SECONDS
 
 @dataclass(frozen=True)
 class Knob:
-    """What one knob holds: a whole number in [lo, hi], a number in [lo, hi], or a boolean."""
+    """What one knob holds: a whole number in [lo, hi], a number in [lo, hi], a boolean, or names
+    (checked where they are read)."""
 
-    kind: str  # "count", "number" or "flag"
+    kind: str  # "count", "number", "flag" or "names"
     lo: float = 0
     hi: float = 0
     what: str = ""
@@ -58,6 +59,10 @@ KNOBS: dict[str, Knob] = {
     "sequential_keys": Knob("flag", what="true or false"),
     "linearizable_keys": Knob("flag", what="true or false"),
     "exact": Knob("flag", what="true or false"),
+    # The transactional check's models and anomalies: each one's default depends on the other, so
+    # the pair is parsed and checked once, by checkers/elle/wanted.py, as `check`'s flags are.
+    "consistency_models": Knob("names", what="consistency models"),
+    "anomalies": Knob("names", what="anomalies"),
 }
 
 
@@ -83,7 +88,7 @@ def parse_value(text: str) -> Any:
 def check(key: str, value: Any) -> Any:
     """`value` if `key` is a knob it fits (or no knob of ours); else BadInput naming both."""
     knob = KNOBS.get(key)
-    if knob is None:
+    if knob is None or knob.kind == "names":
         return value
     flag = f"--workload-option {key}"
     if knob.kind == "flag":

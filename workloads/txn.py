@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from jepsen_py.checkers.elle import Inference
 
 FS = frozenset({"txn"})
-DEFAULT_MODELS = ("strict-serializable",)
 # Final reads wait this long after heal (Jepsen's quiet period), as in workloads.append.
 FINAL_DELAY_S = 1.0
 # Keys read by one final transaction: small enough for any system's transaction limits.
@@ -106,30 +105,8 @@ class TxnGen:
                 for chunk in chunks for n in nodes]
 
 
-def _names(options: dict[str, Any], key: str, default: str) -> list[str]:
-    """A list option: "a,b" text, one name, or a JSON list."""
-    v = options.get(key, default)
-    names = v.split(",") if isinstance(v, str) else v
-    if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
-        raise BadInput(f"--workload-option {key}: expected names separated by commas, got {v!r}")
-    return [x.strip() for x in names if x.strip()]
-
-
-def consistency_models(options: dict[str, Any]) -> list[str]:
-    """The `consistency_models` option as a list (none when only `anomalies` is given, or for
-    "none")."""
-    default = "" if "anomalies" in options else ",".join(DEFAULT_MODELS)
-    out = _names(options, "consistency_models", default)
-    if out == ["none"]:
-        out = []
-    if not out and not anomalies(options):
-        raise BadInput("--workload-option consistency_models: no model named (and no anomalies)")
-    return out
-
-
-def anomalies(options: dict[str, Any]) -> list[str]:
-    """The `anomalies` option as a list."""
-    return _names(options, "anomalies", "")
+# How a run's user gives the transactional check's models and anomalies (checkers/elle/wanted.py).
+OPTION_LABELS = ("--workload-option consistency_models", "--workload-option anomalies")
 
 
 def inference(name: str, options: dict[str, Any]) -> Inference:
@@ -145,7 +122,7 @@ def inference(name: str, options: dict[str, Any]) -> Inference:
 
 def txn_workload(name: str, spec: TestSpec) -> Workload:
     """The list-append or rw-register workload (`name`), knobs from spec.options."""
-    from jepsen_py.checkers.elle import ElleChecker
+    from jepsen_py.checkers.elle import ElleChecker, parse_wanted
 
     o = spec.options
     state = TxnGen(WRITE_F[name],
@@ -156,8 +133,7 @@ def txn_workload(name: str, spec: TestSpec) -> Workload:
                    read_fraction=float(o.get("read_fraction", 0.5)))
     if int(o.get("min_txn_length", 1)) > int(o.get("max_txn_length", 4)):
         raise BadInput("--workload-option min_txn_length: must not exceed max_txn_length")
-    wanted = consistency_models(o)
-    extra = anomalies(o)
+    wanted, extra = parse_wanted(o.get("consistency_models"), o.get("anomalies"), labels=OPTION_LABELS)
     assume = inference(name, o)
     # Lambdas, not bound methods: copies of the generator tree must keep sharing `state`.
     return Workload(

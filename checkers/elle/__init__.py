@@ -63,6 +63,7 @@ from jepsen_py.checkers.elle.budget import Deadline, OutOfTime
 from jepsen_py.checkers.elle.checker import WORKLOADS, ElleChecker, check
 from jepsen_py.checkers.elle.inference import Inference
 from jepsen_py.checkers.elle.models import MODELS, boundary, impossible, prohibited
+from jepsen_py.checkers.elle.wanted import parse_wanted
 
 __all__ = ["MODELS", "WORKLOADS", "Deadline", "ElleChecker", "Inference", "OutOfTime", "boundary", "check",
-           "impossible", "prohibited"]
+           "impossible", "parse_wanted", "prohibited"]

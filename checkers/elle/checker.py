@@ -32,6 +32,7 @@ from jepsen_py.checkers.elle.graph import (
 from jepsen_py.checkers.elle.inference import NONE, Inference
 from jepsen_py.checkers.elle.order import process_edges, realtime_edges, realtime_pairs
 from jepsen_py.checkers.elle.txn import APPEND, WRITE, Txn, counts, left_out, transactions
+from jepsen_py.checkers.elle.wanted import parse_wanted
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import OK, Op
@@ -132,23 +133,13 @@ class Wanted:
     anomalies: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, workload: str, consistency_models: Iterable[str] | None,
-           anomalies: Iterable[str] = ()) -> Wanted:
-        """BadInput for an unknown workload, model or anomaly, or for asking for nothing."""
-        ms = list(consistency_models or ())
-        extra = list(anomalies)
+    def of(cls, workload: str, consistency_models: str | Iterable[str] | None,
+           anomalies: str | Iterable[str] | None = ()) -> Wanted:
+        """BadInput for an unknown workload, model or anomaly, or for asking for nothing
+        (checkers/elle/wanted.py: None models are the default ones)."""
         if workload not in WORKLOADS:
             raise BadInput(f"unknown transactional workload {workload!r}; known: {', '.join(WORKLOADS)}")
-        unknown = models.unknown_models(ms)
-        if unknown:
-            raise BadInput(f"unknown consistency model(s) {', '.join(unknown)}; "
-                           f"known: {', '.join(sorted(models.MODELS))}")
-        bad = models.unknown_anomalies(extra)
-        if bad:
-            raise BadInput(f"unknown anomaly(s) {', '.join(bad)}; "
-                           f"known: {', '.join(sorted(models.ANOMALIES))}")
-        if not ms and not extra:
-            raise BadInput("no consistency model or anomaly to check for")
+        ms, extra = parse_wanted(consistency_models, anomalies)
         return cls(tuple(ms), tuple(extra))
 
     def prohibited(self) -> set[str]:

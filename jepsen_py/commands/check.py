@@ -178,7 +178,7 @@ def _no_model_ops(ops: list[Any], args: argparse.Namespace) -> BadInput:
 
 def _run_txn(args: argparse.Namespace) -> int:
     """A transactional history: Elle-style inference, cycles, the models it rules out."""
-    from jepsen_py.checkers.elle import Inference, check
+    from jepsen_py.checkers.elle import Inference, check, parse_wanted
 
     for flag, value in (("--init", args.init), ("--nil-read", args.nil_read),
                         ("--failed-cas", args.failed_cas), ("--workers", args.workers)):
@@ -189,7 +189,8 @@ def _run_txn(args: argparse.Namespace) -> int:
                      ("--transaction-order", args.transaction_order is not None)):
         if on and args.model != "rw-register":
             raise BadInput(f"{flag} applies to rw-register only")
-    wanted, extra = txn_wanted(args.consistency_models, args.anomalies)
+    wanted, extra = parse_wanted(args.consistency_models, args.anomalies,
+                                 labels=("--consistency-models", "--anomalies"))
     inference = Inference(wfr_keys=args.wfr_keys, sequential_keys=args.sequential_keys,
                           linearizable_keys=args.linearizable_keys,
                           transaction_order=(None if args.transaction_order is None
@@ -236,27 +237,6 @@ def _run_txn(args: argparse.Namespace) -> int:
             print(f"  rules out: {', '.join(result['not'])}"
                   + (f" (and so {', '.join(result['also_not'])})" if result["also_not"] else ""))
     return exit_code(result["valid"])
-
-
-def txn_wanted(consistency_models: str | None, anomalies: str | None) -> tuple[list[str], list[str]]:
-    """--consistency-models and --anomalies as lists: the models default to strict-serializable
-    unless anomalies are given; 'none' names no model."""
-    extra = _names("--anomalies", anomalies) if anomalies is not None else []
-    if consistency_models is None:
-        return ([] if extra else ["strict-serializable"]), extra
-    models = _names("--consistency-models", consistency_models)
-    if models == ["none"]:
-        models = []
-    if not models and not extra:
-        raise BadInput("--consistency-models none needs --anomalies: nothing would be checked")
-    return models, extra
-
-
-def _names(flag: str, text: str) -> list[str]:
-    out = [m.strip() for m in text.split(",")]
-    if not all(out):
-        raise BadInput(f"{flag}: an empty name in {text!r}")
-    return out
 
 
 def _transaction_order(file: Path) -> dict[int, float]:

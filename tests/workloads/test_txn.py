@@ -70,10 +70,35 @@ def test_consistency_models_knob_reaches_the_checker() -> None:
     assert elle.name == "elle" and elle.consistency_models == ["serializable", "snapshot-isolation"]
     assert WORKLOADS["rw-register"](make_spec(Path("/tmp"))).checkers[0].consistency_models == [
         "strict-serializable"]
-    with pytest.raises(BadInput, match="consistency model"):
+    with pytest.raises(BadInput, match=r"^--workload-option consistency_models: unknown consistency model"):
         WORKLOADS["list-append"](make_spec(Path("/tmp"), options={"consistency_models": "sane"}))
     with pytest.raises(BadInput, match="min_txn_length"):
         WORKLOADS["list-append"](make_spec(Path("/tmp"), options={"min_txn_length": 5}))
+
+
+@pytest.mark.parametrize(("options", "models", "anomalies"), [
+    ({"anomalies": "G2"}, [], ["G2"]),
+    ({"consistency_models": "none", "anomalies": ["G1", "G2"]}, [], ["G1", "G2"]),
+    ({"consistency_models": ["serializable"], "anomalies": "G1"}, ["serializable"], ["G1"]),
+])
+def test_models_and_anomalies_options(options: dict[str, object], models: list[str],
+                                      anomalies: list[str]) -> None:
+    """The options are parsed as `check --consistency-models/--anomalies` are
+    (checkers/elle/wanted.py); a refusal names the option as a run's user gives it."""
+    elle = WORKLOADS["list-append"](make_spec(Path("/tmp"), options=options)).checkers[0]
+    assert (elle.consistency_models, elle.anomalies) == (models, anomalies)
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"consistency_models": "none"},
+     "--workload-option consistency_models none needs --workload-option anomalies"),
+    ({"anomalies": "G3"}, "--workload-option anomalies: unknown anomaly(s) G3; known: "),
+    ({"anomalies": "G2,"}, "--workload-option anomalies: an empty name in 'G2,'"),
+])
+def test_models_and_anomalies_refusals_name_the_option(options: dict[str, object], message: str) -> None:
+    with pytest.raises(BadInput) as e:
+        WORKLOADS["rw-register"](make_spec(Path("/tmp"), workload="rw-register", options=options))
+    assert str(e.value).startswith(message)
 
 
 @pytest.mark.parametrize(("item", "message"), [

@@ -58,12 +58,15 @@ def test_jsonl_rw_register_history(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--consistency-models", "serialisable"], "unknown consistency model"),
+    (["--consistency-models", "serialisable"],
+     "--consistency-models: unknown consistency model(s) serialisable; known: "),
     (["--init", "0"], "--init does not apply"),
     (["--process-keys"], "--sequential-keys applies to rw-register only"),
     (["--wfr-keys"], "--wfr-keys applies to rw-register only"),
     (["--consistency-models", "none"], "--consistency-models none needs --anomalies"),
-    (["--anomalies", "G3"], "unknown anomaly(s) G3"),
+    (["--anomalies", "G3"], "--anomalies: unknown anomaly(s) G3"),
+    (["--consistency-models", "serializable,", "--anomalies", "G2"], "--consistency-models: an empty name"),
+    (["--consistency-models", "none,serializable", "--anomalies", "G2"], "'none' names no model"),
 ])
 def test_bad_arguments_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
                                     message: str) -> None:
