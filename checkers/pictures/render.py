@@ -11,8 +11,8 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from jepsen_py.checkers.linearizable.visualization import render_failures
 from jepsen_py.checkers.pictures.isolation import render_isolation
+from jepsen_py.checkers.pictures.linearizability import render_failures
 from jepsen_py.checkers.pictures.perf import render_perf
 from jepsen_py.checkers.pictures.runview import RunView, load_run
 from jepsen_py.checkers.pictures.timeline import render_timeline

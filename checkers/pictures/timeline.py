@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jepsen_py.checkers.linearizable.visualization import failures_in
 from jepsen_py.checkers.pictures.isolation import found_in
+from jepsen_py.checkers.pictures.linearizability import failures_in
 from jepsen_py.checkers.pictures.plotpage import esc, page, verdict_badge
 from jepsen_py.checkers.pictures.runview import NS, RunView, load_run, pair_type
 

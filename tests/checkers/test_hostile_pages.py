@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from jepsen_py.checkers.linearizable.visualization import render_failures
 from jepsen_py.checkers.pictures.isolation import _short, render_isolation
+from jepsen_py.checkers.pictures.linearizability import render_failures
 from jepsen_py.checkers.pictures.perf import perf_figure, render_perf
 from jepsen_py.checkers.pictures.render import render_run
 from jepsen_py.checkers.pictures.runview import load_run

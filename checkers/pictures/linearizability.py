@@ -157,7 +157,7 @@ details { margin: 0.4em 0; }
 tr.final td { background: #eef3fb; font-weight: bold; }
 """
 
-_SCRIPT = (Path(__file__).with_name("visualization.js")).read_text(encoding="utf-8")
+_SCRIPT = (Path(__file__).with_name("linearizability.js")).read_text(encoding="utf-8")
 
 
 def _table(rows: list[list[str]], head: list[str], last_cls: str = "") -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from jepsen_py.checkers.linearizable import check, get_model
-from jepsen_py.checkers.linearizable.visualization import failure_view, failures_in, render
+from jepsen_py.checkers.pictures.linearizability import failure_view, failures_in, render
 from jepsen_py.checkers.pictures.runview import load_run
 from jepsen_py.checkers.pictures.timeline import render as render_timeline
 
