@@ -52,6 +52,7 @@ LAYERS: tuple[Layer, ...] = (
         "jepsen_py.dbversion", "jepsen_py.analysis", "jepsen_py.junit",
         "jepsen_py.progress", "jepsen_py.observer", "jepsen_py.workers", "jepsen_py.interpreter",
         "jepsen_py.engine", "jepsen_py.runner", "jepsen_py.matrix", "jepsen_py.dbcheck", "jepsen_py.sim",
+        "jepsen_py.runflags",
     ), ("node", "core", "parts")),
     # beside run: many runs at once; only the top imports it
     Layer("spark", ("jepsen_py.spark",), ("node", "core", "parts")),
@@ -60,8 +61,6 @@ LAYERS: tuple[Layer, ...] = (
     Layer("top", (
         "jepsen_py.commands", "jepsen_py.cli", "jepsen_py.__main__", "jepsen_py.web", "jepsen_py.api",
         "jepsen_py.pytest_plugin", "jepsen_py.postrun",
-        # test-all --backend sim, which builds each cell's spec as `jepsen-py run FLAGS` would
-        "jepsen_py.commands.test_all", "jepsen_py.sim.matrix",
         # the command's adapter that hands explore's slices to Spark's executors
         "jepsen_py.spark.explore",
     ), ("node", "core", "parts", "run", "spark", "explore")),
@@ -208,7 +207,28 @@ def problems(root: Path = ROOT) -> list[str]:
     for lname, graph in edges.items():
         for cycle in _cycles(graph):
             bad.append(f"layer {lname}: {' -> '.join(cycle)} import each other; one of them must not")
+    for package, graph in sorted(_sibling_edges(known).items()):
+        for cycle in _cycles(graph):
+            bad.append(f"package {package}: {' -> '.join(cycle)} import each other; one of them must not")
     return bad
+
+
+def _sibling_edges(known: dict[str, Path]) -> dict[str, dict[str, set[str]]]:
+    """package -> its modules and subpackages -> the siblings each imports (anything under a
+    subpackage counts as the subpackage), so a loop between two folders of one part shows too."""
+    graphs: dict[str, dict[str, set[str]]] = {}
+    for name, path in known.items():
+        for imp in imports(name, path, known):
+            a, b = name.split("."), imp.imported.split(".")
+            common = 0
+            while common < min(len(a), len(b)) and a[common] == b[common]:
+                common += 1
+            if common >= len(a) or common >= len(b):
+                continue  # a package's own __init__, or a module importing a package above it
+            package = ".".join(a[:common])
+            child, sibling = ".".join(a[:common + 1]), ".".join(b[:common + 1])
+            graphs.setdefault(package, {}).setdefault(child, set()).add(sibling)
+    return graphs
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -260,6 +280,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "__init__.py").write_text("")
     for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     return tmp_path
 
@@ -273,6 +294,8 @@ def test_the_rule_sees_each_kind_of_wrong_import(tmp_path):
         "checkers/x.py": "from jepsen_py.nemeses.faults import y\n",
         "jepsen_py/newthing.py": "",
         "workloads/a.py": "import importlib\nimportlib.import_module('jepsen_py.runner')\n",
+        "checkers/pa/__init__.py": "", "checkers/pa/m.py": "from jepsen_py.checkers.pb.n import z\n",
+        "checkers/pb/__init__.py": "", "checkers/pb/n.py": "from ..pa import m\n",
     })
     found = problems(root)
     assert any("jepsen_py.errors:1 imports jepsen_py.runner: layer core may not use layer run" in p
@@ -284,3 +307,5 @@ def test_the_rule_sees_each_kind_of_wrong_import(tmp_path):
     assert any("jepsen_py.workloads.a:2 imports jepsen_py.runner: layer parts may not use layer run" in p
                for p in found)
     assert not any(p.startswith("jepsen_py.runner:1") for p in found)
+    assert any(p.startswith("package jepsen_py.checkers:") and "jepsen_py.checkers.pa" in p
+               and "jepsen_py.checkers.pb" in p for p in found)

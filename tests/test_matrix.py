@@ -397,19 +397,15 @@ class _Started(Exception):
 def _run_takes(cell: mx.Cell, backend: str) -> str | None:
     """None when `jepsen-py run` takes the cell's flags on `backend` (its parser, run's name checks and
     the backend's own), else what it says."""
-    from jepsen_py import spec as specmod
-    from jepsen_py.backends import backend_kind
+    from jepsen_py import runflags
     from jepsen_py.cli import build_parser
-    from jepsen_py.commands import run as runcmd
 
     argv = mx.run_argv(cell, "check", Path("results"), 5, None)
     flags = [*argv[argv.index("run") + 1:], "--backend", backend]
     try:
         with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
             ns = build_parser().parse_args(["run", *flags])
-        spec = specmod.from_args(ns, runcmd.collect_options(ns))
-        runcmd.check_names(spec)
-        backend_kind(backend).check_args(ns)
+        runflags.spec_from_args(ns, versioned=False)
     except SystemExit:
         return f"run refuses {flags}"
     except BadInput as e:

@@ -12,23 +12,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from jepsen_py import runflags, store
 from jepsen_py import spec as specmod
-from jepsen_py import store
-from jepsen_py.backends import BACKENDS, add_backend_arguments, backend_kind, backend_options, get_backend
-from jepsen_py.bugs import check_bugs
-from jepsen_py.dbversion import db_version
+from jepsen_py.backends import backend_kind, get_backend
 from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, BadInput, RunInterrupted
 from jepsen_py.explore.rerun import run_schedule
-from jepsen_py.flags import check_output_file, check_room, path_text
+from jepsen_py.flags import check_output_file, check_room
 from jepsen_py.junit import write_junit_outcomes
 from jepsen_py.plugins import (
     build_nemesis,
     build_workload,
     builtin_workloads,
-    check_db_flags,
-    check_nemesis_names,
-    check_workload_name,
-    declared_bugs,
     load_db,
 )
 from jepsen_py.postrun import CLI_POST_RUN
@@ -38,7 +32,6 @@ from jepsen_py.runner import run_test
 from jepsen_py.seeds import run_seed
 from jepsen_py.spec import DEFAULT_DB, db_options_text
 from jepsen_py.verdict import exit_code, merge
-from jepsen_py.workloads import add_workload_arguments, workload_options
 
 NAME = "run"
 HELP = "run a test: provision nodes, drive clients and faults, record and check the history"
@@ -51,43 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "example: jepsen-py run --workload offsets --nemesis partition-leader --time-limit 60. "
         "Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments or input, 255 framework failure."
     )
-    specmod.add_arguments(parser)
-    parser.add_argument("--schedule", type=path_text, default=None, metavar="FILE",
-                        help="replay a schedule file (from jepsen-py explore): in simulation exactly, "
-                             "elsewhere its faults at the same offsets; says whether its anomaly reproduced")
-    parser.add_argument("--db-version", default=None, metavar="VERSION",
-                        help="the version of the system under test, recorded so runs of different "
-                             "builds are aggregated apart (default: for our cluster the git describe "
-                             "of the uploaded code, else unversioned)")
-    add_backend_arguments(parser)
-    add_workload_arguments(parser)
-
-
-def collect_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Everything that goes into TestSpec.options: backend and workload flags."""
-    options = backend_options(args)
-    options.update(workload_options(args) or {})
-    return options
-
-
-def check_names(spec: TestSpec) -> None:
-    """Unknown workload, nemesis or backend: one line naming it and the choices. Outside ones
-    (MODULE:NAME or an entry point) are looked up by jepsen_py.plugins."""
-    check_db_flags(spec)
-    check_workload_name(spec.workload, builtin_workloads())
-    check_nemesis_names(list(spec.nemesis))
-    if spec.backend not in BACKENDS:
-        raise BadInput(f"--backend: unknown backend {spec.backend!r} (choose from {', '.join(BACKENDS)})")
-    check_db_bugs(spec)
-
-
-def check_db_bugs(spec: TestSpec) -> None:
-    """--bug names the DB does not know: refused before anything is provisioned. A DB declares its
-    bugs with a `known_bugs()` static method; one that declares none takes no --bug at all."""
-    if not spec.bugs:
-        return
-
-    check_bugs(spec.bugs, declared_bugs(spec.db), db=spec.db)
+    runflags.add_arguments(parser)
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -152,10 +109,7 @@ def _run(args: argparse.Namespace) -> int:
 
         return run_schedule(args, CLI_POST_RUN)
 
-    spec = specmod.from_args(args, collect_options(args))
-    spec.options["db_version"] = db_version(spec.db, args.db_version)
-    check_names(spec)
-    backend_kind(spec.backend).check_args(args)
+    spec = runflags.spec_from_args(args)
     check_outputs(args)
 
     store.remove_stale_temps(spec.results_dir)

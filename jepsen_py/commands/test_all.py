@@ -19,11 +19,8 @@ from pathlib import Path
 from types import ModuleType
 
 from jepsen_py import matrix as mx
-from jepsen_py import spec as specmod
-from jepsen_py import store
+from jepsen_py import runflags, store
 from jepsen_py.backends import backend_kind, is_simulated, simulator
-from jepsen_py.cli import build_parser
-from jepsen_py.commands import run as runcmd
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import check_room, path
 from jepsen_py.numbers import MAX_SECONDS, check_seeds, integer, number
@@ -140,7 +137,7 @@ def check_cells(cells: list[mx.Cell], args: argparse.Namespace) -> None:
     the file is loaded: a name the DB or the framework does not know is one line naming the file's
     entry and 254 before any run starts, not a failed run of the cell after the matrix has started
     (which test-all could only report as 255: no run carried out)."""
-    parser = build_parser()
+    parser = runflags.parser()
     seen: set[tuple[object, ...]] = set()
     for cell in cells:
         key = (cell.bug, cell.workload, cell.nemesis, cell.read_mode, cell.args)
@@ -154,10 +151,8 @@ def check_cells(cells: list[mx.Cell], args: argparse.Namespace) -> None:
         said = io.StringIO()
         try:
             with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
-                ns = parser.parse_args(["run", *flags])
-            spec = specmod.from_args(ns, runcmd.collect_options(ns))
-            runcmd.check_names(spec)
-            backend_kind(spec.backend).check_args(ns)
+                ns = parser.parse_args(flags)
+            runflags.spec_from_args(ns, versioned=False)
         except SystemExit:  # the parser refused the flags (or printed help for a --help in args)
             told = " ".join(said.getvalue().split()).split(": error: ", 1)[-1] or "not flags a run takes"
             msg = re.sub(r" \(see jepsen-py[^()]* --help\)$", "", told)

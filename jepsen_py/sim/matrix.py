@@ -30,15 +30,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from jepsen_py import matrix as mx
-from jepsen_py import spec as specmod
-from jepsen_py.cli import build_parser
-from jepsen_py.commands import run as runcmd
-from jepsen_py.dbversion import db_version
+from jepsen_py import runflags
 from jepsen_py.errors import BadInput, JepsenError
 from jepsen_py.lifetime import die_with_parent
 from jepsen_py.plugins import build_nemesis
 from jepsen_py.seeds import run_seed
-from jepsen_py.sim.backend import check_args
 from jepsen_py.sim.nemesis import SUPPORTED
 from jepsen_py.sim.progress import SimStatus
 from jepsen_py.sim.run import run_sim
@@ -151,16 +147,11 @@ _VERSION: dict[str, str] = {}
 def spec_for(flags: list[str]) -> Any:
     """The TestSpec `jepsen-py run FLAGS` would build, checked as it checks it (BadInput if not)."""
     try:
-        args = build_parser().parse_args(["run", *flags])
+        args = runflags.parser().parse_args(flags)
     except SystemExit as e:  # the parser printed its one line already
         raise BadInput(f"bad run flags for the simulator: {' '.join(flags)}") from e
-    spec = specmod.from_args(args, runcmd.collect_options(args))
-    if spec.db not in _VERSION:  # git describe once per matrix, not once per run
-        _VERSION[spec.db] = db_version(spec.db, args.db_version)
-    spec.options["db_version"] = _VERSION[spec.db]
-    runcmd.check_names(spec)
-    check_args(args)
-    return spec
+    # git describe once per matrix, not once per run
+    return runflags.spec_from_args(args, versions=_VERSION)
 
 
 def run_cell_sim(cell: mx.Cell, iteration: int, results_dir: Path, matrix: str, node_count: int,

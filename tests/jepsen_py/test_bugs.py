@@ -6,8 +6,8 @@ import pytest
 from jepsen_py.cluster.bugs import NAMES, Bugs
 
 from jepsen_py.bugs import check_bugs, node_bugs
-from jepsen_py.commands.run import check_db_bugs
 from jepsen_py.errors import BadInput
+from jepsen_py.runflags import check_db_bugs
 from jepsen_py.sim.run import check_spec
 from tests.jepsen_py.fakes import make_spec
 

@@ -75,8 +75,8 @@ class _RaisingGenerator(_Raises):
 
 
 def test_plugin_hooks_that_raise_are_one_line_naming_the_plugin(tmp_path: Path) -> None:
-    from jepsen_py.commands.run import check_db_bugs
     from jepsen_py.plugins import build_nemesis, check_capabilities
+    from jepsen_py.runflags import check_db_bugs
 
     spec = make_spec(tmp_path)
     for nemesis, message in ((_Raises(), "--nemesis: _Raises: fs() raised RuntimeError: fs boom"),

@@ -9,8 +9,8 @@ import pytest
 
 from jepsen_py import cli
 from jepsen_py import spec as specmod
-from jepsen_py.commands.run import collect_options
 from jepsen_py.errors import BadInput
+from jepsen_py.runflags import collect_options
 
 
 def parse(*argv: str) -> argparse.Namespace:
