@@ -10,4 +10,7 @@
   search    random search, then coverage-guided mutation, until a finding or the budget ends
   shrink    a failing schedule reduced to a small one that fails with the same anomaly kind
   system    the system a search runs trials against, on any backend (its BackendKind says how)
+  plan      the search a command line asks for (backend, DB, bugs, space), checked before anything runs
+  finding   a failing trial shrunk, hardened and written down (finding-N/, FindingReport)
+  driver    what the driver of a search fanned out over other cores does with each trial and finding
 """

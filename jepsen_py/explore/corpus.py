@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.errors import BadInput
+from jepsen_py.explore.search import Search
 from jepsen_py.explore.space import Config, Space
 from jepsen_py.store import make_dirs, read_json, write_text_atomic
 
@@ -219,3 +220,12 @@ class Keeper:
         n = save(self.path, (Entry(cfg, feats) for cfg, feats in new), **self.meta)
         self.written += n
         return n
+
+
+def resume(path: Path, search: Search, space: Space, **meta: Any) -> tuple[Keeper, Loaded]:
+    """Starts `search` from the directory's entries its space can use (`explore --corpus DIR`), and
+    the Keeper that writes what it keeps from now on there too, with `meta` in each file; what was
+    loaded and skipped is the caller's to tell."""
+    loaded = load(path, space)
+    search.load((e.config, e.features) for e in loaded.entries)
+    return Keeper(path, search.corpus, meta=meta), loaded

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.checkers.pictures.plotpage import esc, page
+from jepsen_py.explore.search import Search, Trial
 from jepsen_py.store import write_text_atomic
 
 REPORT_FILE = "report.html"
@@ -34,6 +35,15 @@ class TrialRow:
     anomalies: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     unknown: bool = False  # no verdict
+
+
+def trial_row(trial: Trial, search: Search, before: int, at_s: float) -> TrialRow:
+    """`trial`'s row, the last `search` ran: `before` is the features the search had seen before it,
+    `at_s` the search seconds when it ended."""
+    return TrialRow(n=search.stats.tried, at_s=at_s, config=trial.config.label() if trial.config else "",
+                    wall_s=trial.wall_seconds, features=search.stats.features,
+                    new=search.stats.features - before, anomalies=dict(trial.anomalies),
+                    error=trial.error, unknown=trial.unknown)
 
 
 _CSS = """

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from jepsen_py.commands.explore import Plan, _summarize
+from jepsen_py.commands.explore import _summarize
 from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_UNKNOWN, EXIT_VALID
+from jepsen_py.explore.plan import Plan
 from jepsen_py.explore.report import TrialRow
 from jepsen_py.explore.search import Search
 from jepsen_py.explore.space import Space

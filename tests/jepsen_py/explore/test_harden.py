@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jepsen_py.commands.explore import FindingReport, _harden, still_fails, stops_search
+from jepsen_py.explore.finding import FindingReport, harden_finding, still_fails, stops_search
 from jepsen_py.explore.harden import (
     HardenResult,
     Rate,
@@ -209,7 +209,8 @@ def test_a_finding_stepped_back_keeps_its_smallest_schedule_beside_it(tmp_path: 
 
     report = FindingReport(kind="crash", kinds={"crash": 1}, found_after_s=1.0, schedules_tried=1,
                            found_after_cpu_s=1.0, config="", original=larger.size())
-    written, kind = _harden(smallest, "crash", TwoKillsReplay(), report, 60.0, [larger, smallest], tmp_path)
+    written, kind = harden_finding(smallest, "crash", TwoKillsReplay(), report, 60.0, [larger, smallest],
+                                   tmp_path)
     assert kind == "crash" and written.nemesis_events == larger.nemesis_events and report.timing_rate == "8/8"
     kept = load(tmp_path / "schedule-smallest.json")
     assert kept.nemesis_events == smallest.nemesis_events and kept.anomaly == "crash"
@@ -236,7 +237,7 @@ def test_a_finding_is_named_by_the_kind_its_replays_under_other_timings_show_mos
     system = BackendSystem(work_dir=tmp_path / "trials", bugs=list(s.bugs))
     report = FindingReport(kind="lost-commit", kinds={"lost-commit": 1}, found_after_s=1.0, schedules_tried=1,
                            found_after_cpu_s=1.0, config="", original=s.size())
-    written, kind = _harden(s, "lost-commit", system, report, 300.0, [], tmp_path)
+    written, kind = harden_finding(s, "lost-commit", system, report, 300.0, [], tmp_path)
     assert kind == report.kind == "nonlinearizable"
     assert report.notes[0] == ("named nonlinearizable, not lost-commit: in-kind replays under other "
                                "timings show nonlinearizable in 8/8, lost-commit in 7/8 (its exact "

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from jepsen_py.backends import KINDS, backend_kind, simulator
-from jepsen_py.commands.explore import host_node_counts
 from jepsen_py.errors import BadInput
 from jepsen_py.explore import schedule as sched
+from jepsen_py.explore.plan import host_node_counts
 from jepsen_py.explore.realspace import REAL_TIME_LIMITS, outside_families, real_space
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, Config, Space, nemesis_events

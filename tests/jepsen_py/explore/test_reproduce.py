@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jepsen_py.commands.explore import reproduces, still_fails
+from jepsen_py.explore.finding import reproduces, still_fails
 from jepsen_py.explore.schedule import NEMESIS_THREAD, Event, Schedule
 from jepsen_py.explore.search import Trial
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+from jepsen_py.explore.finding import still_fails
 from jepsen_py.explore.schedule import Event, Schedule, fault_windows
 from jepsen_py.explore.search import Trial
 from jepsen_py.explore.shrink import Shrinker, shrink
@@ -91,8 +92,6 @@ class _Artifact(PlantedSystem):
 
 
 def test_shrinking_keeps_what_the_build_without_bugs_does_not_show() -> None:
-    from jepsen_py.commands.explore import still_fails
-
     system = _Artifact()
     s = big_failing()
     s = s.with_events(s.events, bugs=["planted"])
