@@ -72,7 +72,12 @@ LAYERS: tuple[Layer, ...] = (
 _ELLE = "numpy and scipy (checkers/elle/graph.py), for transactional histories only"
 _PLOTLY = "plotly (checkers/pictures/plotpage.py), for the pictures only"
 _PYARROW = "pyarrow (spark/export.py, spark/schema.py), for the Parquet export only"
+_SIM = ("the simulator (jepsen_py/sim/), loaded when --backend sim is chosen: the command line's "
+        "parser imports every backend module")
 LAZY: dict[tuple[str, str], str] = {
+    ("jepsen_py.sim.backend", "jepsen_py.sim.run"): _SIM,
+    ("jepsen_py.sim.backend", "jepsen_py.sim.matrix"): _SIM,
+    ("jepsen_py.sim.backend", "jepsen_py.sim.loop"): _SIM,
     ("jepsen_py.workloads.txn", "jepsen_py.checkers.elle"): _ELLE,
     ("jepsen_py.commands.check", "jepsen_py.checkers.elle"): _ELLE,
     ("jepsen_py.commands.check", "jepsen_py.spark.distributed_check"): "pyspark, for --engine spark only",

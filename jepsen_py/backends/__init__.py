@@ -2,12 +2,13 @@
 
 Each name stands for a `BackendKind`, what the rest of the code asks instead of comparing names:
 whether the backend is simulated (virtual time in this process: a fault acts at once, a schedule
-replays exactly), and, for one that builds its own DB, clients and nemesis (the simulator), the
-function that runs a spec on it, the checks of the command line and the spec it refuses, and its
-in-process detection matrix; and what a search (`jepsen-py explore`) asks of it: how late its
-timers fire and the spec option that redraws its timings under the same schedule. Callers (run,
-db-check, test-all, explore) ask the chosen backend's kind for these; only this module names the
-simulator's modules.
+replays exactly), and, from hooks its own module defines (see BackendKind), for one that builds
+its own DB, clients and nemesis (the simulator) the function that runs a spec on it, the checks of
+the command line and the spec it refuses, and its in-process detection matrix; and what a search
+(`jepsen-py explore`) asks of it: how late its timers fire and the spec option that redraws its
+timings under the same schedule. Callers (run, db-check, test-all, explore) ask the chosen
+backend's kind for these; the registry names each backend's module once, as a plugin is named,
+and nothing else names the simulator's modules.
 
 Implementations load lazily so `jepsen-py --help` and tests of other parts never import the docker
 SDK or paramiko. Backend-specific command-line options land in `TestSpec.options` (keyed by their
@@ -31,41 +32,34 @@ from jepsen_py.protocols import Backend, TestSpec
 
 @dataclass(frozen=True)
 class BackendKind:
-    """What the registry knows of a backend before it is built: where its class lives and what
-    it can do. `runs`, `checks_args` and `checks_spec` are "module:function" references and
-    `matrix` a module name, loaded when asked."""
+    """What the registry knows of a backend before it is built: where its class lives, whether it
+    is simulated and whether it provisions nodes. Everything else a backend can do is its module's
+    to say, by defining any of these (loaded when asked, like its `add_arguments`):
+
+    - `run(spec, **kw)`: runs a spec itself, building its own DB, clients and nemesis (else the runner)
+    - `check_args(args)`: refuses command-line options it cannot honour (else any backend option goes)
+    - `check_spec(spec)`: refuses a spec its own `run` cannot honour, before anything is created
+    - `matrix()`: the module that runs test-all's detection matrix in this process
+    - `timer_slack_s()`: how late its timers fire, in seconds (an exact replay hands each op out
+      that much early); absent: 0, a real backend's replay is not exact anyway
+    - `timing_seed_key()`: the TestSpec.options key that draws its timings (delays, disks, entropy)
+      anew under the same seed; absent: the backend's timings are the world's, never redrawn
+    - `LOGGERS`: its own engine's logger names, where a run cut short by a search's budget says so
+      (the search silences those lines: the cut is expected)
+    - `given_nodes(options)`: the hosts its options name (SSH's --ssh-host), which are the nodes when
+      no other list is given; absent: it makes whatever nodes a test asks for
+    - `options_for(options, nodes)`: its options for a test on `nodes` only (a search's trial or a
+      schedule on fewer nodes than the hosts named)
+    """
 
     name: str
     module: str
     cls: str
     #: nodes in this process in virtual time: faults act at once, schedules replay exactly
     simulated: bool = False
-    #: runs a spec on this backend when it builds its own DB, clients and nemesis (else the runner)
-    runs: str | None = None
-    #: refuses command-line options this backend cannot honour (else any backend option goes)
-    checks_args: str | None = None
     #: provisions real nodes a DB is installed on (db-check tries its hooks there)
     provisions: bool = True
-    #: refuses a spec this backend's own run function cannot honour, before anything is created
-    checks_spec: str | None = None
-    #: runs test-all's detection matrix in this process (sweep_cells, runnable, plan, run_matrix)
-    matrix: str | None = None
-    #: "module:attr[.attr]" of how late its timers fire, in seconds (an exact replay hands each op
-    #: out that much early); None: 0, a real backend's replay is not exact anyway
-    timer_slack: str | None = None
-    #: "module:attr" of the TestSpec.options key that draws its timings (delays, disks, entropy)
-    #: anew under the same seed; None: the backend's timings are the world's, never redrawn
-    timing_seed: str | None = None
-    #: loggers of its own engine, where a run cut short by a search's budget says so (the search
-    #: silences those lines: the cut is expected)
-    loggers: tuple[str, ...] = ()
-    #: "module:function" (options) -> node names: the hosts its options name (SSH's --ssh-host), which
-    #: are the nodes when no other list is given; None: it makes whatever nodes a test asks for
-    given_nodes: str | None = None
-    #: "module:function" (options, nodes) -> options: its options for a test on `nodes` only (a
-    #: search's trial or a schedule on fewer nodes than the hosts named)
-    narrows_options: str | None = None
-    #: how a user names those hosts, for the line that asks for them
+    #: how a user names its hosts, for the line that asks for them (a backend with `given_nodes`)
     hosts_flag: str = ""
 
     @property
@@ -74,62 +68,58 @@ class BackendKind:
         fault is due an interval after the previous one took effect."""
         return not self.simulated
 
+    def _hook(self, name: str) -> Any:
+        return getattr(importlib.import_module(self.module), name, None)
+
     def run_function(self) -> Callable[..., Any] | None:
-        return _load(self.runs) if self.runs else None
+        return self._hook("run")
 
     def check_args(self, args: argparse.Namespace) -> None:
-        if self.checks_args:
-            _load(self.checks_args)(args)
+        hook = self._hook("check_args")
+        if hook is not None:
+            hook(args)
 
     def check_spec(self, spec: TestSpec) -> None:
         """BadInput (one line) for what this backend's own run cannot honour; nothing otherwise."""
-        if self.checks_spec:
-            _load(self.checks_spec)(spec)
+        hook = self._hook("check_spec")
+        if hook is not None:
+            hook(spec)
 
     def matrix_runner(self) -> ModuleType | None:
         """The module that runs test-all's matrix in this process on this backend, or None."""
-        return importlib.import_module(self.matrix) if self.matrix else None
+        hook = self._hook("matrix")
+        return hook() if hook is not None else None
 
     def timer_slack_s(self) -> float:
-        return float(_load(self.timer_slack)) if self.timer_slack else 0.0
+        hook = self._hook("timer_slack_s")
+        return float(hook()) if hook is not None else 0.0
 
     def timing_seed_key(self) -> str | None:
-        return str(_load(self.timing_seed)) if self.timing_seed else None
+        hook = self._hook("timing_seed_key")
+        return str(hook()) if hook is not None else None
+
+    @property
+    def loggers(self) -> tuple[str, ...]:
+        return tuple(self._hook("LOGGERS") or ())
 
     def hosts(self, options: dict[str, Any]) -> list[str] | None:
         """The nodes `options` name for this backend (its hosts); None when it names none, or this
         backend makes its nodes itself."""
-        if not self.given_nodes:
-            return None
-        return list(_load(self.given_nodes)(options)) or None
+        hook = self._hook("given_nodes")
+        return (list(hook(options)) or None) if hook is not None else None
 
     def options_for(self, options: dict[str, Any], nodes: list[str]) -> dict[str, Any]:
         """`options` narrowed to a test on `nodes` (unchanged for a backend that names no hosts)."""
-        return dict(_load(self.narrows_options)(options, nodes)) if self.narrows_options else dict(options)
-
-
-def _load(ref: str) -> Any:
-    module_name, attr = ref.split(":")
-    obj: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
+        hook = self._hook("options_for")
+        return dict(hook(options, nodes)) if hook is not None else dict(options)
 
 
 KINDS: dict[str, BackendKind] = {k.name: k for k in (
     BackendKind("docker", "jepsen_py.backends.docker", "DockerBackend"),
-    BackendKind("ssh", "jepsen_py.backends.ssh", "SSHBackend",
-                given_nodes="jepsen_py.backends.ssh:given_nodes",
-                narrows_options="jepsen_py.backends.ssh:options_for",
-                hosts_flag="--ssh-host NODE=HOST[:PORT]"),
+    BackendKind("ssh", "jepsen_py.backends.ssh", "SSHBackend", hosts_flag="--ssh-host NODE=HOST[:PORT]"),
     BackendKind("local", "jepsen_py.backends.local", "LocalBackend"),
     BackendKind("none", "jepsen_py.backends.none", "NoneBackend", provisions=False),
-    BackendKind("sim", "jepsen_py.sim.backend", "SimBackend", simulated=True, provisions=False,
-                runs="jepsen_py.sim.run:run_sim", checks_args="jepsen_py.sim.backend:check_args",
-                checks_spec="jepsen_py.sim.run:check_spec", matrix="jepsen_py.sim.matrix",
-                timer_slack="jepsen_py.sim.loop:Scheduler.TIMER_SLACK_S",
-                timing_seed="jepsen_py.sim.run:TIMING_SEED",
-                loggers=("jepsen_py.sim.interpreter", "jepsen_py.sim.run")),
+    BackendKind("sim", "jepsen_py.sim.backend", "SimBackend", simulated=True, provisions=False),
 )}
 
 # name -> (module, class); each class is constructed as Cls(spec).

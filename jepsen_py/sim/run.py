@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from jepsen_py.analysis import PostRun
+from jepsen_py.backends import get_backend, simulator
 from jepsen_py.bugs import check_bugs, node_bugs
 from jepsen_py.errors import BadInput
 from jepsen_py.generator import Generator
@@ -44,7 +45,6 @@ from jepsen_py.raftdb import RaftMetadataDB
 from jepsen_py.references import canonical_db
 from jepsen_py.runner import run_test
 from jepsen_py.seeds import cluster_seed
-from jepsen_py.sim.backend import SimBackend
 from jepsen_py.sim.client import SimClient
 from jepsen_py.sim.cluster import CONTROLLER, SimCluster, sim_node_config
 from jepsen_py.sim.engine import SimEngine, SimOutcome
@@ -145,12 +145,12 @@ def _run_on(cluster: Any, spec: TestSpec, workload: Workload, template: Any, nem
     """run_sim's run on `cluster`, which the caller closes: the runner's phases on the simulator's
     engine."""
     db = SimDB(cluster, spec.nodes)
-    sim_nemesis = SimNemesis(nemesis, db, cluster) if nemesis is not None else None
+    sim_nemesis = SimNemesis(nemesis, db) if nemesis is not None else None
     client = SimClient.like(template, cluster.client_net)
     status = status if status is not None else SimStatus(spec.time_limit)
     engine = SimEngine(cluster, status, wall0=wall0, cpu0=cpu0)
     outcome = run_test(spec, db=db, workload=workload, nemesis=sim_nemesis,  # type: ignore[arg-type]
-                       nemesis_generator=schedule, backend=SimBackend(spec), client=client,
+                       nemesis_generator=schedule, backend=get_backend(simulator(), spec), client=client,
                        engine=engine, saw=status.saw, post_run=post_run, show_progress=show_progress,
                        observer_interval=observer_interval, setup_timeout=setup_timeout)
     assert isinstance(outcome, SimOutcome)

@@ -80,10 +80,10 @@ def test_the_simulator_is_known_by_what_it_can_do_not_by_its_name() -> None:
     """The registry's kinds carry what callers used to infer from the name "sim": virtual time
     (faults act at once), a run function of its own, a check of the options it refuses."""
     from jepsen_py.backends import KINDS, backend_kind, is_simulated, simulator
-    from jepsen_py.sim.run import run_sim
+    from jepsen_py.sim import backend as sim_backend
 
     sim = backend_kind(simulator())
-    assert sim.simulated and not sim.faults_take_time and sim.run_function() is run_sim
+    assert sim.simulated and not sim.faults_take_time and sim.run_function() is sim_backend.run
     assert is_simulated(simulator()) and not is_simulated("vagrant")
     for name in ("docker", "ssh", "local", "none"):
         kind = KINDS[name]
