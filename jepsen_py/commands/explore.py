@@ -239,8 +239,8 @@ def run(args: argparse.Namespace) -> int:
     with signals_raise(lambda signum: KeyboardInterrupt(signal_name(signum)), catch) as received:
         try:
             if runner is not None and fan is not None:  # --parallel, --master: slices on other cores
-                _fan_out(args, runner, fan, search, system, bugs, out_dir, started, view, findings,
-                         trials_with_finding, keeper, live_ok, rows)
+                _fan_out(args, p.shrink_budget, runner, fan, search, system, bugs, out_dir, started, view,
+                         findings, trials_with_finding, keeper, live_ok, rows)
             deadline = started + args.budget
             while runner is None and time.monotonic() < deadline:
                 system.deadline = deadline  # a trial still running when the budget ends is cut short
@@ -419,10 +419,10 @@ def _runner(args: argparse.Namespace) -> Runner | None:
     return None
 
 
-def _fan_out(args: argparse.Namespace, runner: Runner, fan: FanoutStats, search: Search, system: Any,
-             bugs: list[str], out_dir: Path, started: float, view: _View, findings: list[FindingReport],
-             trials_with_finding: list[Trial], keeper: corpusdir.Keeper | None, live_ok: bool,
-             rows: list[report_page.TrialRow]) -> FanoutStats:
+def _fan_out(args: argparse.Namespace, shrink_budget: float, runner: Runner, fan: FanoutStats,
+             search: Search, system: Any, bugs: list[str], out_dir: Path, started: float, view: _View,
+             findings: list[FindingReport], trials_with_finding: list[Trial],
+             keeper: corpusdir.Keeper | None, live_ok: bool, rows: list[report_page.TrialRow]) -> FanoutStats:
     """The search as slices on `runner` (explore/driver.py), with its lines printed as trials come
     back and the live line's status kept."""
     last_line = [started]
@@ -440,7 +440,7 @@ def _fan_out(args: argparse.Namespace, runner: Runner, fan: FanoutStats, search:
     def on_status(status: str) -> None:
         view.status = status
 
-    rules = FindingRules(shrink_budget=args.shrink_budget, harden_budget=args.harden_budget,
+    rules = FindingRules(shrink_budget=shrink_budget, harden_budget=args.harden_budget,
                          post_run=CLI_POST_RUN, keep_going=args.keep_going,
                          until_replayable=args.until_replayable)
     return fan_out(runner, fan, search, system, bugs=bugs, out_dir=out_dir, started=started,
