@@ -20,12 +20,9 @@ What each reference must name, constructed with the TestSpec:
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
-import os
 import queue
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -42,7 +39,8 @@ from jepsen_py.nemeses.compose import ComposedNemesis, Family, FaultSchedule
 from jepsen_py.nemeses.faults import declared
 from jepsen_py.numbers import MAX_NODES
 from jepsen_py.protocols import CAPABILITIES, DB, Checker, Nemesis, Test, TestSpec
-from jepsen_py.references import canonical_db, check_reference
+from jepsen_py.references import canonical_db, check_reference, current_dir_importable
+from jepsen_py.references import import_module as _import
 from jepsen_py.workload import Workload
 from jepsen_py.workloads import WORKLOADS
 
@@ -61,13 +59,6 @@ GROUPS = {
     "--checker": "jepsen_py.checker",
     "--generator": "jepsen_py.generator",
 }
-
-
-def current_dir_importable() -> None:
-    """Puts the working directory first on sys.path, as `python -m` does (console scripts don't)."""
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)
 
 
 def entry_point_names(option: str) -> list[str]:
@@ -376,18 +367,6 @@ def checked_status(answer: object, node: str, what: str = "status()") -> dict[st
     except BadInput as e:
         raise BadInput(f"{what} gave a value history.jsonl cannot read back ({e})") from None
     return value if isinstance(value, dict) else None
-
-
-def _import(module_name: str, option: str, ref: str) -> Any:
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
-            raise BadInput(f"{option}: no module named {module_name!r}") from None
-        raise BadInput(f"{option}: {ref}: importing {module_name} failed: it needs the module "
-                       f"{e.name or '?'!r}, which is not installed") from None
-    except (Exception, SystemExit) as e:
-        raise BadInput(f"{option}: {ref}: importing {module_name} raised {describe(e)}") from None
 
 
 def declared_bugs(db: str) -> tuple[str, ...]:

@@ -1,9 +1,16 @@
-"""What --db and the other plugin options name, checked as text: below the plugin loader, so the
-spec can canonicalize and check a reference without loading anything."""
+"""What --db and the other plugin options name: checked as text (so the spec can canonicalize and
+check a reference without loading anything), and the one way a named module is imported (the working
+directory first, a failure in one line). Below the plugin loader, so the backend registry loads a
+`--backend MODULE:CLASS` the way jepsen_py.plugins loads every other plugin."""
 
 from __future__ import annotations
 
-from jepsen_py.errors import BadInput
+import importlib
+import os
+import sys
+from typing import Any
+
+from jepsen_py.errors import BadInput, describe
 
 #: Older names that keep working: our cluster's DB lived in the node's package before it moved to the
 #: controller's side.
@@ -28,3 +35,23 @@ def check_reference(ref: str, option: str) -> str:
     if attr and not all(p.isidentifier() for p in attr.split(".")):
         raise BadInput(f"{option}: {attr!r} is not a Python name (in {ref!r})")
     return ref
+
+
+def current_dir_importable() -> None:
+    """Puts the working directory first on sys.path, as `python -m` does (console scripts don't)."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+
+
+def import_module(module_name: str, option: str, ref: str) -> Any:
+    """The module `ref` (given to `option`) names; BadInput (one line) for any failure to import it."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
+            raise BadInput(f"{option}: no module named {module_name!r}") from None
+        raise BadInput(f"{option}: {ref}: importing {module_name} failed: it needs the module "
+                       f"{e.name or '?'!r}, which is not installed") from None
+    except (Exception, SystemExit) as e:
+        raise BadInput(f"{option}: {ref}: importing {module_name} raised {describe(e)}") from None

@@ -28,6 +28,7 @@ from typing import Any
 
 from jepsen_py.errors import BadInput
 from jepsen_py.protocols import Backend, TestSpec
+from jepsen_py.references import check_reference, current_dir_importable, import_module
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,27 @@ class BackendKind:
         fault is due an interval after the previous one took effect."""
         return not self.simulated
 
+    @property
+    def outside(self) -> bool:
+        """A backend from outside the project, named as MODULE:CLASS."""
+        return self.name not in KINDS
+
+    def loaded(self) -> ModuleType:
+        """Its module (one line for a `--backend MODULE:CLASS` whose module cannot be imported)."""
+        if not self.outside:
+            return importlib.import_module(self.module)
+        current_dir_importable()
+        return import_module(self.module, "--backend", self.name)  # type: ignore[no-any-return]
+
+    def backend_class(self) -> Callable[[TestSpec], Backend]:
+        """The class constructed as Cls(spec); BadInput (one line) when its module has none."""
+        cls = getattr(self.loaded(), self.cls, None)
+        if not callable(cls):
+            raise BadInput(f"--backend: {self.name}: the module has no class {self.cls!r}")
+        return cls  # type: ignore[no-any-return]
+
     def _hook(self, name: str) -> Any:
-        return getattr(importlib.import_module(self.module), name, None)
+        return getattr(self.loaded(), name, None)
 
     def run_function(self) -> Callable[..., Any] | None:
         return self._hook("run")
@@ -127,10 +147,17 @@ BACKENDS: dict[str, tuple[str, str]] = {k.name: (k.module, k.cls) for k in KINDS
 
 
 def backend_kind(name: str) -> BackendKind:
-    """The registry's entry for `name`; BadInput for an unknown name."""
-    if name not in KINDS:
-        raise BadInput(f"--backend: unknown backend {name!r} (choose from {', '.join(KINDS)})")
-    return KINDS[name]
+    """The registry's entry for `name`, or for `MODULE:CLASS` a backend from outside the project
+    (its module may define the same hooks as ours, and is not simulated); BadInput for an unknown
+    name."""
+    if name in KINDS:
+        return KINDS[name]
+    if ":" in name:
+        module, _, cls = check_reference(name, "--backend").partition(":")
+        if module and cls:
+            return BackendKind(name, module, cls)
+    raise BadInput(f"--backend: unknown backend {name!r} (choose from {', '.join(KINDS)}, or "
+                   "MODULE:CLASS for one of your own)")
 
 
 def is_simulated(name: str) -> bool:
@@ -174,9 +201,7 @@ def default_backend() -> str:
 
 def get_backend(name: str, spec: TestSpec) -> Backend:
     """The backend called `name`, constructed for `spec`; BadInput for an unknown name."""
-    kind = backend_kind(name)
-    module_name, cls_name = kind.module, kind.cls
-    return getattr(importlib.import_module(module_name), cls_name)(spec)
+    return backend_kind(name).backend_class()(spec)
 
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:

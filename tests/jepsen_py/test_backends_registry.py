@@ -175,3 +175,26 @@ def test_the_simulator_s_kind_offers_its_spec_check_and_matrix(tmp_path: Path) -
     for name in ("docker", "ssh", "local", "none"):
         KINDS[name].check_spec(make_spec(tmp_path, backend=name))  # nothing to refuse
         assert KINDS[name].matrix_runner() is None
+
+
+def test_a_backend_of_your_own_is_named_as_module_and_class(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--backend MODULE:CLASS` loads from the working directory as every plugin does, its module's
+    hooks answer as ours do, and every wrong name is one line."""
+    from jepsen_py.backends import backend_kind
+
+    (tmp_path / "toyback_reg.py").write_text(
+        "from jepsen_py.backends.none import NoneBackend\n"
+        "def timer_slack_s():\n    return 0.25\n"
+        "class Toy(NoneBackend):\n    name = 'toy'\n")
+    monkeypatch.chdir(tmp_path)
+    kind = backend_kind("toyback_reg:Toy")
+    assert kind.outside and not kind.simulated and kind.faults_take_time and kind.run_function() is None
+    assert kind.timer_slack_s() == 0.25 and kind.timing_seed_key() is None and kind.hosts({}) is None
+    assert get_backend("toyback_reg:Toy", make_spec(tmp_path)).name == "toy"
+    for ref, said in [("no_such_mod:Toy", "no module named 'no_such_mod'"),
+                      ("toyback_reg:Nope", "the module has no class 'Nope'"),
+                      ("../x:Toy", "is not a Python module name"), ("vagrant", "unknown backend 'vagrant'")]:
+        with pytest.raises(BadInput, match=said) as e:
+            backend_kind(ref).backend_class()
+        assert "\n" not in str(e.value)
