@@ -8,6 +8,11 @@ Jepsen's three kinds:
 - NotLeader, Unavailable, AlreadyExists, InvalidRequest: the op definitely did not take effect (fail);
 - Timeout (and ProtocolError after a request was sent): it may or may not have (info).
 
+The client is written once: ClientCore holds everything but the moving of bytes (the request frame with
+its id and timeout_ms, the answer picked out by id past stale ones, the outcome it stands for, the exact
+error a failed dial, send or wait is). ClusterClient here moves the bytes over a blocking socket; the
+simulator's AsyncClusterClient (jepsen_py/sim/client.py) awaits them over the simulated network.
+
 Standard library only, like the node (it lives beside the server it speaks to), so it also runs inside a
 node container and the controller imports it without the DB.
 """
@@ -15,9 +20,11 @@ node container and the controller imports it without the DB.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import select
 import socket
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .framing import MAX_PEER_FRAME, FrameDecoder, FrameError, encode
@@ -96,16 +103,78 @@ def outcome(resp: dict[str, Any]) -> dict[str, Any]:
     raise cls(f"{error}: {resp.get('message', '')}", resp)
 
 
-class ClusterClient:
-    """A connection to one node. Not thread-safe: use one client per worker."""
+CLOSED = "server closed the connection"  # what a stream that ended before its answer is lost with
 
-    def __init__(self, host: str, port: int, timeout: float = 5.0) -> None:
+
+class ClientCore:
+    """A client of the API apart from its transport (sans I/O): one node's address, one request at a
+    time. A transport adds the connection (`close` and its own dial, send and read) and passes its
+    steps through these, so every client sends the same frames and says the same things."""
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
         self.host = host
         self.port = port
         self.timeout = timeout
+        self._ids = itertools.count(1)
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _request(self, op: str, args: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The next request id and the request: the server gives up a little before we do."""
+        rid = next(self._ids)
+        return rid, {"id": rid, "op": op, **args, "timeout_ms": max(1, int(self.timeout * 1000 * 0.9))}
+
+    def _match(self, resp: dict[str, Any], rid: int) -> dict[str, Any] | None:
+        """The outcome of `resp` if it answers request `rid` (raising its ClusterError); None for an
+        answer to an earlier request that timed out on our side: skip it."""
+        return self._outcome(resp) if resp.get("id") == rid else None
+
+    def _outcome(self, resp: dict[str, Any]) -> dict[str, Any]:
+        return outcome(resp)
+
+    @contextlib.contextmanager
+    def _dialing(self) -> Iterator[None]:
+        """A connection that cannot be opened is Unavailable: nothing was sent."""
+        try:
+            yield
+        except OSError as e:
+            raise Unavailable(f"cannot connect to {self.host}:{self.port}: {e}") from None
+
+    def _send(self, write: Callable[[bytes], object], req: dict[str, Any]) -> None:
+        """Writes the request's frame; a write that fails is Unavailable (and the connection closed)."""
+        try:
+            write(encode(req))
+        except OSError as e:
+            # the frame never arrived whole: the server cannot have acted on it
+            self.close()
+            raise Unavailable(f"{self.host}:{self.port}: send failed: {e}") from None
+
+    @contextlib.contextmanager
+    def _awaiting(self, op: str, close_on_any: bool = False) -> Iterator[None]:
+        """Waiting for the answer to a sent request: no answer in time, or a lost stream, is Timeout
+        (and the connection closed). close_on_any: close it whatever else ends the wait too."""
+        try:
+            yield
+        except TimeoutError:
+            self.close()
+            raise Timeout(f"{self.host}:{self.port}: no answer to {op} within {self.timeout}s") from None
+        except (OSError, FrameError) as e:
+            self.close()
+            raise Timeout(f"{self.host}:{self.port}: connection lost after sending {op}: {e}") from None
+        except BaseException:
+            if close_on_any:
+                self.close()
+            raise
+
+
+class ClusterClient(ClientCore):
+    """A connection to one node over a blocking socket. Not thread-safe: use one client per worker."""
+
+    def __init__(self, host: str, port: int, timeout: float = 5.0) -> None:
+        super().__init__(host, port, timeout)
         self._sock: socket.socket | None = None
         self._decoder = FrameDecoder(MAX_PEER_FRAME)
-        self._ids = itertools.count(1)
         self._frames: collections.deque[dict[str, Any]] = collections.deque()
 
     # ---- the API ----------------------------------------------------------------------------------
@@ -145,39 +214,21 @@ class ClusterClient:
 
     def call(self, op: str, **args: Any) -> dict[str, Any]:
         """Sends one request and waits for its answer; raises the ClusterError for its outcome."""
-        rid = next(self._ids)
-        req = {"id": rid, "op": op, **args, "timeout_ms": max(1, int(self.timeout * 1000 * 0.9))}
+        rid, req = self._request(op, args)
         sock = self._connect()
-        try:
-            sock.sendall(encode(req))
-        except OSError as e:
-            # sendall failing means the frame never arrived whole: the server cannot have acted
-            self.close()
-            raise Unavailable(f"{self.host}:{self.port}: send failed: {e}") from None
-        try:
+        self._send(sock.sendall, req)
+        with self._awaiting(op):
             while True:
-                resp = self._read_frame(sock)
-                if resp.get("id") == rid:
-                    return self._outcome(resp)
-                # an answer to an earlier request that timed out on our side: skip it
-        except TimeoutError:
-            self.close()
-            raise Timeout(f"{self.host}:{self.port}: no answer to {op} within {self.timeout}s") from None
-        except (OSError, FrameError) as e:
-            self.close()
-            raise Timeout(f"{self.host}:{self.port}: connection lost after sending {op}: {e}") from None
-
-    def _outcome(self, resp: dict[str, Any]) -> dict[str, Any]:
-        return outcome(resp)
+                answer = self._match(self._read_frame(sock), rid)
+                if answer is not None:
+                    return answer
 
     def _connect(self) -> socket.socket:
         if self._sock is not None and self._stale(self._sock):
             self.close()
         if self._sock is None:
-            try:
+            with self._dialing():
                 s = socket.create_connection((self.host, self.port), timeout=self.timeout)
-            except OSError as e:
-                raise Unavailable(f"cannot connect to {self.host}:{self.port}: {e}") from None
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             s.settimeout(self.timeout)
             self._sock = s
@@ -197,7 +248,7 @@ class ClusterClient:
         while not self._frames:
             data = sock.recv(65536)
             if not data:
-                raise ConnectionError("server closed the connection")
+                raise ConnectionError(CLOSED)
             self._frames.extend(self._decoder.feed(data))
         return self._frames.popleft()
 

@@ -15,21 +15,24 @@ Op shapes (f, key, value of the invocation -> value of an ok completion):
   txn       None, [[f, k, v], ...] micro-ops       -> the micro-ops, reads filled in (one Raft entry;
             the list-append and rw-register workloads: see workloads/txn.py)
 An op whose invocation names a node (final reads) goes to that node; otherwise to the worker's node.
+
+The op logic is written once, in OpClient and Exchange (which node, which fs, the request an op is, its
+answer or refusal as the completion); MetadataClient makes its calls with the blocking ClusterClient and
+the simulator's SimClient (jepsen_py/sim/client.py) awaits them on an AsyncClusterClient, the two sharing
+jepsen_py.cluster.client's ClientCore.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import Any
 
 from jepsen_py.cluster.client import ClusterClient, ClusterError
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import FAIL, INFO, OK, Op
-from jepsen_py.protocols import Client, Test
-
-if TYPE_CHECKING:
-    from jepsen_py.cluster.client import ClusterError
+from jepsen_py.protocols import Test
 
 FS = ("commit", "fetch", "create", "describe", "list", "txn")
 DEFAULT_PORT = 9092
@@ -47,26 +50,58 @@ def offsets_key(group: str, topic: str, partition: int) -> str:
     return f"{group}/{topic}/{partition}"
 
 
-class MetadataClient:
-    """Client template for the metadata service; `open` binds a copy to one node."""
+class Exchange:
+    """One op on its way: the node it goes to, the connection to that node, the request it is. Its
+    completion is `answer`'s ok or, for the ClusterError its `with` body raised, the refusal."""
 
-    def __init__(self, port: int = DEFAULT_PORT, timeout: float | None = None,
-                 fs: frozenset[str] = frozenset(FS)) -> None:
+    def __init__(self, op: Op, node: str, conn: Any) -> None:
+        self.op = op
+        self.node = node
+        self.conn = conn
+        self.api, self.args = request(op)
+        self.completion: Op | None = None
+
+    def answer(self, resp: dict[str, Any]) -> None:
+        self.completion = answered(self.op, self.node, resp)
+
+    def __enter__(self) -> Exchange:
+        return self
+
+    def __exit__(self, typ: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        if isinstance(e, ClusterError):
+            self.completion = refused(self.op, self.node, e)
+            return True
+        return False
+
+
+class OpClient:
+    """The workload client bar its transport: `open` binds a copy to one node, `_exchange` readies an op
+    on that node's connection (made once by `_new_conn`); a subclass makes the call (see `invoke`)."""
+
+    def __init__(self, port: int, timeout: float | None, fs: frozenset[str]) -> None:
         self.port = port
         self.timeout = timeout
         self.fs = fs
         self.node: str | None = None
         self._conns: dict[str, Any] = {}
 
-    def open(self, test: Test, node: str) -> Client:
-        c = MetadataClient(self.port, self.timeout, self.fs)
+    def _copy(self) -> OpClient:
+        raise NotImplementedError
+
+    def _new_conn(self, test: Test, node: str) -> Any:
+        raise NotImplementedError
+
+    def open(self, test: Test, node: str) -> Any:
+        c = self._copy()
         c.node = node
         return c
 
     def reusable(self, test: Test) -> bool:
         """True: a new process may keep this client. An op leaves each connection either closed
-        (ClusterClient closes it on a timeout or a lost stream) or with no request outstanding (its
-        answer was read), so nothing an earlier process sent can hold a later op behind it."""
+        (the client closes it on a timeout, a lost stream or, in the simulator, a cancelled call) or
+        with no request outstanding (its answer was read), so nothing an earlier process sent can hold
+        a later op behind it."""
         return True
 
     def _timeout(self, test: Test) -> float:
@@ -75,35 +110,46 @@ class MetadataClient:
         # Answer before the runner's own op timeout fires, so the client classifies the outcome.
         return max(0.5, min(5.0, 0.8 * float(getattr(test.spec, "op_timeout", 10.0))))
 
-    def _conn(self, test: Test, node: str) -> Any:
-        c = self._conns.get(node)
-        if c is None:
-            if test.backend is None:
-                raise BadInput("the cluster's client needs a backend that provisions nodes "
-                               "(--backend docker, ssh or local), not 'none'")
-            host, port = test.backend.client_endpoint(node, self.port)
-            c = ClusterClient(host, port, timeout=self._timeout(test))
-            self._conns[node] = c
-        return c
-
-    def invoke(self, test: Test, op: Op) -> Op:
+    def _exchange(self, test: Test, op: Op) -> Exchange:
+        """BadInput for an op this client cannot send; else the op bound to its node's connection."""
         node = op.node or self.node
         if node is None:
             raise BadInput("client used before open(): no node to talk to")
         if op.f not in self.fs:
             raise BadInput(f"workload client cannot perform {op.f!r} (knows {', '.join(sorted(self.fs))})")
-        conn = self._conn(test, node)
-        api, args = request(op)
-        try:
-            resp = conn.call(api, **args)
-        except ClusterError as e:
-            return refused(op, node, e)
-        return answered(op, node, resp)
+        conn = self._conns.get(node)
+        if conn is None:
+            conn = self._conns[node] = self._new_conn(test, node)
+        return Exchange(op, node, conn)
 
     def close(self, test: Test) -> None:
         for c in self._conns.values():
             c.close()
         self._conns.clear()
+
+
+class MetadataClient(OpClient):
+    """Client template for the metadata service; `open` binds a copy to one node."""
+
+    def __init__(self, port: int = DEFAULT_PORT, timeout: float | None = None,
+                 fs: frozenset[str] = frozenset(FS)) -> None:
+        super().__init__(port, timeout, fs)
+
+    def _copy(self) -> MetadataClient:
+        return MetadataClient(self.port, self.timeout, self.fs)
+
+    def _new_conn(self, test: Test, node: str) -> ClusterClient:
+        if test.backend is None:
+            raise BadInput("the cluster's client needs a backend that provisions nodes "
+                           "(--backend docker, ssh or local), not 'none'")
+        host, port = test.backend.client_endpoint(node, self.port)
+        return ClusterClient(host, port, timeout=self._timeout(test))
+
+    def invoke(self, test: Test, op: Op) -> Op:
+        with self._exchange(test, op) as x:
+            x.answer(x.conn.call(x.api, **x.args))
+        assert x.completion is not None
+        return x.completion
 
 
 def request(op: Op) -> tuple[str, dict[str, Any]]:
@@ -167,4 +213,5 @@ def _code(e: Exception) -> str:
             "AlreadyExists": "already_exists", "ProtocolError": "protocol"}.get(name, name.lower())
 
 
-__all__ = ["FS", "MetadataClient", "answered", "offsets_key", "refused", "request", "split_key"]
+__all__ = ["FS", "Exchange", "MetadataClient", "OpClient", "answered", "offsets_key", "refused", "request",
+           "split_key"]

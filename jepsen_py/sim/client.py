@@ -1,60 +1,44 @@
 """The workload client in the simulator: the blocking ClusterClient and MetadataClient, as coroutines
 over a simulated network.
 
-Requests and answers go through the same pure functions as on Docker (workloads.client.request /
-answered / refused, jepsen_py.cluster.client.outcome), so an op is sent as the same frame and its answer
-classified by the same rules: a returned answer is ok; a refusal, or a node that cannot be reached,
-is fail; no answer within the timeout, or a stream lost after sending, is info.
+Nothing but the transport is written here. AsyncClusterClient is jepsen_py.cluster.client's ClientCore
+(the request frame, the answer matched by id, the outcome, the wording of every failure) with its bytes
+awaited; SimClient is jepsen_py.workloads.client's OpClient (which node, the request an op is, its
+answer or refusal as the completion) with its calls awaited. So an op is sent as the same frame and its
+answer classified by the same rules as on Docker: a returned answer is ok; a refusal, or a node that
+cannot be reached, is fail; no answer within the timeout, or a stream lost after sending, is info.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 from typing import Any
 
-from jepsen_py.cluster.client import ClusterError, Timeout, Unavailable, outcome
-from jepsen_py.cluster.framing import MAX_PEER_FRAME, FrameError, encode, read_frame
+from jepsen_py.cluster.client import CLOSED, ClientCore
+from jepsen_py.cluster.framing import MAX_PEER_FRAME, read_frame
 from jepsen_py.cluster.io import Network, StreamWriter
 from jepsen_py.errors import BadInput
 from jepsen_py.history import Op
 from jepsen_py.protocols import Test
-from jepsen_py.workloads.client import FS, MetadataClient, answered, refused, request
+from jepsen_py.workloads.client import FS, MetadataClient, OpClient
 
 
-class AsyncClusterClient:
-    """One stream to one node, one request at a time (ClusterClient's rules, awaited)."""
+class AsyncClusterClient(ClientCore):
+    """One stream to one node, one request at a time: ClusterClient's core, its bytes moved by awaits."""
 
     def __init__(self, net: Network, host: str, port: int, timeout: float = 5.0) -> None:
+        super().__init__(host, port, timeout)
         self.net = net
-        self.host = host
-        self.port = port
-        self.timeout = timeout
-        self._ids = itertools.count(1)
         self._stream: tuple[asyncio.StreamReader, StreamWriter] | None = None
 
     async def call(self, op: str, **args: Any) -> dict[str, Any]:
         """Sends one request and waits for its answer; raises the ClusterError for its outcome."""
-        rid = next(self._ids)
-        req = {"id": rid, "op": op, **args, "timeout_ms": max(1, int(self.timeout * 1000 * 0.9))}
+        rid, req = self._request(op, args)
         reader, writer = await self._connect()
-        try:
-            writer.write(encode(req))
-        except OSError as e:
-            # the frame never left whole: the server cannot have acted on it
-            self.close()
-            raise Unavailable(f"{self.host}:{self.port}: send failed: {e}") from None
-        try:
+        self._send(writer.write, req)
+        # close_on_any: cancelled by the op timeout, the stream may hold half an answer
+        with self._awaiting(op, close_on_any=True):
             return await asyncio.wait_for(self._answer(reader, rid), self.timeout)
-        except TimeoutError:
-            self.close()
-            raise Timeout(f"{self.host}:{self.port}: no answer to {op} within {self.timeout}s") from None
-        except (OSError, FrameError) as e:
-            self.close()
-            raise Timeout(f"{self.host}:{self.port}: connection lost after sending {op}: {e}") from None
-        except BaseException:
-            self.close()  # cancelled by the op timeout: the stream may hold half an answer
-            raise
 
     async def status(self) -> dict[str, Any]:
         return await self.call("status")
@@ -63,21 +47,18 @@ class AsyncClusterClient:
         while True:
             resp = await read_frame(reader, MAX_PEER_FRAME)
             if resp is None:
-                raise ConnectionError("server closed the connection")
-            if resp.get("id") == rid:
-                return outcome(resp)
-            # an answer to an earlier request that timed out on our side: skip it
+                raise ConnectionError(CLOSED)
+            answer = self._match(resp, rid)
+            if answer is not None:
+                return answer
 
     async def _connect(self) -> tuple[asyncio.StreamReader, StreamWriter]:
         if self._stream is not None and self._stale(*self._stream):
             self.close()
         if self._stream is None:
-            try:
+            with self._dialing():
                 self._stream = await asyncio.wait_for(self.net.open_connection(self.host, self.port),
                                                       self.timeout)
-            except (OSError, TimeoutError) as e:
-                raise Unavailable(f"cannot connect to {self.host}:{self.port}: "
-                                  f"{e or type(e).__name__}") from None
         return self._stream
 
     @staticmethod
@@ -92,18 +73,15 @@ class AsyncClusterClient:
             writer.close()
 
 
-class SimClient:
-    """MetadataClient's twin for the simulator: `open` binds a copy to one node; `invoke` is a
-    coroutine returning the completion."""
+class SimClient(OpClient):
+    """The workload client in the simulator: MetadataClient's op logic (OpClient), its calls awaited on
+    an AsyncClusterClient per node. `open` binds a copy to one node; `invoke` is a coroutine returning
+    the completion."""
 
     def __init__(self, net: Network, *, port: int, timeout: float | None = None,
                  fs: frozenset[str] = frozenset(FS)) -> None:
+        super().__init__(port, timeout, fs)
         self.net = net
-        self.port = port
-        self.timeout = timeout
-        self.fs = fs
-        self.node: str | None = None
-        self._conns: dict[str, AsyncClusterClient] = {}
 
     @staticmethod
     def check(template: object) -> MetadataClient:
@@ -120,39 +98,14 @@ class SimClient:
         t = cls.check(template)
         return cls(net, port=t.port, timeout=t.timeout, fs=t.fs)
 
-    def open(self, test: Test, node: str) -> SimClient:
-        c = SimClient(self.net, port=self.port, timeout=self.timeout, fs=self.fs)
-        c.node = node
-        return c
+    def _copy(self) -> SimClient:
+        return SimClient(self.net, port=self.port, timeout=self.timeout, fs=self.fs)
 
-    def reusable(self, test: Test) -> bool:
-        """True, as MetadataClient: an op leaves each stream closed (a timeout, a lost stream, a
-        cancelled call) or with no request outstanding."""
-        return True
-
-    def _timeout(self, test: Test) -> float:
-        if self.timeout is not None:
-            return self.timeout
-        # As MetadataClient: answer before the controller's op timeout fires.
-        return max(0.5, min(5.0, 0.8 * float(getattr(test.spec, "op_timeout", 10.0))))
+    def _new_conn(self, test: Test, node: str) -> AsyncClusterClient:
+        return AsyncClusterClient(self.net, node, self.port, self._timeout(test))
 
     async def invoke(self, test: Test, op: Op) -> Op:
-        node = op.node or self.node
-        if node is None:
-            raise BadInput("client used before open(): no node to talk to")
-        if op.f not in self.fs:
-            raise BadInput(f"workload client cannot perform {op.f!r} (knows {', '.join(sorted(self.fs))})")
-        conn = self._conns.get(node)
-        if conn is None:
-            conn = self._conns[node] = AsyncClusterClient(self.net, node, self.port, self._timeout(test))
-        api, args = request(op)
-        try:
-            resp = await conn.call(api, **args)
-        except ClusterError as e:
-            return refused(op, node, e)
-        return answered(op, node, resp)
-
-    def close(self, test: Test) -> None:
-        for c in self._conns.values():
-            c.close()
-        self._conns.clear()
+        with self._exchange(test, op) as x:
+            x.answer(await x.conn.call(x.api, **x.args))
+        assert x.completion is not None
+        return x.completion
