@@ -26,12 +26,14 @@ from jepsen_py.errors import BadInput, FrameworkFailure, JepsenError
 from jepsen_py.generator import Generator
 from jepsen_py.history import Op
 from jepsen_py.interpreter import Clock, Interpreter, MonotonicClock, Scheduler
+from jepsen_py.nemeses.clock import FAKETIME
 from jepsen_py.nemeses.faults import declared
+from jepsen_py.nemeses.net import IPTABLES
 from jepsen_py.observer import Observer
 from jepsen_py.plugins import HookExited, HookTimedOut, call_bounded, each_node, said
 from jepsen_py.plugins import check_capabilities as check
 from jepsen_py.progress import Progress
-from jepsen_py.protocols import DB, Nemesis, Test, TestSpec, has_capability
+from jepsen_py.protocols import DB, Clocks, Nemesis, Net, Test, TestSpec, has_capability
 from jepsen_py.verdict import Valid
 
 if TYPE_CHECKING:
@@ -91,6 +93,9 @@ class Engine(Protocol):
     label: str
     #: results.json's per-phase second key beside wall seconds, and its rounding
     phase_clock_key: tuple[str, int]
+    #: how this world cuts links and moves the nodes' clocks (the nemeses find them on the test)
+    net: Net
+    clocks: Clocks
 
     def check(self, db: DB, nemesis: Nemesis | None, spec: TestSpec) -> None:
         """Refuses (BadInput) what this world cannot run, before anything is created."""
@@ -166,6 +171,8 @@ class RealEngine:
     def __init__(self, clock: Clock | None = None, scheduler: Scheduler | None = None) -> None:
         self.clock: Clock = clock if clock is not None else MonotonicClock()
         self.scheduler = scheduler
+        self.net: Net = IPTABLES
+        self.clocks: Clocks = FAKETIME
 
     def check(self, db: DB, nemesis: Nemesis | None, spec: TestSpec) -> None:
         check_capabilities(db, nemesis, spec)

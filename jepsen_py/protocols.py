@@ -9,13 +9,17 @@ restart its nodes (`Process`), pause and resume them (`Pause`), name its leaders
 a node's own view (`Status`) or run its daemons under a controllable clock (`ClockControl`). The
 runner uses a capability only where the DB has it, and refuses, before provisioning anything, a
 nemesis that needs one the DB lacks.
+
+The nemeses act through seams each world supplies, as Jepsen's jepsen.net and jepsen.control: `Net`
+(cut a grudge's links, heal) and `Clocks` (set offsets, strobe, reset), found on the test; process
+faults go through the DB's `Process` and `Pause`.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -191,6 +195,43 @@ class ClockControl(Protocol):
         """The node's libfaketime timestamp file."""
 
 
+class Net(Protocol):
+    """How a world cuts and heals links between nodes (Jepsen's jepsen.net). The partition nemeses
+    call it; real machines use iptables on each node (nemeses/net.py `Iptables`), the simulator
+    cuts its simulated links (jepsen_py.sim.nemesis.SimNet)."""
+
+    def drop_all(self, test: Test, grudge: Mapping[str, Sequence[str]],
+                 first: Collection[str] = ()) -> None:
+        """Each node in `grudge` stops hearing from the peers it names; the nodes in `first` before
+        the rest, where cutting takes time."""
+
+    def heal(self, test: Test) -> None:
+        """Every link whole again."""
+
+    def ready(self, test: Test) -> None:
+        """Whatever makes a later drop_all quick, done ahead (setup)."""
+
+    def remove(self, test: Test) -> None:
+        """Every trace of ours gone from the nodes, links whole (setup on reused nodes, teardown)."""
+
+
+class Clocks(Protocol):
+    """How a world moves the nodes' clocks (Jepsen's clock faults). The clock nemeses call it; real
+    machines rewrite each daemon's libfaketime file (nemeses/clock.py `Faketime`), the simulator
+    moves its virtual clocks (jepsen_py.sim.nemesis.SimClocks)."""
+
+    def set_offsets(self, test: Test, offsets: Mapping[str, float]) -> None:
+        """Puts each node's clock `offsets[node]` seconds from true time."""
+
+    def strobe(self, test: Test, base: Mapping[str, float], delta_s: float, period_s: float,
+               duration_s: float) -> None:
+        """Flips each node's offset between base and base + delta_s every period_s for duration_s,
+        then leaves it at base; returns when done."""
+
+    def reset(self, test: Test) -> list[str]:
+        """Every node it reaches back to offset 0; returns those nodes."""
+
+
 #: Each optional capability: its name, the methods it takes, and what it lets a test do.
 CAPABILITIES: dict[str, tuple[tuple[str, ...], str]] = {
     "process": (("kill", "start"), "kill and restart its nodes"),
@@ -311,6 +352,10 @@ class Test:
     remotes: dict[str, Remote] = field(default_factory=dict)
     # Faults the nemesis must be able to undo even after a crash of the controller go in here too.
     state: dict[str, Any] = field(default_factory=dict)
+    # How this world cuts links and moves clocks (the engine's); None: the real machines' (iptables
+    # and libfaketime through `remotes`, nemeses.net.Iptables and nemeses.clock.Faketime).
+    net: Net | None = None
+    clocks: Clocks | None = None
 
     @property
     def nodes(self) -> list[str]:
@@ -325,8 +370,10 @@ __all__ = [
     "Checker",
     "Client",
     "ClockControl",
+    "Clocks",
     "ExecResult",
     "Nemesis",
+    "Net",
     "Pause",
     "Primary",
     "Process",

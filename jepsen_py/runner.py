@@ -137,7 +137,8 @@ class Run:
         self.clock = engine.clock
         self.saw = saw
         self.test = Test(spec=spec, store_dir=run_dir, log=logging.getLogger("jepsen_py.test"),
-                         rng=test_rng(spec.seed), backend=backend, db=db)
+                         rng=test_rng(spec.seed), backend=backend, db=db, net=engine.net,
+                         clocks=engine.clocks)
         # Generators get their own stream, so a nemesis drawing from test.rng in its own thread
         # cannot shift the ops the clients are handed.
         self.interpreter = engine.interpreter(

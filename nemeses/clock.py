@@ -1,4 +1,6 @@
-"""Clock faults through libfaketime: bump a node's clock forward or back, or strobe it.
+"""Clock faults: bump a node's clock forward or back, or strobe it, through the test's `Clocks`
+(jepsen_py.protocols): on real machines libfaketime (`Faketime` here), in the simulator the nodes'
+virtual clocks.
 
 A DB starts its daemon with `faketime_env(path)` (LD_PRELOAD of libfaketime, FAKETIME_TIMESTAMP_FILE
 naming a file, FAKETIME_NO_CACHE=1 so every clock read re-reads the file). The nemesis rewrites that
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import posixpath
 import random
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -31,7 +34,7 @@ from jepsen_py.nemeses.faults import BUMP_CLOCK, RESET_CLOCK, STROBE_CLOCK
 from jepsen_py.nemeses.targets import pick
 
 from jepsen_py.history import INFO, Op
-from jepsen_py.protocols import Remote, Test
+from jepsen_py.protocols import Clocks, Remote, Test
 
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 FAKETIME_NAME = "faketime.offset"
@@ -90,8 +93,56 @@ def random_delta_ms(rng: random.Random) -> int:
     return int(rng.choice((-1, 1)) * 2 ** rng.uniform(5, 17))
 
 
+class Faketime:
+    """The `Clocks` of real machines: each daemon's libfaketime timestamp file, through
+    test.remotes."""
+
+    def path(self, test: Test, node: str) -> str:
+        db = test.db
+        fn = getattr(db, "faketime_file", None)
+        if not callable(fn):
+            raise RuntimeError("the clock nemesis needs a DB with faketime_file(node) (start it under "
+                               "jepsen_py.nemeses.clock.faketime_env)")
+        return str(fn(test, node))
+
+    def set_offsets(self, test: Test, offsets: Mapping[str, float]) -> None:
+        items = list(offsets.items())
+        with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
+            list(pool.map(lambda kv: write_offset(test.remotes[kv[0]], self.path(test, kv[0]), kv[1]),
+                          items))
+
+    def strobe(self, test: Test, base: Mapping[str, float], delta_s: float, period_s: float,
+               duration_s: float) -> None:
+        """A helper on each node flips its file, all at once; returns when every helper is done."""
+
+        def strobe(n: str) -> None:
+            test.remotes[n].exec(
+                ["python3", "-c", _STROBE, self.path(test, n), str(base[n]), str(delta_s), str(period_s),
+                 str(duration_s)],
+                timeout=duration_s + 30)
+
+        nodes = list(base)
+        with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+            list(pool.map(strobe, nodes))
+
+    def reset(self, test: Test) -> list[str]:
+        """Every node we reach back to offset 0 (written even where we think it is 0: a strobe may
+        linger)."""
+        nodes = [n for n in test.nodes if n in test.remotes]
+        self.set_offsets(test, dict.fromkeys(nodes, 0.0))
+        return nodes
+
+
+FAKETIME = Faketime()
+
+
+def clocks_of(test: Test) -> Clocks:
+    """The test's clock seam: its own, or libfaketime on the nodes."""
+    return test.clocks if test.clocks is not None else FAKETIME
+
+
 class ClockNemesis:
-    """Bumps and strobes clocks via each node's libfaketime timestamp file."""
+    """Bumps and strobes clocks through the test's `Clocks`."""
 
     def __init__(self, *, targets: tuple[str, ...] = ("one", "minority", "all"),
                  strobe_duration: float = 5.0) -> None:
@@ -104,14 +155,6 @@ class ClockNemesis:
 
     def needs(self) -> dict[str, str]:
         return {"clock": "--nemesis clock"}
-
-    def path(self, test: Test, node: str) -> str:
-        db = test.db
-        fn = getattr(db, "faketime_file", None)
-        if not callable(fn):
-            raise RuntimeError("the clock nemesis needs a DB with faketime_file(node) (start it under "
-                               "jepsen_py.nemeses.clock.faketime_env)")
-        return str(fn(test, node))
 
     def setup(self, test: Test) -> None:
         self.reset(test)
@@ -129,20 +172,10 @@ class ClockNemesis:
             self.set_offsets(test, {n: self.offsets.get(n, 0.0) + d / 1000.0 for n, d in deltas.items()})
             value = {"bumped-ms": deltas, "offsets-ms": self._offsets_ms(deltas)}
         elif op.f == STROBE_CLOCK:
-            nodes = pick(rng.choice(self.targets), test, rng)
-            delta_ms = abs(random_delta_ms(rng))
-            period_ms = int(2 ** rng.uniform(1, 8))  # 2 ms .. 256 ms
-
-            def strobe(n: str) -> None:
-                test.remotes[n].exec(
-                    ["python3", "-c", _STROBE, self.path(test, n), str(self.offsets.get(n, 0.0)),
-                     str(delta_ms / 1000.0), str(period_ms / 1000.0), str(self.strobe_duration)],
-                    timeout=self.strobe_duration + 30)
-
-            with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
-                list(pool.map(strobe, nodes))
-            value = {"nodes": nodes, "delta-ms": delta_ms, "period-ms": period_ms,
-                     "duration-s": self.strobe_duration}
+            nodes, delta_ms, period_ms = self.strobe_plan(test)
+            clocks_of(test).strobe(test, {n: self.offsets.get(n, 0.0) for n in nodes}, delta_ms / 1000.0,
+                                   period_ms / 1000.0, self.strobe_duration)
+            value = self.strobe_value(nodes, delta_ms, period_ms)
         elif op.f == RESET_CLOCK:
             value = {"reset": sorted(self.reset(test))}
         else:
@@ -156,19 +189,24 @@ class ClockNemesis:
     def set_offsets(self, test: Test, offsets: dict[str, float]) -> None:
         """Puts each node's clock at the given offset (seconds from true time) and remembers it."""
         self.offsets.update(offsets)
-        self._write(test, offsets)
+        clocks_of(test).set_offsets(test, offsets)
         test.state["clock"] = dict(self.offsets)
 
-    def _write(self, test: Test, offsets: dict[str, float]) -> None:
-        items = list(offsets.items())
-        with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
-            list(pool.map(lambda kv: write_offset(test.remotes[kv[0]], self.path(test, kv[0]), kv[1]),
-                          items))
+    def strobe_plan(self, test: Test) -> tuple[list[str], int, int]:
+        """A strobe's nodes, delta and period (ms), drawn from test.rng."""
+        rng = test.rng
+        nodes = pick(rng.choice(self.targets), test, rng)
+        delta_ms = abs(random_delta_ms(rng))
+        period_ms = int(2 ** rng.uniform(1, 8))  # 2 ms .. 256 ms
+        return nodes, delta_ms, period_ms
+
+    def strobe_value(self, nodes: list[str], delta_ms: int, period_ms: int) -> dict[str, Any]:
+        return {"nodes": nodes, "delta-ms": delta_ms, "period-ms": period_ms,
+                "duration-s": self.strobe_duration}
 
     def reset(self, test: Test) -> list[str]:
-        """Every node back to offset 0 (written even where we think it is 0: a strobe may linger)."""
-        nodes = [n for n in test.nodes if n in test.remotes]
-        self._write(test, dict.fromkeys(nodes, 0.0))
+        """Every node the seam reaches back to offset 0; returns those nodes."""
+        nodes = clocks_of(test).reset(test)
         self.offsets = {}
         test.state.pop("clock", None)
         return nodes

@@ -5,11 +5,12 @@ A lease read is safe only while the leader's sense of elapsed time stays within 
 time: the followers wait an election timeout by *their* clocks before electing someone else, and the
 leader must stop serving from its lease before that by *its* clock. Three things that happen to real
 leaders take the bound away at once: a stall (a GC pause, a VM migration: SIGSTOP here), a network
-cut (iptables), and a clock step backwards (an NTP correction: libfaketime). While the node is frozen
-the nemesis isolates it and steps its clock back, so when it thaws it is alone, still believes it
-leads, and its clock says almost no time has passed. A node that bounds its lease by the clock gives
-the lease up when it sees time go backwards; one that counts its own ticks keeps serving reads the
-majority's new leader has long since overwritten.
+cut (iptables), and a clock step backwards (an NTP correction: libfaketime); the cut and the step go
+through the test's `Net` and `Clocks`, as the partition and clock nemeses' do. While the node is
+frozen the nemesis isolates it and steps its clock back, so when it thaws it is alone, still
+believes it leads, and its clock says almost no time has passed. A node that bounds its lease by
+the clock gives the lease up when it sees time go backwards; one that counts its own ticks keeps
+serving reads the majority's new leader has long since overwritten.
 
 Ops: {"f": "start-leader-clock"} / {"f": "stop-leader-clock"}. The start's info value names the
 node, how far its clock went back, and the grudge; the stop heals the partition and resets the clock.
@@ -19,13 +20,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from jepsen_py.nemeses import net
 from jepsen_py.nemeses.clock import ClockNemesis
 from jepsen_py.nemeses.faults import START_LEADER_CLOCK as START
 from jepsen_py.nemeses.faults import STOP_LEADER_CLOCK as STOP
+from jepsen_py.nemeses.net import net_of
 from jepsen_py.nemeses.partition import PartitionNemesis, isolate
 
 from jepsen_py.history import INFO, Op
@@ -57,12 +57,10 @@ class LeaderClockNemesis:
     def setup(self, test: Test) -> None:
         self.partition.setup(test)
         self.clock.setup(test)
-        # The chain made now, installing the cut later is one iptables call per node: the leader is
-        # frozen meanwhile, and every moment it stays reachable lets a new leader's first message
-        # into its socket buffer, which would depose it the instant it thaws.
-        nodes = [n for n in test.nodes if n in test.remotes]
-        with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
-            list(pool.map(lambda n: net.ensure_chain(test.remotes[n]), nodes))
+        # Made ready now (on real machines the chain, so the cut later is one iptables call per
+        # node): the leader is frozen meanwhile, and every moment it stays reachable lets a new
+        # leader's first message into its socket buffer, which would depose it the instant it thaws.
+        net_of(test).ready(test)
 
     def invoke(self, test: Test, op: Op) -> Op:
         if op.f == START:

@@ -1,4 +1,6 @@
-"""iptables on a node: drop inbound packets from chosen peers, and remove exactly our own rules.
+"""The network seam on real machines: iptables on each node drops inbound packets from chosen peers,
+and removes exactly our own rules. `Iptables` is the `Net` (jepsen_py.protocols) the partition
+nemeses call outside the simulator; `net_of(test)` is the test's.
 
 As Jepsen does, a node with a grudge drops what arrives from the nodes it holds the grudge against;
 grudges are symmetric, so no connection can form either way. The DROP rules live in a chain of our
@@ -12,10 +14,11 @@ traffic (from the Docker gateway, the local bridge, or loopback) always passes.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from jepsen_py.backends.common import LABEL
-from jepsen_py.protocols import Remote
+from jepsen_py.protocols import Net, Remote, Test
 
 CHAIN = "JEPSEN-PY"
 IPT = ("iptables", "-w", "5")
@@ -83,3 +86,56 @@ def remove_all(remote: Remote) -> int:
         remote.exec([*IPT, "-F", CHAIN], timeout=20, check=False)
         remote.exec([*IPT, "-X", CHAIN], timeout=20, check=False)
     return n
+
+
+def _each(test: Test, fn: Callable[[Remote], object]) -> dict[str, object]:
+    """`fn` on every node we reach, in parallel."""
+    nodes = [n for n in test.nodes if n in test.remotes]
+    with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+        return dict(zip(nodes, pool.map(lambda n: fn(test.remotes[n]), nodes), strict=True))
+
+
+class Iptables:
+    """The `Net` of real machines: our chain's rules on every node, through test.remotes."""
+
+    def drop_all(self, test: Test, grudge: Mapping[str, Sequence[str]],
+                 first: Collection[str] = ()) -> None:
+        """Makes every node in the grudge drop packets from the peers it names: the nodes in `first`
+        (in parallel), then the rest (in parallel).
+
+        A node's rule stops only what reaches it, so until every node's rule is in, a link is dead
+        one way. The order says which way: a cut-off leader whose peers install first is no longer
+        heard (nothing it appends after the cut reaches them, as in a real partition, which drops
+        both ways at once), while one that installed first would keep replicating to whichever
+        peers were still slower to install."""
+        assert test.backend is not None, "partitions need a backend to resolve peer addresses"
+        backend = test.backend
+
+        def apply(node: str) -> None:
+            drop_from(test.remotes[node], [backend.peer_address(m) for m in grudge[node]])
+
+        for wave in ([n for n in grudge if n in first], [n for n in grudge if n not in first]):
+            if wave:
+                with ThreadPoolExecutor(max_workers=len(wave)) as pool:
+                    list(pool.map(apply, wave))
+
+    def heal(self, test: Test) -> None:
+        """Flushes our chain on every node (not only those of the last grudge: a crash between
+        install and bookkeeping must not leave a rule behind)."""
+        _each(test, heal)
+
+    def ready(self, test: Test) -> None:
+        """The chain made now, so installing a cut later is one iptables call per node."""
+        _each(test, ensure_chain)
+
+    def remove(self, test: Test) -> None:
+        """Removes the chain and its jump too, leaving the nodes' iptables as they were."""
+        _each(test, remove_all)
+
+
+IPTABLES = Iptables()
+
+
+def net_of(test: Test) -> Net:
+    """The test's network seam: its own, or iptables on the nodes."""
+    return test.net if test.net is not None else IPTABLES

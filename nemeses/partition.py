@@ -21,16 +21,15 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
-from jepsen_py.nemeses import net
 from jepsen_py.nemeses.faults import START_PARTITION, STOP_PARTITION
+from jepsen_py.nemeses.net import net_of
 from jepsen_py.nemeses.targets import majority, primaries
 
 from jepsen_py.history import INFO, Op
-from jepsen_py.protocols import Remote, Test, has_capability
+from jepsen_py.protocols import Test, has_capability
 
 SHAPES = ("leader", "random", "one", "ring", "bridge")
 Grudge = dict[str, list[str]]
@@ -101,7 +100,8 @@ def bridge(nodes: Sequence[str], rng: random.Random) -> tuple[list[list[str]], G
 
 
 class PartitionNemesis:
-    """Installs grudges with iptables inside the nodes; heal removes every rule it labelled."""
+    """Installs grudges through the test's `Net` (iptables inside the nodes on real machines, cut
+    links in the simulator); heal heals every link."""
 
     def __init__(self, shapes: Sequence[str] = SHAPES) -> None:
         unknown = [s for s in shapes if s not in SHAPES]
@@ -181,50 +181,31 @@ class PartitionNemesis:
         return replace(op, type=INFO, value={"shape": shape, "grudge": grudge, **detail})
 
     def install(self, test: Test, grudge: Grudge, first: Collection[str] = ()) -> None:
-        """Makes every node in the grudge drop packets from the peers it names: the nodes in `first`
-        (in parallel), then the rest (in parallel).
-
-        A node's rule stops only what reaches it, so until every node's rule is in, a link is dead
-        one way. The order says which way: a cut-off leader whose peers install first is no longer
-        heard (nothing it appends after the cut reaches them, as in a real partition, which drops
-        both ways at once), while one that installed first would keep replicating to whichever
-        peers were still slower to install."""
-        assert test.backend is not None, "partitions need a backend to resolve peer addresses"
-        backend = test.backend
+        """Makes every node in the grudge drop packets from the peers it names, the nodes in `first`
+        before the rest (the test's `Net`, nemeses.net.Iptables.drop_all on real machines, says why
+        the order matters there)."""
         self.active = {k: list(v) for k, v in grudge.items()}
         test.state["partition"] = self.active
-
-        def apply(node: str) -> None:
-            net.drop_from(test.remotes[node], [backend.peer_address(m) for m in grudge[node]])
-
-        for wave in ([n for n in grudge if n in first], [n for n in grudge if n not in first]):
-            if wave:
-                with ThreadPoolExecutor(max_workers=len(wave)) as pool:
-                    list(pool.map(apply, wave))
-
-    def _each(self, test: Test, fn: Callable[[Remote], object]) -> dict[str, object]:
-        nodes = [n for n in test.nodes if n in test.remotes]
-        with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
-            return dict(zip(nodes, pool.map(lambda n: fn(test.remotes[n]), nodes), strict=True))
+        net_of(test).drop_all(test, grudge, first)
 
     def _heal_all(self, test: Test) -> dict[str, int]:
-        """Flushes our chain on every node (not only those in the last grudge: a crash between
-        install and bookkeeping must not leave a rule behind); returns the rules dropped per node."""
+        """Heals every link (not only the last grudge's: a crash between install and bookkeeping
+        must not leave a cut behind); returns the rules dropped per node."""
         healed = {n: len(g) for n, g in self.active.items()}
-        self._each(test, net.heal)
+        net_of(test).heal(test)
         self.active = {}
         test.state.pop("partition", None)
         return healed
 
     def setup(self, test: Test) -> None:
-        self._each(test, net.remove_all)  # whatever an earlier run left on reused nodes
+        net_of(test).remove(test)  # whatever an earlier run left on reused nodes
         self.active = {}
 
     def heal(self, test: Test) -> None:
         self._heal_all(test)
 
     def teardown(self, test: Test) -> None:
-        """Removes the chain and its jump too, leaving the nodes' iptables as they were."""
-        self._each(test, net.remove_all)
+        """Leaves the nodes' network as it was (on real machines the chain and its jump go too)."""
+        net_of(test).remove(test)
         self.active = {}
         test.state.pop("partition", None)

@@ -23,6 +23,7 @@ from jepsen_py.generator import Generator
 from jepsen_py.protocols import DB, Nemesis, Test, TestSpec
 from jepsen_py.runner import RunOutcome
 from jepsen_py.sim.interpreter import SimInterpreter
+from jepsen_py.sim.nemesis import SimClocks, SimNet
 from jepsen_py.sim.observer import SimObserver
 from jepsen_py.sim.progress import SimProgress, SimStatus
 from jepsen_py.sim.watchdog import livelock_watchdog
@@ -81,6 +82,8 @@ class SimEngine:
     def __init__(self, cluster: Any, status: SimStatus, *, wall0: float, cpu0: float) -> None:
         self.cluster = cluster
         self.clock = VirtualClock(cluster)
+        self.net = SimNet(cluster)
+        self.clocks = SimClocks(cluster)
         self.status = status
         self.wall0 = wall0
         self.cpu0 = cpu0

@@ -1,17 +1,23 @@
-"""The Docker nemeses, carried out on the simulated cluster.
+"""The Docker nemeses, carried out on the simulated cluster through the simulator's seams.
 
 The nemesis and its schedule are built exactly as for Docker (jepsen_py.plugins.build_nemesis, i.e.
-nemeses.build): the same FaultSchedule, the same target choice (nemeses.targets.pick, partition
-shapes and grudges, clock deltas) from the same seeded test.rng, and the same op names and values,
-so checkers and pictures read a simulated run's faults as they read Docker's. Only how a fault is
-done changes: a grudge becomes cut links instead of iptables rules, a clock offset moves the node's
-virtual clock instead of a libfaketime file, pause/kill/start act on the node's event loop instead
-of sending signals.
+nemeses.build), and the very same objects run here: the same FaultSchedule, the same target choice
+(nemeses.targets.pick, partition shapes and grudges, clock deltas) from the same seeded test.rng,
+and the same op names and values, so checkers and pictures read a simulated run's faults as they
+read Docker's. Only the seams they act through differ, which the engine puts on the test (test.net,
+test.clocks) and the DB: `SimNet` cuts links instead of adding iptables rules, `SimClocks` moves the
+node's virtual clock instead of a libfaketime file, `SimDB` pauses, kills and starts the node on its
+event loop instead of sending signals. A new fault goes into a seam: its real machines' way beside
+iptables or libfaketime (nemeses/net.py, nemeses/clock.py) and its simulated way here.
 
 Pause and kill go through `SimDB`, the DB capabilities the nemeses call (test.db.kill and so on).
 ProcessNemesis fans those calls out on threads, as it does to reach several containers at once; the
 SimDB only queues them, and `flush` applies them after the op in node order, in virtual time, so the
 order of the threads never reaches the simulation.
+
+What takes time is awaited in virtual time instead of a blocking sleep: the partition-leader and
+leader-clock starts wait for a leader (`await_leaders`), a strobe flips the clock for its duration
+(`SimClocks.astrobe`). SimNemesis awaits those ops; each is the nemesis's own step but for the wait.
 
 A nemesis this module cannot carry out (one from outside this project) is refused before the run.
 """
@@ -21,25 +27,25 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
 from jepsen_py.errors import BadInput
 from jepsen_py.history import INFO, Op
-from jepsen_py.nemeses.clock import ClockNemesis, random_delta_ms
+from jepsen_py.nemeses.clock import ClockNemesis
 from jepsen_py.nemeses.compose import ComposedNemesis, NoopNemesis
-from jepsen_py.nemeses.faults import START_LEADER_CLOCK, START_PARTITION
+from jepsen_py.nemeses.faults import START_LEADER_CLOCK, START_PARTITION, STROBE_CLOCK
 from jepsen_py.nemeses.kill import KillNemesis
 from jepsen_py.nemeses.leader_clock import LeaderClockNemesis
-from jepsen_py.nemeses.partition import LEADER_POLL_S, LEADER_WAIT_S, Grudge, PartitionNemesis
+from jepsen_py.nemeses.partition import LEADER_POLL_S, LEADER_WAIT_S, PartitionNemesis
 from jepsen_py.nemeses.pause import PauseNemesis
-from jepsen_py.nemeses.targets import pick, primaries
+from jepsen_py.nemeses.targets import primaries
 from jepsen_py.protocols import Nemesis, Test, has_capability
 
 
 class FaultableCluster(Protocol):
-    """What the nemeses need from the simulated cluster (jepsen_py.sim.cluster.SimCluster)."""
+    """What the seams need from the simulated cluster (jepsen_py.sim.cluster.SimCluster)."""
 
     def kill(self, node: str) -> None: ...
 
@@ -166,10 +172,67 @@ class SimDB:
         self.flush()
 
 
-def grudge_cuts(grudge: Grudge) -> list[tuple[str, str]]:
+def grudge_cuts(grudge: Mapping[str, Sequence[str]]) -> list[tuple[str, str]]:
     """The directed links a grudge cuts: a node holding a grudge against a peer drops what the peer
     sends it (iptables INPUT DROP by source), so the link peer -> node is cut."""
     return sorted((peer, node) for node, peers in grudge.items() for peer in peers)
+
+
+class SimNet:
+    """The simulator's `Net`: cut links for iptables rules. Healing heals every link, as flushing
+    the shared JEPSEN-PY chain does on Docker (a leader-clock cut included)."""
+
+    def __init__(self, cluster: FaultableCluster) -> None:
+        self.cluster = cluster
+
+    def drop_all(self, test: Test, grudge: Mapping[str, Sequence[str]],
+                 first: Collection[str] = ()) -> None:
+        """Every link at once: the simulator has no order of installs to choose."""
+        self.cluster.cut(grudge_cuts(grudge))
+
+    def heal(self, test: Test) -> None:
+        self.cluster.heal_network()
+
+    def ready(self, test: Test) -> None:
+        pass  # a cut is atomic here: nothing to make ahead
+
+    def remove(self, test: Test) -> None:
+        self.cluster.heal_network()
+
+
+class SimClocks:
+    """The simulator's `Clocks`: the nodes' virtual clocks for libfaketime files. A strobe takes
+    virtual time, so SimNemesis awaits `astrobe` in its place."""
+
+    def __init__(self, cluster: FaultableCluster) -> None:
+        self.cluster = cluster
+
+    def set_offsets(self, test: Test, offsets: Mapping[str, float]) -> None:
+        for node in sorted(offsets):
+            self.cluster.set_clock(node, offsets[node])
+
+    def strobe(self, test: Test, base: Mapping[str, float], delta_s: float, period_s: float,
+               duration_s: float) -> None:
+        raise RuntimeError("a simulated strobe takes virtual time: await SimClocks.astrobe")
+
+    async def astrobe(self, test: Test, base: Mapping[str, float], delta_s: float, period_s: float,
+                      duration_s: float) -> None:
+        """The strobe in virtual time for its whole duration, as the helper on a node does."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + duration_s
+        on = False
+        while loop.time() < end:
+            on = not on
+            self.set_offsets(test, {n: b + delta_s if on else b for n, b in base.items()})
+            await asyncio.sleep(period_s)
+        self.set_offsets(test, base)
+
+    def reset(self, test: Test) -> list[str]:
+        """Every node back to offset 0 (the simulator has every node; Docker resets those it
+        reaches)."""
+        nodes = list(test.nodes)
+        self.set_offsets(test, dict.fromkeys(nodes, 0.0))
+        return nodes
 
 
 async def await_leaders(test: Test) -> list[str]:
@@ -183,125 +246,53 @@ async def await_leaders(test: Test) -> list[str]:
     return leaders
 
 
-class SimPartitionNemesis(PartitionNemesis):
-    """PartitionNemesis with cut links for iptables rules. Healing heals every link, as flushing the
-    shared JEPSEN-PY chain does on Docker (a leader-clock cut included)."""
+# The ops whose waits take virtual time: awaited here, each the nemesis's own invoke but for the
+# wait (a blocking sleep there). Every other op is the nemesis's invoke as on Docker.
 
-    cluster: FaultableCluster
-
-    async def ainvoke(self, test: Test, op: Op) -> Op:
-        if op.f != START_PARTITION:
-            return self.invoke(test, op)
-        shape = self.shape_for(test, op)
-        return self.start(test, op, shape, await await_leaders(test) if shape == "leader" else [])
-
-    def install(self, test: Test, grudge: Grudge, first: Collection[str] = ()) -> None:
-        """Every link at once: the simulator has no order of installs to choose."""
-        self.active = {k: list(v) for k, v in grudge.items()}
-        test.state["partition"] = self.active
-        self.cluster.cut(grudge_cuts(grudge))
-
-    def _heal_all(self, test: Test) -> dict[str, int]:
-        healed = {n: len(g) for n, g in self.active.items()}
-        self.cluster.heal_network()
-        self.active = {}
-        test.state.pop("partition", None)
-        return healed
-
-    def setup(self, test: Test) -> None:
-        self.cluster.heal_network()
-        self.active = {}
-
-    def teardown(self, test: Test) -> None:
-        self._heal_all(test)
+async def _start_partition(nemesis: PartitionNemesis, test: Test, op: Op) -> Op:
+    shape = nemesis.shape_for(test, op)
+    return nemesis.start(test, op, shape, await await_leaders(test) if shape == "leader" else [])
 
 
-class SimClockNemesis(ClockNemesis):
-    """ClockNemesis with the node's virtual clock for the libfaketime file; the strobe flips it in
-    virtual time for its whole duration, as the helper on a node does."""
-
-    cluster: FaultableCluster
-
-    def _write(self, test: Test, offsets: dict[str, float]) -> None:
-        for node in sorted(offsets):
-            self.cluster.set_clock(node, offsets[node])
-
-    def reset(self, test: Test) -> list[str]:
-        """Every node back to offset 0 (the simulator has every node; Docker resets those it
-        reaches)."""
-        nodes = list(test.nodes)
-        self._write(test, dict.fromkeys(nodes, 0.0))
-        self.offsets = {}
-        test.state.pop("clock", None)
-        return nodes
-
-    async def ainvoke(self, test: Test, op: Op) -> Op:
-        if op.f != "strobe-clock":
-            return self.invoke(test, op)
-        rng = test.rng
-        nodes = pick(rng.choice(self.targets), test, rng)
-        delta_ms = abs(random_delta_ms(rng))
-        period_ms = int(2 ** rng.uniform(1, 8))  # 2 ms .. 256 ms
-        base = {n: self.offsets.get(n, 0.0) for n in nodes}
-        loop = asyncio.get_running_loop()
-        end = loop.time() + self.strobe_duration
-        on = False
-        while loop.time() < end:
-            on = not on
-            self._write(test, {n: b + delta_ms / 1000.0 if on else b for n, b in base.items()})
-            await asyncio.sleep(period_ms / 1000.0)
-        self._write(test, base)
-        test.state["clock"] = dict(self.offsets)
-        return Op(op.index, op.time, INFO, op.process, op.f, op.key,
-                  {"nodes": nodes, "delta-ms": delta_ms, "period-ms": period_ms,
-                   "duration-s": self.strobe_duration}, op.node, None, dict(op.meta))
+async def _strobe_clock(nemesis: ClockNemesis, test: Test, op: Op) -> Op:
+    clocks = test.clocks
+    assert isinstance(clocks, SimClocks), "a simulated strobe needs the simulator's clocks"
+    nodes, delta_ms, period_ms = nemesis.strobe_plan(test)
+    await clocks.astrobe(test, {n: nemesis.offsets.get(n, 0.0) for n in nodes}, delta_ms / 1000.0,
+                         period_ms / 1000.0, nemesis.strobe_duration)
+    test.state["clock"] = dict(nemesis.offsets)
+    return Op(op.index, op.time, INFO, op.process, op.f, op.key,
+              nemesis.strobe_value(nodes, delta_ms, period_ms), op.node, None, dict(op.meta))
 
 
-class SimLeaderClockNemesis(LeaderClockNemesis):
-    """LeaderClockNemesis on a simulated partition and clock. The freeze around the cut and the clock
-    step is kept (queued pause and resume at the same instant): in virtual time the cut and the step
-    are atomic anyway, which is what the freeze buys on Docker."""
-
-    def setup(self, test: Test) -> None:
-        self.partition.setup(test)
-        self.clock.setup(test)
-
-    async def ainvoke(self, test: Test, op: Op) -> Op:
-        if op.f != START_LEADER_CLOCK:
-            return self.invoke(test, op)
-        return replace(op, type=INFO, value=self._start(test, await await_leaders(test)))
+async def _start_leader_clock(nemesis: LeaderClockNemesis, test: Test, op: Op) -> Op:
+    """The freeze around the cut and the clock step is kept (queued pause and resume at the same
+    instant): in virtual time the cut and the step are atomic anyway, which is what the freeze buys
+    on Docker."""
+    return replace(op, type=INFO, value=nemesis._start(test, await await_leaders(test)))
 
 
-#: The nemesis classes carried out here, each with its simulated twin (None: works unchanged
-#: through SimDB). Exact types: a subclass may do something else, and is refused.
-_TWINS: dict[type, type | None] = {
-    PartitionNemesis: SimPartitionNemesis,
-    ClockNemesis: SimClockNemesis,
-    LeaderClockNemesis: SimLeaderClockNemesis,
-    PauseNemesis: None,
-    KillNemesis: None,
-    NoopNemesis: None,
+#: The nemesis classes carried out here, with the ops of each awaited in virtual time. Exact types:
+#: a subclass may do something else, and is refused.
+_CARRIED: dict[type, dict[str, Callable[[Any, Test, Op], Awaitable[Op]]]] = {
+    PartitionNemesis: {START_PARTITION: _start_partition},
+    ClockNemesis: {STROBE_CLOCK: _strobe_clock},
+    LeaderClockNemesis: {START_LEADER_CLOCK: _start_leader_clock},
+    PauseNemesis: {},
+    KillNemesis: {},
+    NoopNemesis: {},
 }
 
 
-def _adapt(nemesis: object, cluster: FaultableCluster) -> Nemesis:
-    """The simulated twin of a nemesis built for Docker, with its configuration and state."""
+def _members(nemesis: object) -> list[Any]:
+    """The nemeses `nemesis` is made of, each one the simulator carries out."""
     kind = type(nemesis)
     if kind is ComposedNemesis:
-        return ComposedNemesis([_adapt(m, cluster) for m in nemesis.members])  # type: ignore[attr-defined]
-    if kind not in _TWINS:
+        return [m for member in nemesis.members for m in _members(member)]  # type: ignore[attr-defined]
+    if kind not in _CARRIED:
         raise BadInput(f"--backend sim: the simulator cannot carry out the nemesis {kind.__name__} "
                        f"(it models {', '.join(SUPPORTED)})")
-    twin = _TWINS[kind]
-    if twin is None:
-        return nemesis  # type: ignore[return-value]
-    sim = twin.__new__(twin)
-    sim.__dict__.update(vars(nemesis))
-    sim.cluster = cluster
-    if isinstance(sim, SimLeaderClockNemesis):
-        sim.partition = _adapt(sim.partition, cluster)  # type: ignore[assignment]
-        sim.clock = _adapt(sim.clock, cluster)  # type: ignore[assignment]
-    return sim  # type: ignore[no-any-return]
+    return [nemesis]
 
 
 #: The --nemesis names the simulator carries out.
@@ -318,22 +309,22 @@ def check_names(names: Iterable[str]) -> None:
 
 
 class SimNemesis:
-    """The run's nemesis in the simulator: routes each op to its member's simulated twin, awaits it
-    in virtual time, then applies the process faults it asked for."""
+    """The run's nemesis in the simulator: routes each op to its member, awaits it in virtual time,
+    then applies the process faults it asked for. The members are the ones built for Docker; they
+    act through the test's seams (SimNet, SimClocks, and the DB's process faults, SimDB)."""
 
-    def __init__(self, nemesis: Nemesis, db: SimDB, cluster: FaultableCluster) -> None:
-        self.inner = _adapt(nemesis, cluster)
+    def __init__(self, nemesis: Nemesis, db: SimDB) -> None:
+        self.inner = nemesis
         self.db = db
-        members = self.inner.members if isinstance(self.inner, ComposedNemesis) else [self.inner]
-        self.route: dict[str, Any] = {f: m for m in members for f in m.fs()}
+        self.route: dict[str, Any] = {f: m for m in _members(nemesis) for f in m.fs()}
 
     async def invoke(self, test: Test, op: Op) -> Op:
         member = self.route.get(op.f)
         if member is None:
             raise ValueError(f"no nemesis handles {op.f!r} (handled: {sorted(self.route)})")
         try:
-            ainvoke = getattr(member, "ainvoke", None)
-            return await ainvoke(test, op) if ainvoke is not None else member.invoke(test, op)
+            awaited = _CARRIED[type(member)].get(op.f)
+            return await awaited(member, test, op) if awaited is not None else member.invoke(test, op)
         finally:
             self.db.flush()
 

@@ -17,7 +17,7 @@ from jepsen_py.nemeses.partition import LEADER_POLL_S, LEADER_WAIT_S, PartitionN
 from jepsen_py.errors import BadInput
 from jepsen_py.history import INFO, INVOKE, NEMESIS, Op
 from jepsen_py.protocols import Test, TestSpec
-from jepsen_py.sim.nemesis import SimDB, SimNemesis, check_names, grudge_cuts
+from jepsen_py.sim.nemesis import SimClocks, SimDB, SimNemesis, SimNet, check_names, grudge_cuts
 from tests.jepsen_py.sim.vloop import VirtualLoop
 
 NODES = ["n1", "n2", "n3", "n4", "n5"]
@@ -70,9 +70,10 @@ def setup(names: str, *, seed: int = 5, targets: list[str] | None = None,
                     results_dir=Path("."), fault_targets=targets or [])
     cluster = FakeCluster()
     db = SimDB(cluster, NODES)
-    test = Test(spec=spec, store_dir=Path("."), log=logging.getLogger("t"), rng=random.Random(seed), db=db)  # type: ignore[arg-type]
+    test = Test(spec=spec, store_dir=Path("."), log=logging.getLogger("t"), rng=random.Random(seed), db=db,  # type: ignore[arg-type]
+                net=SimNet(cluster), clocks=SimClocks(cluster))
     nemesis, schedule = build(spec.nemesis, spec)
-    sim = SimNemesis(nemesis, db, cluster)
+    sim = SimNemesis(nemesis, db)
     sim.setup(test)
     assert set(cluster.clocks.values()) <= {0.0} and not cluster.cuts  # setup starts from no fault
     cluster.calls.clear()
@@ -222,7 +223,7 @@ def test_leader_clock_waits_for_a_leader_too() -> None:
     assert 1.0 - 1e-6 <= done.meta["done-at"] <= 1.0 + LEADER_POLL_S + 1e-9
 
 
-def test_all_builds_a_twin_for_every_family() -> None:
+def test_all_routes_every_family() -> None:
     test, sim, _, _, _ = setup("all")
     assert set(sim.route) >= {"start-partition", "bump-clock", "strobe-clock", "pause", "kill", "start"}
     for f in ("start-partition", "bump-clock", "pause", "kill", "resume", "start", "stop-partition"):
@@ -235,7 +236,7 @@ def test_a_nemesis_from_outside_is_refused_in_one_line() -> None:
             return frozenset({"zap"})
 
     with pytest.raises(BadInput, match="cannot carry out the nemesis Outside"):
-        SimNemesis(Outside(), SimDB(FakeCluster(), NODES), FakeCluster())  # type: ignore[arg-type]
+        SimNemesis(Outside(), SimDB(FakeCluster(), NODES))  # type: ignore[arg-type]
     with pytest.raises(BadInput, match="--nemesis mymod:Zap: the simulator cannot model"):
         check_names(["partition", "mymod:Zap"])
     check_names(["none", "all", "leader-clock"])
