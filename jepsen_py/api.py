@@ -28,13 +28,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from jepsen_py.backends import default_backend, get_backend
+from jepsen_py import assembly
+from jepsen_py.backends import backend_kind, default_backend
 from jepsen_py.errors import BadInput
 from jepsen_py.generator import checked
 from jepsen_py.nodenames import check_node_names
 from jepsen_py.numbers import check_seeds
 from jepsen_py.plugins import (
-    build_nemesis,
     build_workload,
     check_db_flags,
     load_checker,
@@ -44,7 +44,7 @@ from jepsen_py.plugins import (
 )
 from jepsen_py.postrun import export_parquet, render_pictures
 from jepsen_py.protocols import TestSpec
-from jepsen_py.runner import RunOutcome, run_test
+from jepsen_py.runner import RunOutcome
 from jepsen_py.spec import check_size, default_test_name, parse_concurrency
 from jepsen_py.workload import Workload
 
@@ -175,24 +175,25 @@ def _workload(test: JepsenTest, spec: TestSpec) -> Workload:
     return w
 
 
-def build(test: JepsenTest) -> dict[str, Any]:
-    """The live parts of a test: spec, db, workload, nemesis and its schedule, backend."""
+def build(test: JepsenTest) -> assembly.Parts:
+    """The live parts of a test: spec, db, workload, nemesis and its schedule, backend (put
+    together as `jepsen-py run` puts them, jepsen_py.assembly). On a backend that builds its own
+    world (the simulator) the DB and backend are that world's."""
     spec = test.spec()
+    own_world = backend_kind(spec.backend).run_function() is not None
+    if own_world:
+        backend_kind(spec.backend).check_spec(spec)
     workload = _workload(test, spec)
-    db = _db(test, spec)
-    items = [n for n in test.nemesis if not (isinstance(n, str) and n == "none")]
-    nemesis, schedule = build_nemesis(items, spec)
-    return {"spec": spec, "db": db, "workload": workload, "nemesis": nemesis,
-            "nemesis_generator": schedule, "backend": get_backend(spec.backend, spec)}
+    db = None if own_world and isinstance(test.db, str) else _db(test, spec)
+    return assembly.assemble(spec, db=db, workload=workload, nemesis=list(test.nemesis))
 
 
 def run(test: JepsenTest) -> RunOutcome:
     """Runs the test once and returns its outcome (the verdict, results and run directory)."""
     parts = build(test)
     post = [step for step, on in ((render_pictures, test.pictures), (export_parquet, test.parquet)) if on]
-    return run_test(parts["spec"], db=parts["db"], workload=parts["workload"], nemesis=parts["nemesis"],
-                    nemesis_generator=parts["nemesis_generator"], backend=parts["backend"],
-                    show_progress=test.show_progress, post_run=post)
+    return assembly.run(parts, post_run=post, show_progress=test.show_progress,  # type: ignore[no-any-return]
+                        fsync_history=False)
 
 
 def failure_message(outcome: RunOutcome, *, limit: int = 10) -> str:

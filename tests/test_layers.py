@@ -52,7 +52,7 @@ LAYERS: tuple[Layer, ...] = (
         "jepsen_py.dbversion", "jepsen_py.analysis", "jepsen_py.junit",
         "jepsen_py.progress", "jepsen_py.observer", "jepsen_py.workers", "jepsen_py.interpreter",
         "jepsen_py.engine", "jepsen_py.runner", "jepsen_py.matrix", "jepsen_py.dbcheck", "jepsen_py.sim",
-        "jepsen_py.runflags",
+        "jepsen_py.runflags", "jepsen_py.assembly",
     ), ("node", "core", "parts")),
     # beside run: many runs at once; only the top imports it
     Layer("spark", ("jepsen_py.spark",), ("node", "core", "parts")),

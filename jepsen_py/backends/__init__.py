@@ -122,6 +122,11 @@ class BackendKind:
     def loggers(self) -> tuple[str, ...]:
         return tuple(self._hook("LOGGERS") or ())
 
+    @property
+    def names_hosts(self) -> bool:
+        """Its nodes are the hosts its options name (ssh's --ssh-host): it defines `given_nodes`."""
+        return self._hook("given_nodes") is not None
+
     def hosts(self, options: dict[str, Any]) -> list[str] | None:
         """The nodes `options` name for this backend (its hosts); None when it names none, or this
         backend makes its nodes itself."""

@@ -12,23 +12,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from jepsen_py import runflags, store
+from jepsen_py import assembly, runflags, store
 from jepsen_py import spec as specmod
-from jepsen_py.backends import backend_kind, get_backend
 from jepsen_py.errors import EXIT_BAD_INPUT, EXIT_FRAMEWORK, BadInput, RunInterrupted
 from jepsen_py.explore.rerun import run_schedule
 from jepsen_py.flags import check_output_file, check_room
 from jepsen_py.junit import write_junit_outcomes
-from jepsen_py.plugins import (
-    build_nemesis,
-    build_workload,
-    builtin_workloads,
-    load_db,
-)
 from jepsen_py.postrun import CLI_POST_RUN
 from jepsen_py.progress import print_summary
 from jepsen_py.protocols import TestSpec
-from jepsen_py.runner import run_test
 from jepsen_py.seeds import run_seed
 from jepsen_py.spec import DEFAULT_DB, db_options_text
 from jepsen_py.verdict import exit_code, merge
@@ -61,16 +53,7 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def build_and_run(spec: TestSpec, *, show_progress: bool) -> Any:
     """One run: the workload, db, nemesis and backend built fresh from the spec's names."""
-    own_run = backend_kind(spec.backend).run_function()
-    if own_run is not None:  # a backend that builds its own cluster (the simulator, in virtual time)
-        return own_run(spec, post_run=CLI_POST_RUN, show_progress=show_progress)
-    workload = build_workload(spec, builtin_workloads())
-    db = load_db(spec.db, spec)
-    nemesis, nemesis_gen = build_nemesis(list(spec.nemesis), spec)
-    backend = get_backend(spec.backend, spec)
-    return run_test(spec, db=db, workload=workload, nemesis=nemesis, nemesis_generator=nemesis_gen,
-                    backend=backend, show_progress=show_progress, post_run=CLI_POST_RUN,
-                    fsync_history=bool(spec.options.get("fsync_history", False)))
+    return assembly.run(assembly.assemble(spec), post_run=CLI_POST_RUN, show_progress=show_progress)
 
 
 def db_label(spec: TestSpec) -> str:

@@ -147,7 +147,7 @@ def host_node_counts(kind: BackendKind, options: dict[str, Any],
     """On a backend whose nodes are the hosts its options name (ssh), those hosts and the node counts
     a search may draw: the ones asked for, each at most the hosts given, else the real backends'
     default counts that fit (all the hosts when none does). Elsewhere (None, the counts asked)."""
-    if not kind.given_nodes:
+    if not kind.names_hosts:
         return None, tuple(asked)
     hosts = kind.hosts(options)
     if not hosts:

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from jepsen_py.backends import KINDS, backend_kind, get_backend, is_simulated, simulator
+from jepsen_py import assembly
+from jepsen_py.backends import KINDS, backend_kind, is_simulated, simulator
 from jepsen_py.errors import BadInput
 from jepsen_py.explore.coverage import anomaly_features, features, landed_features
 from jepsen_py.explore.replay import (
@@ -46,9 +47,8 @@ from jepsen_py.generator import rate as limit_rate
 from jepsen_py.history import Op
 from jepsen_py.history import read_history as read_ops
 from jepsen_py.matrix import anomaly_kinds
-from jepsen_py.plugins import build_nemesis, build_workload, builtin_workloads, load_db
+from jepsen_py.plugins import build_workload, builtin_workloads
 from jepsen_py.protocols import TestSpec
-from jepsen_py.runner import run_test
 from jepsen_py.seeds import recorder_rng
 from jepsen_py.spec import DEFAULT_DB, DEFAULT_RATE
 from jepsen_py.store import LATEST
@@ -78,11 +78,9 @@ def run_sim(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
 def run_real(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
              post_run: Sequence[Any]) -> Outcome:
     """One run on a real backend (docker, ssh, local) through the ordinary runner."""
-    db = load_db(spec.db, spec)
-    nemesis, _ = build_nemesis(list(spec.nemesis), spec)
-    return run_test(spec, db=db, workload=workload, nemesis=nemesis,  # type: ignore[no-any-return]
-                    nemesis_generator=nemesis_generator if spec.nemesis else None,
-                    backend=get_backend(spec.backend, spec), show_progress=False, post_run=post_run)
+    parts = assembly.assemble(spec, workload=workload)
+    parts.nemesis_generator = nemesis_generator if spec.nemesis else None
+    return assembly.run(parts, post_run=post_run, fsync_history=False)  # type: ignore[no-any-return]
 
 
 def run_function(backend: str) -> RunFn:
