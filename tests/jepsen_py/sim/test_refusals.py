@@ -22,8 +22,6 @@ def jepsen(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     (["--db", "tests.jepsen_py.fakes:FakeDB"], "--db tests.jepsen_py.fakes:FakeDB: the simulator runs this "
                                                "project's cluster only"),
     (["--leave-db-running"], "--leave-db-running: simulated nodes end with the run"),
-    (["--nemesis", "partition,tests.jepsen_py.sim.outside_nemesis:Zap"],
-     "--nemesis tests.jepsen_py.sim.outside_nemesis:Zap: the simulator cannot model this nemesis"),
     (["--workload", "register"], "no client for 'register'"),
     (["--ssh-host", "n1=10.0.0.1"], "--ssh-host: not an option of the simulator"),
 ])
