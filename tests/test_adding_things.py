@@ -2,7 +2,8 @@
 single module outside the package (docs/architecture.md, "Where to add a thing"), named on the
 command line as MODULE:NAME and found from the working directory.
 
-The toy workload, fault and checker run together in the simulator and on `--backend local`; the
+The fault is docs/plugins.md's freezer (a node paused through the DB, declared in the fault
+vocabulary). The toy workload, fault and checker run together in the simulator and on `--backend local`; the
 toy backend runs a stock workload with a stock fault. Nothing here is registered anywhere else.
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.jepsen_py.test_backend_local import local_env  # noqa: F401  (the fixture)
+from tests.jepsen_py.test_outside_plugins import DECLARED as FREEZER  # docs/plugins.md's fault
 
 FILES = {
     "toy_workload.py": '''
@@ -35,40 +37,6 @@ FILES = {
                 return {"f": "describe", "key": name}
             return Workload(name="toy", generator=fn(op), final_generator=None, checkers=[],
                             client=MetadataClient(fs=FS), fs=FS)
-        ''',
-    "toy_fault.py": '''
-        """Freezes one node at a time through the DB's pause and resume, in any world."""
-        import dataclasses
-        from jepsen_py.nemeses.faults import PAUSE, FaultKind
-
-        class Blink:
-            def __init__(self, spec):
-                self.frozen = []
-            def fs(self):
-                return frozenset({"blink", "unblink"})
-            def faults(self):
-                return [FaultKind("blink", starts=frozenset({"blink"}), stops=frozenset({"unblink"}),
-                                  effects=frozenset({PAUSE}))]
-            def needs(self):
-                return {"pause": "--nemesis toy_fault:Blink"}
-            def setup(self, test):
-                pass
-            def invoke(self, test, op):
-                if op.f == "blink":
-                    node = test.rng.choice(sorted(test.nodes))
-                    test.db.pause(test, node)
-                    self.frozen.append(node)
-                    return dataclasses.replace(op, type="info", value={"nodes": [node]})
-                thawed, self.frozen = self.frozen, []
-                for node in thawed:
-                    test.db.resume(test, node)
-                return dataclasses.replace(op, type="info", value={"nodes": thawed})
-            def heal(self, test):
-                for node in self.frozen:
-                    test.db.resume(test, node)
-                self.frozen = []
-            def teardown(self, test):
-                pass
         ''',
     "toy_checker.py": '''
         """Valid when every created topic was described by some node afterwards."""
@@ -101,13 +69,13 @@ FILES = {
         ''',
 }
 
-TOYS = ["--workload", "toy_workload:workload", "--nemesis", "toy_fault:Blink",
+TOYS = ["--workload", "toy_workload:workload", "--nemesis", "freezer:Freeze",
         "--checker", "toy_checker:described"]
 
 
 @pytest.fixture
 def toys(tmp_path: Path) -> Path:
-    for name, text in FILES.items():
+    for name, text in {**FILES, "freezer.py": FREEZER}.items():
         (tmp_path / name).write_text(textwrap.dedent(text).lstrip())
     return tmp_path
 
@@ -131,8 +99,8 @@ def assert_the_toys_ran(p: subprocess.CompletedProcess[str], run_dir: Path) -> N
     toy = results["checkers"]["described"]
     assert toy["valid"] is True and toy["created"], toy
     history = ops(run_dir)
-    blinks = [o for o in history if o["f"] == "blink" and o["type"] == "info"]
-    assert blinks and all(len(o["value"]["nodes"]) == 1 for o in blinks)
+    freezes = [o for o in history if o["f"] == "freeze" and o["type"] == "info"]
+    assert freezes and all(len(o["value"]["nodes"]) == 1 for o in freezes)
     assert {o["f"] for o in history if o["type"] == "ok"} >= {"create", "describe"}
 
 
