@@ -15,7 +15,8 @@ from jepsen_py.spec import to_json
 FLAGS = [
     ["--backend", "sim", "--workload", "offsets", "--nemesis", "partition-leader", "--time-limit", "5",
      "--seed", "7"],
-    ["--backend", "sim", "--workload", "offsets", "--bug", "zombie-leader", "--node-count", "3", "--seed", "3"],
+    ["--backend", "sim", "--workload", "offsets", "--bug", "zombie-leader", "--node-count", "3",
+     "--seed", "3"],
     ["--backend", "none", "--workload", "list-append", "--workload-option", "key_count=4", "--seed", "1"],
 ]
 
