@@ -124,3 +124,24 @@ def test_a_generator_object_handing_out_an_op_without_a_name(tmp_path: Path) -> 
                          f"(an op's f is a non-empty name)")
     history = (Path(out.run_dir) / "history.jsonl").read_text().splitlines()
     assert all(json.loads(line)["f"] for line in history)
+
+
+def test_a_test_in_code_runs_in_the_simulator_as_the_command_line_does(tmp_path: Path) -> None:
+    """The API assembles through the same code as `jepsen-py run` (jepsen_py/assembly.py), so the
+    simulator is one more backend for it: our cluster with a checker object of the caller's, and a
+    DB object, which the simulator cannot use, refused in one line."""
+
+    class Counted:
+        name = "counted"
+
+        def check(self, test: Any, history: list[Op]) -> dict[str, Any]:
+            oks = sum(1 for o in history if o.type == "ok" and o.f == "create")
+            return {"valid": oks == 0, "creates": oks}  # fails as soon as a create got through
+
+    spec = dict(db="jepsen_py.raftdb:RaftMetadataDB", workload="topics", backend="sim", time_limit=5,
+                results_dir=tmp_path, seed=4, nodes=3, pictures=False, nemesis=["partition-leader"])
+    assert run(JepsenTest(**spec)).valid is True
+    outcome = run(JepsenTest(**spec, checkers=[Counted()]))
+    assert outcome.valid is False and outcome.results["checkers"]["counted"]["creates"] > 0
+    with pytest.raises(BadInput, match="the simulator runs this project's cluster only"):
+        run(JepsenTest(**{**spec, "db": StoreDB}))
