@@ -181,8 +181,6 @@ def build(test: JepsenTest) -> assembly.Parts:
     world (the simulator) the DB and backend are that world's."""
     spec = test.spec()
     own_world = backend_kind(spec.backend).run_function() is not None
-    if own_world:
-        backend_kind(spec.backend).check_spec(spec)
     workload = _workload(test, spec)
     db = None if own_world and isinstance(test.db, str) else _db(test, spec)
     return assembly.assemble(spec, db=db, workload=workload, nemesis=list(test.nemesis))

@@ -40,22 +40,20 @@ def assemble(spec: TestSpec, *, db: DB | None = None, workload: Workload | None 
              nemesis: Sequence[Any] | None = None, nemesis_generator: Generator | None = None) -> Parts:
     """The parts `spec` names; a part given here is used as it is. `nemesis` lists the faults
     (names or objects) when they are not the spec's own names; `nemesis_generator` replaces the
-    schedule the faults would draw. On a backend that builds its own world the DB, backend and
-    schedule are that world's, made when it runs (None here, unless a schedule is given)."""
+    schedule the faults would draw. On a backend that builds its own world the DB, backend, nemesis
+    and schedule are that world's, made when it runs (None here, unless a schedule is given)."""
     kind = backend_kind(spec.backend)
     own_world = kind.run_function() is not None
     if own_world:
         kind.check_spec(spec)  # what that world cannot honour, before any part is built
-    if workload is None:
-        workload = build_workload(spec, builtin_workloads())
-    faults = list(spec.nemesis) if nemesis is None else [n for n in nemesis if n != "none"]
-    built, schedule = build_nemesis(faults, spec)
-    if own_world:
         if db is not None:
             raise BadInput(f"--backend {spec.backend}: it builds its own DB; a DB object cannot be given")
-        # that world builds its nemesis again on its own cluster, with the schedule that belongs to
-        # it unless the caller gave one
-        return Parts(spec, None, workload, built, nemesis_generator, None)
+    if workload is None:
+        workload = build_workload(spec, builtin_workloads())
+    if own_world:  # its nemesis is built when it runs, from the spec's names
+        return Parts(spec, None, workload, None, nemesis_generator, None)
+    faults = list(spec.nemesis) if nemesis is None else [n for n in nemesis if n != "none"]
+    built, schedule = build_nemesis(faults, spec)
     if db is None:
         db = load_db(spec.db, spec)
     return Parts(spec, db, workload, built, nemesis_generator or schedule, get_backend(spec.backend, spec))

@@ -78,8 +78,8 @@ def run_sim(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
 def run_real(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
              post_run: Sequence[Any]) -> Outcome:
     """One run on a real backend (docker, ssh, local) through the ordinary runner."""
-    parts = assembly.assemble(spec, workload=workload)
-    parts.nemesis_generator = nemesis_generator if spec.nemesis else None
+    schedule = nemesis_generator if spec.nemesis else None
+    parts = assembly.assemble(spec, workload=workload, nemesis_generator=schedule)
     return assembly.run(parts, post_run=post_run, fsync_history=False)  # type: ignore[no-any-return]
 
 

@@ -19,7 +19,8 @@ What takes time is awaited in virtual time instead of a blocking sleep: the part
 leader-clock starts wait for a leader (`await_leaders`), a strobe flips the clock for its duration
 (`SimClocks.astrobe`). SimNemesis awaits those ops; each is the nemesis's own step but for the wait.
 
-A nemesis this module cannot carry out (one from outside this project) is refused before the run.
+A nemesis of ours this module does not model (or a subclass of one, which may do something else) is
+refused before the run; one from outside the project runs through the same seams.
 """
 
 from __future__ import annotations
