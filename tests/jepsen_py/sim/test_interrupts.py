@@ -65,3 +65,27 @@ def test_outside_the_simulation_a_signal_is_raised_at_once(sigterm_raises: None)
         os.kill(os.getpid(), signal.SIGTERM)
         raise AssertionError("not interrupted")
     assert signal.getsignal(signal.SIGTERM) is _raise  # the command's handler is back
+
+
+def test_the_wall_limit_alarm_is_not_lost_in_code_that_swallows_what_it_raises() -> None:
+    # A node's coroutine closed on a kill ignores whatever its dead code raises; an alarm landing
+    # there used to vanish and the run went on to its end. Deferred to the next event, it stops it.
+    from jepsen_py.sim.matrix import WallLimit, wall_limit
+
+    s = Scheduler(1)
+    lp = SimLoop(s, "p0")
+    steps: list[int] = []
+
+    async def node() -> None:
+        for i in range(5):
+            steps.append(i)
+            if i == 1:
+                try:
+                    os.kill(os.getpid(), signal.SIGALRM)  # as the alarm rings inside the swallowing code
+                except BaseException:
+                    pass
+            await asyncio.sleep(1)
+
+    with wall_limit(3600), between_events(s), pytest.raises(WallLimit):
+        s.run_until_complete(node(), lp)
+    assert steps == [0, 1]
