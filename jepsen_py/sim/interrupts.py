@@ -34,8 +34,8 @@ def _stepping(frame: FrameType | None) -> bool:
 @contextlib.contextmanager
 def between_events(scheduler: Scheduler) -> Iterator[None]:
     """While inside, SIGINT, SIGTERM and SIGALRM handlers that raise (Python's own for Ctrl-C, the
-    CLI's for SIGTERM, the matrix's wall limit) act between two of `scheduler`'s events. A signal left at its default or ignored
-    is left so; outside the main thread, nothing changes."""
+    CLI's for SIGTERM, the matrix's wall limit) act between two of `scheduler`'s events. A signal
+    left at its default or ignored is left so; outside the main thread, nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
