@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -132,3 +133,23 @@ def path(text: str) -> Path:
 
 
 path_text.__name__ = path.__name__ = "path"  # argparse names the type in its messages
+
+
+_PAIR_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+
+
+def parse_pairs(values: list[str] | None, flag: str) -> dict[str, str]:
+    """`FLAG KEY=VALUE`, repeated -> {KEY: VALUE} (--db-option, --backend-option); a key given twice
+    is a mistake, not an override."""
+    out: dict[str, str] = {}
+    for item in values or []:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep:
+            raise BadInput(f"{flag}: expected KEY=VALUE, got {item!r}")
+        if not _PAIR_KEY.match(key):
+            raise BadInput(f"{flag}: {key!r} is not a usable key (a letter, then letters, digits, _ . -)")
+        if key in out:
+            raise BadInput(f"{flag}: {key} given twice ({out[key]!r} and {value!r})")
+        out[key] = value
+    return out

@@ -106,7 +106,7 @@ STATUS_TYPES: dict[str, tuple[type, ...]] = {"role": (str,), "term": (int,), "le
 MAX_COUNTER = 2**63 - 1
 #: Read modes and --db-option keys as the command line can name them.
 MAX_DECLARED = 1_000
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")  # spec.parse_db_options' rule for a key
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")  # flags.parse_pairs' rule for a key
 
 
 # A plugin's hook that did not return within its bound, and one that raised KeyboardInterrupt or

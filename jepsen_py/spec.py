@@ -18,7 +18,7 @@ from typing import Any
 from jepsen_py.backends import backend_kind, default_backend
 from jepsen_py.cluster.readmodes import READ_MODES
 from jepsen_py.errors import BadInput
-from jepsen_py.flags import allow_empty, path_text
+from jepsen_py.flags import allow_empty, parse_pairs, path_text
 from jepsen_py.nodenames import check_node_name
 from jepsen_py.numbers import (
     MAX_CLIENTS,
@@ -319,25 +319,10 @@ def default_read_mode(given: str | None, db: str) -> str | None:
     return DEFAULT_READ_MODE if db == DEFAULT_DB else None
 
 
-_OPTION_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
-
-
 def parse_db_options(values: list[str] | None) -> dict[str, str]:
     """`--db-option KEY=VALUE`, repeated -> {KEY: VALUE}; a key given twice is a mistake, not an
     override."""
-    out: dict[str, str] = {}
-    for item in values or []:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep:
-            raise BadInput(f"--db-option: expected KEY=VALUE, got {item!r}")
-        if not _OPTION_KEY.match(key):
-            raise BadInput(f"--db-option: {key!r} is not a usable key (a letter, then letters, digits, "
-                           f"_ . -)")
-        if key in out:
-            raise BadInput(f"--db-option: {key} given twice ({out[key]!r} and {value!r})")
-        out[key] = value
-    return out
+    return parse_pairs(values, "--db-option")
 
 
 def db_options_text(options: dict[str, str] | None) -> str:

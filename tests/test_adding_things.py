@@ -54,10 +54,15 @@ FILES = {
             return Described()
         ''',
     "toy_backend.py": '''
-        """Nodes as local processes, under a name of its own; refuses the flags of other backends."""
+        """Nodes as local processes, under a name of its own; refuses the flags of other backends and
+        takes one option of its own (--backend-option greeting=...), written where it runs."""
+        from pathlib import Path
+
         from jepsen_py.backends import given_backend_options
         from jepsen_py.backends.local import LocalBackend
         from jepsen_py.errors import BadInput
+
+        OPTIONS = {"greeting": "a word the backend writes to greeting.txt as it sets up"}
 
         def check_args(args):
             given = given_backend_options(args)
@@ -66,6 +71,10 @@ FILES = {
 
         class ToyLocal(LocalBackend):
             name = "toy-local"
+
+            def setup(self, test):
+                Path("greeting.txt").write_text(self.spec.options.get("greeting", "none"))
+                return super().setup(test)
         ''',
 }
 
@@ -118,8 +127,9 @@ def test_the_toy_workload_fault_and_checker_run_on_local(local_env: None, toys: 
 @pytest.mark.slow
 def test_the_toy_backend_runs_a_stock_workload_with_a_stock_fault(local_env: None, toys: Path) -> None:  # noqa: F811
     p, run_dir = run(toys, "--backend", "toy_backend:ToyLocal", "--workload", "offsets", "--nemesis", "kill",
-                     "--time-limit", "8", "--seed", "4")
+                     "--time-limit", "8", "--seed", "4", "--backend-option", "greeting=hello")
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert (toys / "greeting.txt").read_text() == "hello"  # its own option reached it
     assert json.loads((run_dir / "test.json").read_text())["backend"] == "toy_backend:ToyLocal"
     history = ops(run_dir)
     assert any(o["f"] == "kill" and o["type"] == "info" and o["value"]["nodes"] for o in history)
@@ -129,3 +139,11 @@ def test_the_toy_backend_runs_a_stock_workload_with_a_stock_fault(local_env: Non
                               "--results-dir", str(toys / "refused")],
                              capture_output=True, text=True, cwd=toys, timeout=60)
     assert refused.returncode == 254 and "--ssh-host: not an option of the toy backend" in refused.stderr
+    for backend, option, said in [
+            ("toy_backend:ToyLocal", "colour=red",
+             "toy_backend:ToyLocal has no option 'colour' (it takes: greeting)"),
+            ("local", "greeting=hi", "--backend-option: for a backend of your own (--backend MODULE:CLASS)")]:
+        refused = subprocess.run([sys.executable, "-m", "jepsen_py.cli", "run", "--backend", backend,
+                                  "--backend-option", option, "--results-dir", str(toys / "refused")],
+                                 capture_output=True, text=True, cwd=toys, timeout=60)
+        assert refused.returncode == 254 and said in refused.stderr, refused.stderr

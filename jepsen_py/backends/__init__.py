@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from jepsen_py.errors import BadInput
+from jepsen_py.flags import parse_pairs
 from jepsen_py.protocols import Backend, TestSpec
 from jepsen_py.references import check_reference, current_dir_importable, import_module
 
@@ -51,6 +52,8 @@ class BackendKind:
       no other list is given; absent: it makes whatever nodes a test asks for
     - `options_for(options, nodes)`: its options for a test on `nodes` only (a search's trial or a
       schedule on fewer nodes than the hosts named)
+    - `OPTIONS`: for a backend of your own, the keys `--backend-option KEY=VALUE` may set, each with
+      what it sets (ours have flags of their own instead: `add_arguments`)
     """
 
     name: str
@@ -133,6 +136,16 @@ class BackendKind:
         hook = self._hook("given_nodes")
         return (list(hook(options)) or None) if hook is not None else None
 
+    def option_keys(self) -> dict[str, str]:
+        """The keys its `--backend-option`s may set, each with what it sets (its module's OPTIONS)."""
+        keys = self._hook("OPTIONS") if self.outside else None
+        if keys is None:
+            return {}
+        if not isinstance(keys, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                 for k, v in keys.items()):
+            raise BadInput(f"--backend: {self.name}: OPTIONS must be a dict of option name -> what it sets")
+        return keys
+
     def options_for(self, options: dict[str, Any], nodes: list[str]) -> dict[str, Any]:
         """`options` narrowed to a test on `nodes` (unchanged for a backend that names no hosts)."""
         hook = self._hook("options_for")
@@ -176,6 +189,7 @@ def simulator() -> str:
     return next(k.name for k in KINDS.values() if k.simulated)
 
 _OPTION_DESTS = "_backend_option_dests"
+_PAIRS = "backend_option"
 _OPTION_FLAGS = "_backend_option_flags"
 
 log = logging.getLogger(__name__)
@@ -223,13 +237,34 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
         if callable(hook):
             hook(group)
     actions = group._group_actions[before:]
+    group.add_argument("--backend-option", action="append", default=None, metavar="KEY=VALUE",
+                       dest=_PAIRS, help="an option of a backend of your own (--backend MODULE:CLASS), "
+                                         "one of the keys its module's OPTIONS names; repeatable")
     parser.set_defaults(**{_OPTION_DESTS: [a.dest for a in actions],
                            _OPTION_FLAGS: {a.dest: (a.option_strings[0], a.default) for a in actions}})
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The parsed values of the options `add_backend_arguments` added."""
-    return {d: getattr(args, d) for d in getattr(args, _OPTION_DESTS, [])}
+    """The parsed values of the options `add_backend_arguments` added, and the `--backend-option`s
+    of a backend of your own, each checked against the keys it declares (one BadInput line)."""
+    options = {d: getattr(args, d) for d in getattr(args, _OPTION_DESTS, [])}
+    pairs = parse_pairs(getattr(args, _PAIRS, None), "--backend-option")
+    if not pairs:
+        return options
+    name = getattr(args, "backend", None) or "the default backend"
+    kind = backend_kind(name) if name in KINDS or ":" in name else None
+    if kind is None or not kind.outside:
+        raise BadInput(f"--backend-option: for a backend of your own (--backend MODULE:CLASS); --backend "
+                       f"{name} takes its own flags (jepsen-py run --help)")
+    keys = kind.option_keys()
+    for key in pairs:
+        if key in options:
+            raise BadInput(f"--backend-option: {key} is the name of one of our own backend options; "
+                           f"{kind.name}'s OPTIONS must name it otherwise")
+        if key not in keys:
+            takes = f"it takes: {', '.join(sorted(keys))}" if keys else "its module declares no OPTIONS"
+            raise BadInput(f"--backend-option: {kind.name} has no option {key!r} ({takes})")
+    return {**options, **pairs}
 
 
 def given_backend_options(args: argparse.Namespace) -> list[str]:

@@ -198,3 +198,37 @@ def test_a_backend_of_your_own_is_named_as_module_and_class(tmp_path: Path,
         with pytest.raises(BadInput, match=said) as e:
             backend_kind(ref).backend_class()
         assert "\n" not in str(e.value)
+
+
+def test_a_backend_of_your_own_takes_the_options_its_module_declares(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "toyback_opts.py").write_text(
+        "from jepsen_py.backends.none import NoneBackend\n"
+        "OPTIONS = {'zone': 'where its nodes go', 'size': 'how big'}\n"
+        "class Toy(NoneBackend):\n    pass\n")
+    (tmp_path / "toyback_bad.py").write_text("OPTIONS = ['zone']\nclass Toy:\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    p = argparse.ArgumentParser()
+    p.add_argument("--backend")
+    add_backend_arguments(p)
+
+    def options(*argv: str) -> dict:
+        return backend_options(p.parse_args(list(argv)))
+
+    got = options("--backend", "toyback_opts:Toy", "--backend-option", "zone=eu",
+                  "--backend-option", "size=3")
+    assert got["zone"] == "eu" and got["size"] == "3"
+    assert "backend_option" not in got and "backend_option" not in options()  # the pairs, not the list
+    for argv, said in [
+            (("--backend", "toyback_opts:Toy", "--backend-option", "colour=red"),
+             r"toyback_opts:Toy has no option 'colour' \(it takes: size, zone\)"),
+            (("--backend", "toyback_opts:Toy", "--backend-option", "zone"), "expected KEY=VALUE, got 'zone'"),
+            (("--backend", "toyback_opts:Toy", "--backend-option", "zone=a", "--backend-option", "zone=b"),
+             "zone given twice"),
+            (("--backend", "docker", "--backend-option", "zone=eu"),
+             r"for a backend of your own .*--backend docker takes its own flags"),
+            (("--backend-option", "zone=eu",), "for a backend of your own"),
+            (("--backend", "toyback_bad:Toy", "--backend-option", "zone=eu"), "OPTIONS must be a dict")]:
+        with pytest.raises(BadInput, match=said) as e:
+            options(*argv)
+        assert "\n" not in str(e.value)
