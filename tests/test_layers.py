@@ -44,7 +44,11 @@ LAYERS: tuple[Layer, ...] = (
         "jepsen_py.spec", "jepsen_py.store", "jepsen_py.importers", "jepsen_py.bugs", "jepsen_py.bounded",
     ), ("node",)),
     # what a test is made of
-    Layer("parts", ("jepsen_py.nemeses", "jepsen_py.checkers", "jepsen_py.workloads"), ("node", "core")),
+    # (jepsen_py/maelstrom/: Maelstrom's protocol and the network for nodes in any language, core only)
+    Layer("parts", ("jepsen_py.nemeses", "jepsen_py.checkers", "jepsen_py.workloads",
+                    "jepsen_py.maelstrom.protocol", "jepsen_py.maelstrom.process",
+                    "jepsen_py.maelstrom.router"),
+          ("node", "core")),
     # running tests and judging their histories
     Layer("run", (
         "jepsen_py.backends.docker", "jepsen_py.backends.image", "jepsen_py.backends.local",
