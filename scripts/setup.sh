@@ -7,7 +7,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 echo "== system packages"
 apt-get update -qq
-apt-get install -y -qq docker.io iptables debootstrap libfaketime iproute2 procps \
+apt-get install -y -qq docker.io iptables debootstrap libfaketime iproute2 procps ruby nodejs \
     chromium chromium-driver openjdk-17-jre-headless >/dev/null
 
 echo "== python packages"
