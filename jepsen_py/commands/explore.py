@@ -44,7 +44,7 @@ from jepsen_py.explore.plan import (
     PlanRequest,
 )
 from jepsen_py.explore.plan import plan as plan_search
-from jepsen_py.explore.realspace import REAL_DRAWS, REAL_NODE_COUNTS, REAL_TIME_LIMITS
+from jepsen_py.explore.realspace import REAL_NODE_COUNTS, REAL_TIME_LIMITS
 from jepsen_py.explore.search import Search, Trial, primary_kind
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, Space
 from jepsen_py.explore.system import BackendSystem
@@ -146,12 +146,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 class _View:
     """The live line: schedules tried, simulated (or run) time, findings."""
 
-    def __init__(self, search: Search, budget: float, started: float, *, simulated: bool = True) -> None:
+    def __init__(self, search: Search, budget: float, started: float, *, time_word: str) -> None:
         self.search = search
         self.budget = budget
         self.started = started
         self.status = "searching"
-        self.time_word = "simulated" if simulated else "run"
+        self.time_word = time_word
 
     def __rich__(self) -> Text:
         st = self.search.stats
@@ -210,19 +210,19 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         raise BadInput(f"--results-dir: cannot create {out_dir}: {e.strerror or e}") from None
     system = BackendSystem(work_dir=out_dir / "trials", bugs=bugs, backend=p.backend, db=p.db,
-                           backend_options={} if p.simulated else backend_options(args), outside=p.outside,
+                           backend_options=p.backend_options, outside=p.outside,
                            hosts=p.hosts)
-    search = Search(system, space, seed=seed, draws=1 if p.simulated else REAL_DRAWS)
+    search = Search(system, space, seed=seed, draws=p.draws)
     keeper = _load_corpus(corpus, search, space, seed, bugs) if corpus is not None else None
     console = Console(stderr=True)
     live_ok = not args.no_progress and console.is_terminal
     print(f"explore: seed {seed}, budget {args.budget:g} s, backend {p.backend}, "
           f"bugs {', '.join(bugs) or 'none'}"
-          f"{'' if p.simulated else f', reproduce {p.reproduce[0]}/{p.reproduce[1]}'}; in {out_dir}",
+          f"{f', reproduce {p.reproduce_text}' if p.reproduce_text else ''}; in {out_dir}",
           file=sys.stderr)
 
     started, cpu0 = time.monotonic(), time.process_time()
-    view = _View(search, args.budget, started, simulated=p.simulated)
+    view = _View(search, args.budget, started, time_word=p.time_word)
     findings: list[FindingReport] = []
     trials_with_finding: list[Trial] = []
     rows: list[report_page.TrialRow] = []
@@ -254,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
                 rows.append(report_page.trial_row(trial, search, before,
                                                   time.monotonic() - started - handled))
                 if not live_ok and not args.no_progress and (time.monotonic() - last_line >= 10
-                                                              or not p.simulated):
+                                                              or p.line_per_trial):
                     last_line = time.monotonic()
                     st = search.stats
                     print(f"[{last_line - started:6.1f}s] schedules {st.tried}, "
@@ -269,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
                 h0, hcpu0 = time.monotonic(), time.process_time()
                 findings.append(handle_finding(trial, system, search, out_dir, len(findings) + 1,
                                                h0 - started - handled, hcpu0 - cpu0 - handled_cpu,
-                                               p.shrink_budget, args.harden_budget if p.simulated else 0.0,
+                                               p.shrink_budget, p.harden_budget(args.harden_budget),
                                                post_run=CLI_POST_RUN, reproduce=p.reproduce))
                 # shrinking and hardening come on top of the search's budget (a later finding's time
                 # counts search alone, and so does the live line)
@@ -332,7 +332,7 @@ def _summarize(args: argparse.Namespace, seed: int, p: Plan, search: Search,
     cpu = time.process_time() - cpu0 + (fanout or {}).get("task_cpu_s", 0.0)
     summary: dict[str, Any] = {
         "seed": seed, "budget_s": args.budget, "backend": p.backend, "db": p.db, "bugs": p.bugs,
-        "reproduce": None if p.simulated else f"{p.reproduce[0]}/{p.reproduce[1]}",
+        "reproduce": p.reproduce_text,
         "space": asdict(p.space), "draws": search.draws, "trials_unknown": sum(1 for r in rows if r.unknown),
         "schedules_tried": st.tried, "trials_cut_by_budget": st.cut, "simulated_s": round(st.sim_seconds, 3),
         "errors": st.errors,
@@ -351,7 +351,7 @@ def _summarize(args: argparse.Namespace, seed: int, p: Plan, search: Search,
     if interrupted is not None:
         print(f"explore: interrupted by {interrupted['signal']} while {interrupted['during']}",
               file=sys.stderr)
-    word = "simulated" if p.simulated else "run"
+    word = p.time_word
     where = ""
     if fanout is not None and fanout.get("slots"):
         where = f" on {fanout['where']} ({fanout['slots']} at once, {fanout['tasks']} slices)"

@@ -19,7 +19,7 @@ from jepsen_py.backends import BackendKind, backend_kind
 from jepsen_py.bugs import check_bugs
 from jepsen_py.errors import BadInput
 from jepsen_py.explore import schedule as sched
-from jepsen_py.explore.realspace import REAL_NODE_COUNTS, outside_families, real_space
+from jepsen_py.explore.realspace import REAL_DRAWS, REAL_NODE_COUNTS, outside_families, real_space
 from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, Space
 from jepsen_py.plugins import builtin_workloads, declared_bugs, is_reference, load_object
 from jepsen_py.protocols import TestSpec
@@ -70,6 +70,33 @@ class Plan:
     # the hosts trials run on, when the backend's options name them (ssh): a trial of N nodes takes
     # the first N; None: the backend makes n1..nN
     hosts: list[str] | None = None
+    # the backend's own options the trials get (none in the simulator, which takes none)
+    backend_options: dict[str, Any] = field(default_factory=dict)
+
+    # What differs between the worlds, decided here once: the command only prints and passes these.
+    @property
+    def draws(self) -> int:
+        """Timing draws per schedule: a simulated replay is exact, a real one is not."""
+        return 1 if self.simulated else REAL_DRAWS
+
+    @property
+    def time_word(self) -> str:
+        """What the search's trial time is called: virtual seconds, or real ones."""
+        return "simulated" if self.simulated else "run"
+
+    @property
+    def reproduce_text(self) -> str | None:
+        """The replay rate a finding must reach, as said; None where a replay is exact."""
+        return None if self.simulated else f"{self.reproduce[0]}/{self.reproduce[1]}"
+
+    def harden_budget(self, asked: float) -> float:
+        """Hardening a finding (more nodes hit) replays it many times: in the simulator only."""
+        return asked if self.simulated else 0.0
+
+    @property
+    def line_per_trial(self) -> bool:
+        """A real trial takes long enough to deserve its own progress line."""
+        return not self.simulated
 
 
 def plan(req: PlanRequest) -> Plan:
@@ -108,7 +135,8 @@ def plan(req: PlanRequest) -> Plan:
                        modes=parse_list(req.read_modes), node_counts=node_counts,
                        time_limits=req.time_limits or (), fixed=fixed, outside=outside)
     return Plan(kind.name, False, req.db, bugs, space, req.reproduce or REAL_REPRODUCE,
-                REAL_SHRINK_BUDGET_S if req.shrink_budget is None else req.shrink_budget, outside, hosts)
+                REAL_SHRINK_BUDGET_S if req.shrink_budget is None else req.shrink_budget, outside, hosts,
+                dict(req.backend_options))
 
 
 def sim_space(req: PlanRequest) -> Space:
