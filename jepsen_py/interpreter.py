@@ -27,8 +27,12 @@ naming the plugin whose generator it was (BadInput) or, for our own, as a framew
 
 Time and tasks come from two injected objects, `Clock` and `Scheduler` (the real engine's,
 jepsen_py.engine.RealEngine): the real ones read the monotonic clock and start threads; a test may
-supply its own. The simulator drives the same workers and generator handoff (jepsen_py.workers)
-as coroutines on one event loop instead (jepsen_py.sim.interpreter).
+supply its own.
+
+What the loop decides (which free worker the generator is asked for, what is recorded, when an op
+is timed out or abandoned) is `InterpreterCore`, which does no I/O of its own, so that one
+interpreter owns the generator in every world: `Interpreter` drives it here with threads and
+queues, the simulator (jepsen_py.sim.interpreter) from one coroutine in virtual time.
 """
 
 from __future__ import annotations
@@ -45,13 +49,13 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import FrameType
-from typing import Protocol
+from typing import Any, Protocol
 
 from jepsen_py.errors import BadInput, FrameworkFailure
-from jepsen_py.generator import Checked, Context, Generator, Template, Thread, TimeLimit
+from jepsen_py.generator import Checked, Context, Generator, Pending, Template, Thread, TimeLimit
 from jepsen_py.history import COMPLETIONS, INFO, INVOKE, NEMESIS, OK, Op
 from jepsen_py.nemeses import faults
 from jepsen_py.plugins import HookExited, HookTimedOut, call_bounded, said
@@ -159,21 +163,38 @@ def normalize(comp: object, inv: Op, *, nemesis: bool = False) -> Op:
               meta=comp.meta if comp.meta is not inv.meta else dict(comp.meta))
 
 
-class Phase(GeneratorPhase):
-    """One generator driven by the interpreter's loop: the workers free to take an op (longest
-    free first, so no worker is favoured), the ops in flight, and the two queues."""
+class LoopPhase(GeneratorPhase):
+    """One generator driven by an interpreter's loop (InterpreterCore): the workers free to take an
+    op (longest free first, so no worker is favoured) and the ops in flight. A world says how a
+    completion handed back is taken (`take`, never blocking) and what guards a record."""
 
     def __init__(self, g: Generator, workers: Sequence[Worker]) -> None:
         super().__init__(g, [w.thread for w in workers])
         self.free: deque[Worker] = deque(workers)
         self.inflight: dict[Thread, Done] = {}
+        self.next_timeout_check = 0.0  # when the loop next looks for ops past the op timeout
+        self.stop_at: float | None = None  # the phase's time limit, on the interpreter's clock
+
+    def take(self) -> Done | None:
+        """A completion a worker handed back, if one is waiting."""
+        raise NotImplementedError
+
+    def recording(self) -> contextlib.AbstractContextManager[object]:
+        """Held around every record the loop makes and every change to `inflight`."""
+        return contextlib.nullcontext()
+
+
+class Phase(LoopPhase):
+    """The threaded loop's phase: the two queues, the lock and the cut, and the watch on a
+    generator that does not return."""
+
+    def __init__(self, g: Generator, workers: Sequence[Worker]) -> None:
+        super().__init__(g, workers)
         self.inboxes: dict[Thread, queue.SimpleQueue[Op | None]] = {
             w.thread: queue.SimpleQueue() for w in workers}
         self.done: queue.SimpleQueue[Done] = queue.SimpleQueue()
-        self.next_timeout_check = 0.0  # when the loop next looks for ops past the op timeout
         self.interrupted_at: float | None = None  # when the caller was interrupted (monotonic s)
         self.ended = threading.Event()  # set by the loop's thread as its last act
-        self.stop_at: float | None = None  # the phase's time limit, on the interpreter's clock
         # When the loop's thread entered the generator (monotonic s; None: not in it), and that
         # thread's id: the caller's thread watches for a generator that does not return.
         self.in_generator_since: float | None = None
@@ -183,8 +204,229 @@ class Phase(GeneratorPhase):
         self.lock = threading.Lock()
         self.cut = False
 
+    def take(self) -> Done | None:
+        try:
+            return self.done.get_nowait()
+        except queue.Empty:
+            return None
 
-class Interpreter(WorkerPool):
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[None]:
+        with self.lock:
+            if self.cut:
+                raise _Cut
+            yield
+
+    def ask(self, thread: Thread, ctx: Context) -> Template | Pending | None:
+        """Asked, watched by the caller's thread for a call that does not return."""
+        self.in_generator_since = time.monotonic()
+        try:
+            return super().ask(thread, ctx)
+        finally:
+            self.in_generator_since = None
+
+    def tell(self, thread: Thread, ctx: Context, invoke: Op, completion: Op) -> None:
+        """Told of a completion, watched as asking it is."""
+        self.in_generator_since = time.monotonic()
+        try:
+            super().tell(thread, ctx, invoke, completion)
+        finally:
+            self.in_generator_since = None
+
+
+class InterpreterCore(WorkerPool):
+    """What an interpreter's loop decides, in any world: which free worker the generator is asked
+    for next (longest free first), the invocation recorded and handed out, a completion recorded
+    and told, an op past its bound recorded info, what is still running at a phase's end
+    abandoned. It only reads the injected clock and records; how an op reaches a worker (`_send`),
+    how a completion comes back (LoopPhase.take) and how the loop waits are its driver's: threads
+    and queues (Interpreter), or coroutines in virtual time (jepsen_py.sim.interpreter)."""
+
+    #: records a completion with its JSON tail (`tail=`), encoded by the worker (HistoryWriter.append)
+    append: Callable[..., Op]
+
+    def __init__(self, test: Test, *, client: Any, nemesis: Any, record: Callable[[Op], Op],
+                 concurrency: int, op_timeout: float, rng: random.Random, clock: Clock) -> None:
+        super().__init__(test, client, concurrency)
+        self.nemesis = nemesis
+        self.record = record
+        self.op_timeout = op_timeout
+        self.rng = rng
+        self.clock = clock
+        # the faults an outside nemesis declares, written into its ops (nemeses.faults.mark)
+        self.declared = faults.declared(nemesis) if nemesis is not None else {}
+        self.nodes = tuple(test.nodes)
+        self.timeout_check_s = min(POLL_S, op_timeout / 4)
+
+    def _send(self, phase: Any, w: Worker, inv: Op) -> None:
+        """Gives the recorded invocation to its worker, which performs it."""
+        raise NotImplementedError
+
+    def _step(self, phase: LoopPhase) -> float | None:
+        """One turn of the loop: completions in, ops out; when to turn again (the driver waits
+        until then or a completion), or None: the phase is over."""
+        self._take_completions(phase)
+        if phase.over:
+            return None
+        wake = self._ask(phase)
+        return None if phase.over else wake
+
+    def _ask(self, phase: LoopPhase) -> float:
+        """Asks the generator for an op for each free worker in turn and hands each op out; the
+        time the generator next wants to be asked (at most POLL_S away). Once the phase's time limit
+        passed it asks no more (a phase whose every worker is stuck ends there too)."""
+        now = self.clock.s()
+        wake = now + POLL_S
+        if phase.stop_at is not None and now >= phase.stop_at:
+            phase.exhausted = True
+            return now
+        for _ in range(len(phase.free)):
+            w = phase.free.popleft()
+            try:
+                step = phase.ask(w.thread, self._ctx(phase, w.thread, w.process, now))
+                if step is None:
+                    phase.free.appendleft(w)
+                    return now
+                if isinstance(step, Template):
+                    self._hand_out(phase, w, step)
+                    now = self.clock.s()
+                    continue
+            except _Cut:
+                raise
+            except BaseException as e:  # no signal lands in it here: SystemExit and the like are its own
+                phase.free.appendleft(w)
+                self._failed(phase, w, _generator_failure(e))
+                return now
+            phase.free.append(w)
+            if step.until is not None:
+                wake = min(wake, step.until)
+        return wake
+
+    def _hand_out(self, phase: LoopPhase, w: Worker, tpl: Template) -> None:
+        """Records the invocation and gives it to the worker."""
+        with phase.recording():
+            w.invokes += 1
+            w.abandoned = False
+            inv = self.record(self._declare(Op(-1, self.clock.ns(), INVOKE, w.process, tpl.f, tpl.key,
+                                               tpl.value, tpl.node or w.node, None,
+                                               dict(tpl.meta) if tpl.meta else {})))
+            phase.inflight[w.thread] = Done(w, inv, None)
+        self._send(phase, w, inv)
+
+    def _take_completions(self, phase: LoopPhase) -> None:
+        """Every completion already handed back, then the op timeouts."""
+        while (d := phase.take()) is not None:
+            self._complete(phase, d)
+        self._time_out(phase)
+
+    def _complete(self, phase: LoopPhase, d: Done) -> None:
+        """Records a completion unless it was already recorded info by timeout (the worker then
+        already went on as a fresh process), moves a worker whose op ended info to a fresh process,
+        tells the generator; the worker is free again."""
+        w, inv = d.worker, d.invoke
+        try:
+            with phase.recording():
+                phase.inflight.pop(w.thread, None)
+                late = w.abandoned
+                if d.error is not None or d.completion is None:
+                    raise d.error or RuntimeError("a worker handed back no completion")
+                c = d.completion
+                if late:
+                    log.debug("late completion of op %d dropped (already info by timeout)", inv.index)
+                    c = dataclasses.replace(c, type=INFO)
+                else:
+                    self.append(c, tail=d.tail)
+                if c.type == OK:
+                    w.oks += 1
+                process = inv.process
+                if c.type == INFO and not late and isinstance(w.process, int):
+                    w.process = w.process + self.concurrency
+            phase.tell(w.thread, self._ctx(phase, w.thread, process, self.clock.s()), inv, c)
+        except _Cut:
+            raise
+        except Exception as e:
+            self._failed(phase, w, e)
+        phase.free.append(w)
+
+    def _time_out(self, phase: LoopPhase) -> None:
+        """Records info for every op that overran its bound, the op timeout (a client's: its late
+        answer is then dropped, and the worker continues under a fresh process id) or
+        NEMESIS_JOIN_S (the nemesis's). Looked at every `timeout_check_s`, as a watchdog would, not
+        at every op: that would cost as many steps as there are workers."""
+        now = self.clock.s()
+        if now < phase.next_timeout_check:
+            return
+        phase.next_timeout_check = now + self.timeout_check_s
+        with phase.recording():
+            for d in phase.inflight.values():
+                w, inv = d.worker, d.invoke
+                # the op this phase handed out, in its client or nemesis now (a thread left behind
+                # by an earlier phase may still be in an older op of the same worker)
+                if w.inflight is not inv or w.abandoned or now <= w.deadline:
+                    continue
+                w.abandoned = True
+                self.record(self._declare(Op(-1, self.clock.ns(), INFO, inv.process, inv.f, inv.key,
+                                             inv.value, inv.node, error="timeout",
+                                             meta={"timeout_s": w.timeout_s, "by": "controller"})))
+                if isinstance(w.process, int):  # a fresh process, as after any info
+                    w.process = w.process + self.concurrency
+                else:  # named on the console when its phase ends, if it has not returned by then
+                    log.info("nemesis op %s did not return within %g s: recorded info", inv.f, w.timeout_s)
+
+    def _finish_by(self, phase: LoopPhase, now: float, client_by: float, nemesis_by: float) -> float | None:
+        """At a phase's end: until when the loop still waits for the ops in flight, clients' until
+        `client_by` and the nemesis's until `nemesis_by`; None: it waits no more (the rest is
+        abandoned). An op already recorded info by timeout is not waited for."""
+        running = [t for t, d in phase.inflight.items() if not d.worker.abandoned]
+        if now < client_by and any(t != NEMESIS for t in running):
+            return client_by
+        if now < nemesis_by and NEMESIS in running:
+            return nemesis_by
+        return None
+
+    def _abandon(self, phase: LoopPhase) -> None:
+        """Records info for every op still in flight when the phase gives up on it (under
+        phase.recording()): nobody will record its completion (the loop is ending), and the next
+        phase's ops on the same process (the nemesis's heal) must not find it still open. A client
+        worker goes on under a fresh process id, as after any info."""
+        for d in list(phase.inflight.values()):
+            w, inv = d.worker, d.invoke
+            if w.abandoned:  # already recorded info by timeout
+                continue
+            w.abandoned = True
+            self.record(self._declare(Op(-1, self.clock.ns(), INFO, inv.process, inv.f, inv.key, inv.value,
+                                         inv.node, error="abandoned: still running when the phase ended")))
+            if isinstance(w.process, int):
+                w.process = w.process + self.concurrency
+
+    def _finished(self, w: Worker, inv: Op, comp: Op) -> Done:
+        """What a worker hands back for `inv`: its completion time stamped now and its JSON tail
+        encoded (outside any lock), a value history.jsonl cannot hold made info."""
+        comp.time = self.clock.ns()
+        try:
+            tail = comp._json_tail()
+        except (TypeError, ValueError, RecursionError) as e:  # a value history.jsonl cannot hold
+            comp = Op(-1, comp.time, INFO, inv.process, inv.f, inv.key, inv.value, inv.node,
+                      f"invoke returned what history.jsonl cannot hold: {str(e)[:120]}", {})
+            tail = comp._json_tail()
+        return Done(w, inv, comp, tail)
+
+    def _failed(self, phase: LoopPhase, w: Worker, e: Exception) -> None:
+        """A failure outside invoke (a generator bug, the history unwritable) ends the phase for
+        everyone and fails the run: a silently shortened test would be a lie."""
+        self.note_failure(w, e)
+        phase.stopped = True
+
+    def _ctx(self, phase: LoopPhase, thread: Thread, process: int | str, now: float) -> Context:
+        return Context(now, thread, process, self.rng, phase.threads, phase.busy, self.nodes)
+
+    def _declare(self, op: Op) -> Op:
+        """A nemesis op of a declared fault carries the declaration (nemeses.faults.mark)."""
+        kind = self.declared.get(op.f) if op.process == NEMESIS else None
+        return faults.mark(op, kind) if kind is not None else op
+
+
+class Interpreter(InterpreterCore):
     """Runs generators against the clients and the nemesis, one phase at a time: the generator on
     the interpreter's own thread, a thread per worker performing ops (the workers and their
     clients: jepsen_py.workers)."""
@@ -193,18 +435,11 @@ class Interpreter(WorkerPool):
                  record: Callable[[Op], Op], append: Callable[..., Op], concurrency: int,
                  op_timeout: float, rng: random.Random, clock: Clock | None = None,
                  scheduler: Scheduler | None = None) -> None:
-        super().__init__(test, client, concurrency)
-        self.nemesis = nemesis
-        self.record = record
-        self.append = append  # record with a pre-encoded JSON tail (HistoryWriter.append)
-        self.op_timeout = op_timeout
-        self.rng = rng
-        self.clock: Clock = clock if clock is not None else MonotonicClock()
+        super().__init__(test, client=client, nemesis=nemesis, record=record, concurrency=concurrency,
+                         op_timeout=op_timeout, rng=rng,
+                         clock=clock if clock is not None else MonotonicClock())
+        self.append = append
         self.scheduler: Scheduler = scheduler if scheduler is not None else ThreadScheduler()
-        # the faults an outside nemesis declares, written into its ops (nemeses.faults.mark)
-        self.declared = faults.declared(nemesis) if nemesis is not None else {}
-        self.nodes = tuple(test.nodes)
-        self.timeout_check_s = min(POLL_S, op_timeout / 4)
         self._phase: Phase | None = None
 
     def halt(self, e: BadInput) -> None:
@@ -314,61 +549,10 @@ class Interpreter(WorkerPool):
 
     def _drive(self, phase: Phase) -> None:
         """Until the generator is exhausted or the phase stopped: completions in, ops out."""
-        while True:
-            self._take_completions(phase)
-            if phase.over:
-                return
-            wake = self._ask(phase)
-            if phase.over:
-                return
+        while (wake := self._step(phase)) is not None:
             self._wait(phase, wake)
 
-    def _ask(self, phase: Phase) -> float:
-        """Asks the generator for an op for each free worker in turn and hands each op out; the
-        time the generator next wants to be asked (at most POLL_S away). Once the phase's time limit
-        passed it asks no more (a phase whose every worker is stuck ends there too)."""
-        now = self.clock.s()
-        wake = now + POLL_S
-        if phase.stop_at is not None and now >= phase.stop_at:
-            phase.exhausted = True
-            return now
-        for _ in range(len(phase.free)):
-            w = phase.free.popleft()
-            try:
-                phase.in_generator_since = time.monotonic()
-                try:
-                    step = phase.ask(w.thread, self._ctx(phase, w.thread, w.process, now))
-                finally:
-                    phase.in_generator_since = None
-                if step is None:
-                    phase.free.appendleft(w)
-                    return now
-                if isinstance(step, Template):
-                    self._hand_out(phase, w, step)
-                    now = self.clock.s()
-                    continue
-            except _Cut:
-                raise
-            except BaseException as e:  # not the main thread: SystemExit and the like are the code's own
-                phase.free.appendleft(w)
-                self._failed(phase, w, _generator_failure(e))
-                return now
-            phase.free.append(w)
-            if step.until is not None:
-                wake = min(wake, step.until)
-        return wake
-
-    def _hand_out(self, phase: Phase, w: Worker, tpl: Template) -> None:
-        """Records the invocation and gives it to the worker."""
-        with phase.lock:
-            if phase.cut:
-                raise _Cut
-            w.invokes += 1
-            w.abandoned = False
-            inv = self.record(self._declare(Op(-1, self.clock.ns(), INVOKE, w.process, tpl.f, tpl.key,
-                                               tpl.value, tpl.node or w.node, None,
-                                               dict(tpl.meta) if tpl.meta else {})))
-            phase.inflight[w.thread] = Done(w, inv, None)
+    def _send(self, phase: Phase, w: Worker, inv: Op) -> None:
         phase.inboxes[w.thread].put(inv)
 
     def _wait(self, phase: Phase, until: float) -> None:
@@ -381,82 +565,6 @@ class Interpreter(WorkerPool):
             return
         self._complete(phase, d)
 
-    def _take_completions(self, phase: Phase) -> None:
-        """Every completion already handed back, then the op timeouts."""
-        while True:
-            try:
-                d = phase.done.get_nowait()
-            except queue.Empty:
-                break
-            self._complete(phase, d)
-        self._time_out(phase)
-
-    def _complete(self, phase: Phase, d: Done) -> None:
-        """Records a completion unless it was already recorded info by timeout (the worker then
-        already went on as a fresh process), moves a worker whose op ended info to a fresh process,
-        tells the generator; the worker is free again."""
-        w, inv = d.worker, d.invoke
-        try:
-            with phase.lock:
-                if phase.cut:
-                    raise _Cut
-                phase.inflight.pop(w.thread, None)
-                late = w.abandoned
-                if d.error is not None or d.completion is None:
-                    raise d.error or RuntimeError("a worker handed back no completion")
-                c = d.completion
-                if late:
-                    log.debug("late completion of op %d dropped (already info by timeout)", inv.index)
-                    c = dataclasses.replace(c, type=INFO)
-                else:
-                    self.append(c, tail=d.tail)
-                if c.type == OK:
-                    w.oks += 1
-                process = inv.process
-                if c.type == INFO and not late and isinstance(w.process, int):
-                    w.process = w.process + self.concurrency
-            self._tell(phase, w.thread, self._ctx(phase, w.thread, process, self.clock.s()), inv, c)
-        except _Cut:
-            raise
-        except Exception as e:
-            self._failed(phase, w, e)
-        phase.free.append(w)
-
-    def _tell(self, phase: Phase, thread: Thread, ctx: Context, inv: Op, c: Op) -> None:
-        """The generator told of a completion, watched as asking it is."""
-        phase.in_generator_since = time.monotonic()
-        try:
-            phase.tell(thread, ctx, inv, c)
-        finally:
-            phase.in_generator_since = None
-
-    def _time_out(self, phase: Phase) -> None:
-        """Records info for every op that overran its bound, the op timeout (a client's: its late
-        answer is then dropped, and the worker continues under a fresh process id) or
-        NEMESIS_JOIN_S (the nemesis's). Looked at every `timeout_check_s`, as a watchdog would, not
-        at every op: that would cost as many steps as there are workers."""
-        now = self.clock.s()
-        if now < phase.next_timeout_check:
-            return
-        phase.next_timeout_check = now + self.timeout_check_s
-        with phase.lock:
-            if phase.cut:
-                raise _Cut
-            for d in phase.inflight.values():
-                w, inv = d.worker, d.invoke
-                # the op this phase handed out, in its client or nemesis now (a thread left behind
-                # by an earlier phase may still be in an older op of the same worker)
-                if w.inflight is not inv or w.abandoned or now <= w.deadline:
-                    continue
-                w.abandoned = True
-                self.record(self._declare(Op(-1, self.clock.ns(), INFO, inv.process, inv.f, inv.key,
-                                             inv.value, inv.node, error="timeout",
-                                             meta={"timeout_s": w.timeout_s, "by": "controller"})))
-                if isinstance(w.process, int):  # a fresh process, as after any info
-                    w.process = w.process + self.concurrency
-                else:  # named on the console when its phase ends, if it has not returned by then
-                    log.info("nemesis op %s did not return within %g s: recorded info", inv.f, w.timeout_s)
-
     def _finish(self, phase: Phase, client_s: float, nemesis_s: float) -> None:
         """The generator is done: the ops in flight complete, clients' within `client_s` (the op
         timeout plus a grace period) and the nemesis's within `nemesis_s`, longer (a restart, a
@@ -465,39 +573,19 @@ class Interpreter(WorkerPool):
         start = time.monotonic()
         client_by = start + client_s
         nemesis_by = start + nemesis_s
-        while running := [t for t, d in phase.inflight.items() if not d.worker.abandoned]:
+        while True:
             now = time.monotonic()
             if phase.interrupted_at is not None:  # the caller waits JOIN_GRACE_S, no longer
                 client_by = min(client_by, phase.interrupted_at + JOIN_GRACE_S)
                 nemesis_by = min(nemesis_by, phase.interrupted_at + JOIN_GRACE_S)
-            if now < client_by and any(t != NEMESIS for t in running):
-                by = client_by
-            elif now < nemesis_by and NEMESIS in running:
-                by = nemesis_by
-            else:
+            by = self._finish_by(phase, now, client_by, nemesis_by)
+            if by is None:
                 break
             with contextlib.suppress(queue.Empty):
                 self._complete(phase, phase.done.get(timeout=min(by - now, POLL_S)))
             self._time_out(phase)
-        with phase.lock:
-            if phase.cut:
-                raise _Cut
+        with phase.recording():
             self._abandon(phase)
-
-    def _abandon(self, phase: Phase) -> None:
-        """Records info for every op still in flight when the phase gives up on it (under
-        phase.lock): nobody will record its completion (the loop is ending), and the next phase's
-        ops on the same process (the nemesis's heal) must not find it still open. A client worker
-        goes on under a fresh process id, as after any info."""
-        for d in list(phase.inflight.values()):
-            w, inv = d.worker, d.invoke
-            if w.abandoned:  # already recorded info by timeout
-                continue
-            w.abandoned = True
-            self.record(self._declare(Op(-1, self.clock.ns(), INFO, inv.process, inv.f, inv.key, inv.value,
-                                         inv.node, error="abandoned: still running when the phase ended")))
-            if isinstance(w.process, int):
-                w.process = w.process + self.concurrency
 
     def _release(self, phase: Phase, tasks: dict[Thread, Task], seconds: float) -> None:
         """Tells every worker the phase is over and lets the idle ones end; those still in an op
@@ -519,20 +607,6 @@ class Interpreter(WorkerPool):
             log.warning("still in an op when the phase ended, left behind (daemon threads): %s",
                         ", ".join(stuck))
 
-    def _failed(self, phase: Phase, w: Worker, e: Exception) -> None:
-        """A failure outside invoke (a generator bug, the history unwritable) ends the phase for
-        everyone and fails the run: a silently shortened test would be a lie."""
-        self.note_failure(w, e)
-        phase.stopped = True
-
-    def _ctx(self, phase: Phase, thread: Thread, process: int | str, now: float) -> Context:
-        return Context(now, thread, process, self.rng, phase.threads, phase.busy, self.nodes)
-
-    def _declare(self, op: Op) -> Op:
-        """A nemesis op of a declared fault carries the declaration (nemeses.faults.mark)."""
-        kind = self.declared.get(op.f) if op.process == NEMESIS else None
-        return faults.mark(op, kind) if kind is not None else op
-
     # ---- a worker: performs the ops it is handed, nothing else ----------------------------------
 
     def _serve(self, w: Worker, phase: Phase) -> None:
@@ -543,15 +617,7 @@ class Interpreter(WorkerPool):
             if inv is None:
                 return
             try:
-                comp = self._perform(w, inv)
-                comp.time = self.clock.ns()
-                try:
-                    tail = comp._json_tail()
-                except (TypeError, ValueError, RecursionError) as e:  # a value history.jsonl cannot hold
-                    comp = Op(-1, comp.time, INFO, inv.process, inv.f, inv.key, inv.value, inv.node,
-                              f"invoke returned what history.jsonl cannot hold: {str(e)[:120]}", {})
-                    tail = comp._json_tail()
-                d = Done(w, inv, comp, tail)
+                d = self._finished(w, inv, self._perform(w, inv))
             except BaseException as e:  # not the main thread: no signal lands here
                 d = Done(w, inv, None, error=e if isinstance(e, Exception) else HookExited(e))
             if w.open_failed:
