@@ -34,7 +34,7 @@ from typing import Any
 
 from jepsen_py.analysis import PostRun
 from jepsen_py.backends import get_backend, simulator
-from jepsen_py.bugs import check_bugs, node_bugs
+from jepsen_py.bugs import node_bugs
 from jepsen_py.errors import BadInput
 from jepsen_py.generator import Generator
 from jepsen_py.nodenames import check_node_names
@@ -65,8 +65,7 @@ def check_spec(spec: TestSpec) -> None:
     if spec.leave_db_running:
         raise BadInput("--leave-db-running: simulated nodes end with the run; there is nothing to leave "
                        "running (--backend sim)")
-    check_names(spec.nemesis)
-    check_bugs(spec.bugs, db=spec.db)
+    check_names(spec.nemesis)  # --bug is checked where the spec is made (runflags, explore's plan)
     if spec.concurrency < 1:
         raise BadInput(f"concurrency must be at least 1, got {spec.concurrency}")
     check_node_names(spec.nodes, "nodes")

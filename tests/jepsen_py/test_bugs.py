@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from jepsen_py.cluster.bugs import NAMES, Bugs
 
+from jepsen_py import runflags
 from jepsen_py.bugs import check_bugs, node_bugs
 from jepsen_py.errors import BadInput
 from jepsen_py.runflags import check_db_bugs
-from jepsen_py.sim.run import check_spec
 from tests.jepsen_py.fakes import make_spec
 
 DB = "jepsen_py.raftdb:RaftMetadataDB"
@@ -20,11 +20,14 @@ def _refusal(fn, *args) -> str:
     return str(e.value)
 
 
-def test_run_and_the_simulator_refuse_an_unknown_bug_with_the_same_line(tmp_path):
+def test_run_refuses_an_unknown_bug_with_the_same_line_on_every_backend(tmp_path):
     spec = make_spec(tmp_path, db=DB, bugs=["zombie-leader", "zombie-leadr"], backend="sim")
     line = f"--bug: unknown bug 'zombie-leadr' for {DB} (known: {', '.join(NAMES)})"
     assert _refusal(check_db_bugs, spec) == line
-    assert _refusal(check_spec, spec) == line
+    for backend in ("sim", "local"):  # checked where the spec is made, once, not again by the world
+        args = runflags.parser().parse_args(["--backend", backend, "--bug", "zombie-leader,zombie-leadr",
+                                             "--results-dir", str(tmp_path)])
+        assert _refusal(lambda a=args: runflags.spec_from_args(a, versioned=False)) == line
 
 
 def test_every_known_name_passes_and_a_db_without_bugs_takes_none():
