@@ -41,4 +41,4 @@ class H:
 
 def drive(gen: Any, n: int = 200, nodes: tuple[str, ...] = ("n1", "n2", "n3"), seed: int = 3) -> list[SimOp]:
     """The first `n` ops `gen` hands out to 4 client threads in virtual time, every op ok."""
-    return simulate(gen, concurrency=4, seed=seed, latency=0.01, nodes=nodes, max_ops=n)
+    return simulate(gen, concurrency=4, seed=seed, latency=0.01, nodes=nodes, max_ops=n)[:n]
