@@ -20,14 +20,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from jepsen_py.explore.schedule import FAMILIES, NEMESIS_THREAD, Event
+from jepsen_py.workloads import CLUSTER_TXN_WORKLOADS, CLUSTER_WORKLOADS
 
 SHAPES: tuple[str, ...] = ("leader", "random", "one", "ring", "bridge")
 TARGETS: tuple[str, ...] = ("leader", "one", "minority", "majority", "all")
 MODES: tuple[str, ...] = ("random", "cycle", "bursts")
 SAFE_READ_MODES: tuple[str, ...] = ("read-index", "lease")
-# Workloads of our cluster; the command narrows this to what the DB under test serves.
-DEFAULT_WORKLOADS: tuple[str, ...] = ("offsets", "topics", "describe", "metadata", "list-append",
-                                       "rw-register")
+# Workloads of our cluster (named where they are defined); the command narrows this to what the DB
+# under test serves.
+DEFAULT_WORKLOADS: tuple[str, ...] = (*CLUSTER_WORKLOADS, *CLUSTER_TXN_WORKLOADS)
 
 
 @dataclass(frozen=True)
