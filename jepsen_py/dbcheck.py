@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jepsen_py import assembly
 from jepsen_py.backends import backend_kind, get_backend
 from jepsen_py.errors import BadInput
 from jepsen_py.generator import Context, Pending, Template
@@ -470,11 +471,9 @@ def check_real(spec: TestSpec, *, workloads: list[str] | None, timeout: float) -
 
 def check_sim(spec: TestSpec, *, workloads: list[str] | None, time_limit: float = 8.0) -> Report:
     """Our cluster in the simulator: a short run of each workload under kill and pause faults, each
-    step read from its history (nothing is provisioned, so nothing can be left behind). The runs
-    and the spec's check are the chosen backend kind's own (jepsen_py.backends)."""
-    kind = backend_kind(spec.backend)
-    run_sim = kind.run_function()
-    if run_sim is None:
+    step read from its history (nothing is provisioned, so nothing can be left behind). Each run is
+    assembled and run as `jepsen-py run` would (jepsen_py.assembly), in the backend kind's world."""
+    if backend_kind(spec.backend).run_function() is None:
         raise BadInput(f"--backend {spec.backend}: it runs no test of its own in this process")
     db = RaftMetadataDB(spec)
     known = sorted(builtin_workloads())
@@ -491,8 +490,7 @@ def check_sim(spec: TestSpec, *, workloads: list[str] | None, time_limit: float 
                                     nemesis_interval=1.0, concurrency=2, rate=50.0, name=f"db-check-{w}",
                                     results_dir=Path(tmp), options=dict(spec.options))
             try:
-                kind.check_spec(s)
-                outcome = run_sim(s)
+                outcome = assembly.run(assembly.assemble(s))  # as `jepsen-py run` puts a test together
             except BadInput as e:
                 report.add(f"workload {w}", False, str(e))
                 continue
