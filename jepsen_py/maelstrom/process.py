@@ -8,6 +8,7 @@ goes straight to the node's log file, by the kernel, so a chatty node costs us n
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -23,6 +24,7 @@ from jepsen_py.maelstrom.protocol import BadMessage, Message, parse_line
 #: How many of a dead node's last stderr lines its exit report carries.
 TAIL_LINES = 5
 _READ_SIZE = 1 << 16
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +49,12 @@ class Exit:
 
     def describe(self, when: str = "") -> str:
         """One line: the node, how it ended (`when`, e.g. "before answering init"), its last stderr."""
-        how = (f"was killed by {signal.Signals(-self.code).name}" if self.code < 0
-               else f"exited with code {self.code}")
+        how = f"exited with code {self.code}"
+        if self.code < 0:
+            try:
+                how = f"was killed by {signal.Signals(-self.code).name}"
+            except ValueError:
+                how = f"was killed by signal {-self.code}"
         tail = f"; its last stderr: {' | '.join(self.stderr_tail)}" if self.stderr_tail else "; no stderr"
         return f"node {self.node} {how}{' ' + when if when else ''}{tail}"
 
@@ -151,7 +157,10 @@ class _Incarnation:
             except BadMessage as e:
                 owner.on_problem(Problem(owner.name, f"printed a line that is not a Maelstrom message: {e}"))
         if batch:
-            owner.on_messages(batch)
+            try:
+                owner.on_messages(batch)
+            except Exception:  # our bug, not the node's: keep reading, or its stdout pipe fills and it hangs
+                _log.exception("node %s: handling its messages failed", owner.name)
 
     def stderr_tail(self, n: int = TAIL_LINES) -> list[str]:
         """The last `n` non-empty lines this incarnation wrote to stderr."""

@@ -166,33 +166,39 @@ class Router:
     def start(self, init_timeout: float = 5.0) -> None:
         """Starts every node and sends each its init; NodeFailed (everything stopped again) naming
         the first node that gave no init_ok within `init_timeout` seconds."""
+        marks = self._marks()  # before any process runs: one that dies at once is seen dying
         self._delivery.start()
-        for p in self.processes.values():
-            p.start()
         try:
-            self.init(self.nodes, init_timeout)
+            for n, p in self.processes.items():
+                try:
+                    p.start()
+                except OSError as e:
+                    raise NodeFailed(f"node {n} could not be started ({p.argv[0]}): "
+                                     f"{e.strerror or e}") from None
+            self.init(self.nodes, init_timeout, marks)
         except BaseException:
             self.close()
             raise
 
-    def init(self, nodes: Sequence[str], timeout: float) -> None:
-        """The init handshake with `nodes` at once (a restarted node needs it again)."""
+    def init(self, nodes: Sequence[str], timeout: float, since: tuple[int, int] | None = None) -> None:
+        """The init handshake with `nodes` at once (a restarted node needs it again); only what
+        happened after `since` (problems, exits: `_marks()`) counts against a node."""
         deadline = time.monotonic() + timeout
-        since = {n: self._marks(n) for n in nodes}
+        since = since if since is not None else self._marks()
         waits = {n: self._request(INIT_CLIENT, n, {"type": "init", "node_id": n, "node_ids": self.nodes})
                  for n in nodes}
         failures = []
         for n, (msg_id, pending) in waits.items():
-            reply = self._await_init(n, pending, deadline, since[n])
+            reply = self._await_init(n, pending, deadline, since)
             self._forget(INIT_CLIENT, msg_id)
-            failure = self._init_failure(n, reply, timeout, since[n])
+            failure = self._init_failure(n, reply, timeout, since)
             if failure:
                 failures.append(failure)
         if failures:
             more = f" (and {len(failures) - 1} more node(s) failed)" if len(failures) > 1 else ""
             raise NodeFailed(failures[0] + more)
 
-    def _marks(self, node: str) -> tuple[int, int]:
+    def _marks(self) -> tuple[int, int]:
         with self._lock:
             return len(self.problems), len(self.exits)
 
@@ -273,8 +279,9 @@ class Router:
 
     def restart(self, node: str, init_timeout: float = 5.0) -> None:
         """Kills and starts the node again; it knows nothing, so it gets its init again."""
+        marks = self._marks()
         self.processes[node].restart()
-        self.init([node], init_timeout)
+        self.init([node], init_timeout, marks)
 
     def pause(self, node: str) -> None:
         self.processes[node].pause()
@@ -303,6 +310,8 @@ class Router:
         return RpcResult("ok", reply.body)
 
     def _request(self, client: str, node: str, body: Mapping[str, Any]) -> tuple[int, _Pending]:
+        if self._closed:
+            raise RuntimeError("the router is closed: no more calls")
         if node not in self.processes:
             raise ValueError(f"node {node!r}: not one of {', '.join(self.nodes)}")
         if not isinstance(body.get("type"), str):

@@ -5,6 +5,7 @@ Maelstrom's own demo nodes, unchanged, and tiny nodes written here."""
 from __future__ import annotations
 
 import random
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -230,6 +231,20 @@ def test_a_node_that_does_not_come_up_fails_in_one_line_naming_it(tmp_path, odd,
     assert all(not p.running for p in r.processes.values())  # start cleaned up after itself
 
 
+def test_a_node_that_exits_at_once_or_cannot_start_fails_in_one_line(tmp_path):
+    false = shutil.which("false")
+    assert false is not None
+    started = time.monotonic()
+    with pytest.raises(NodeFailed) as e:
+        Router([false], 1, tmp_path).start(init_timeout=5)
+    assert str(e.value) == "node n1 exited with code 1 before answering init; no stderr"
+    assert time.monotonic() - started < 4  # seen dying, not waited out
+    with pytest.raises(NodeFailed) as e:
+        Router([str(tmp_path / "no-such-node")], 1, tmp_path).start()
+    assert str(e.value) == (f"node n1 could not be started ({tmp_path / 'no-such-node'}): "
+                            "No such file or directory")
+
+
 def test_a_bad_init_among_several_nodes_names_the_first_and_counts_the_rest(tmp_path, odd):
     with pytest.raises(NodeFailed, match=r"^node n1 exited with code 3 .* \(and 1 more node\(s\) failed\)$"):
         Router(odd("exit"), 2, tmp_path).start(init_timeout=1)
@@ -285,3 +300,5 @@ def test_a_call_names_only_real_nodes_and_clients(tmp_path):
             echo(r, "n5")
         with pytest.raises(ValueError, match="clients are named c0, c1"):
             echo(r, client="n1")
+    with pytest.raises(RuntimeError, match="the router is closed"):
+        echo(r)
