@@ -125,7 +125,7 @@ class _Incarnation:
     def _read(self) -> None:
         owner = self.owner
         fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
-        rest = b""
+        rest: list[bytes] = []  # the start of a line not yet ended, in pieces: a long line costs no copies
         try:
             while True:
                 try:
@@ -134,11 +134,15 @@ class _Incarnation:
                     chunk = b""
                 if not chunk:
                     break
-                lines = (rest + chunk).split(b"\n")
-                rest = lines.pop()
+                if b"\n" not in chunk:
+                    rest.append(chunk)
+                    continue
+                lines = (b"".join(rest) + chunk if rest else chunk).split(b"\n")
+                last = lines.pop()
+                rest = [last] if last else []
                 self._hand(lines)
             if rest:
-                self._hand([rest])  # a last line without its newline, printed just before exiting
+                self._hand([b"".join(rest)])  # a last line without its newline, printed before exiting
         finally:
             with suppress(OSError):
                 self.proc.stdout.close()  # type: ignore[union-attr]

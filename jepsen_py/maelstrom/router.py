@@ -239,8 +239,9 @@ class Router:
         waiting return a timeout. Safe to call twice."""
         for p in self.processes.values():
             p.close_input()
+        deadline = time.monotonic() + 1.0  # one grace for all: they exit on EOF together
         for p in self.processes.values():
-            p.stop(grace=1.0)
+            p.stop(grace=max(0.0, deadline - time.monotonic()))
         with self._heap_cond:
             self._closed = True
             self._heap.clear()

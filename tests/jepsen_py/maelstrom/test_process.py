@@ -153,3 +153,17 @@ def test_a_paused_node_still_stops(tmp_path):
     started = time.monotonic()
     p.stop(grace=0.5)
     assert time.monotonic() - started < 10 and not p.running  # SIGKILLed after its grace
+
+
+def test_a_huge_line_in_many_reads_is_one_problem_and_the_next_line_still_a_message(tmp_path):
+    sink = Sink()
+    argv = write_node(tmp_path, "huge", "import sys\nsys.stdout.write('z' * 1_000_000)\nsys.stdout.flush()\n"
+                      "print()\nprint('{\"src\": \"n1\", \"dest\": \"c1\", \"body\": {\"type\": \"hi\"}}')\n"
+                      "sys.stdout.flush()\nsys.stdin.read()\n")
+    p = node(tmp_path, argv, sink)
+    p.start()
+    try:
+        assert sink.wait("messages")[0].type == "hi"
+    finally:
+        p.stop()
+    assert len(sink.problems) == 1 and "(1000000 chars)" in str(sink.problems[0])

@@ -292,6 +292,20 @@ def test_kill_and_restart_through_the_router(tmp_path):
     balanced(r)
 
 
+def test_closing_gives_every_node_one_grace_at_once(tmp_path):
+    argv = write_node(tmp_path, "stubborn", "import json, sys, time\n"
+                      "body = json.loads(sys.stdin.readline())['body']\n"
+                      "print(json.dumps({'src': body['node_id'], 'dest': 'c0', "
+                      "'body': {'type': 'init_ok', 'in_reply_to': body['msg_id']}}), flush=True)\n"
+                      "time.sleep(120)\n")  # deaf to EOF: only SIGKILL ends it
+    r = Router(argv, 8, tmp_path)
+    r.start(init_timeout=20)
+    started = time.monotonic()
+    r.close()
+    assert time.monotonic() - started < 6  # one second of grace for all, not one each
+    assert [e.code for e in r.exits] == [-9] * 8 and r.crashes() == []
+
+
 def test_a_call_names_only_real_nodes_and_clients(tmp_path):
     with Router(demo_argv("python", "echo.py"), 1, tmp_path) as r:
         r.start()
