@@ -34,7 +34,8 @@ def demo_argv(lang: str, script: str) -> list[str]:
     require(f"Maelstrom's demo {path}", path.is_file())
     interpreter = shutil.which(INTERPRETERS[lang])
     require(f"{INTERPRETERS[lang]} (scripts/setup.sh installs it)", interpreter is not None)
-    return [str(interpreter), str(path)]
+    dont_write = ["-B"] if lang == "python" else []  # no __pycache__ beside the shared demo
+    return [str(interpreter), *dont_write, str(path)]
 
 
 def _children() -> list[int]:
