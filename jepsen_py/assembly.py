@@ -49,7 +49,7 @@ def assemble(spec: TestSpec, *, db: DB | None = None, workload: Workload | None 
         if db is not None:
             raise BadInput(f"--backend {spec.backend}: it builds its own DB; a DB object cannot be given")
     if workload is None:
-        workload = build_workload(spec, builtin_workloads())
+        workload = build_workload(spec, kind.workloads() or builtin_workloads())
     if own_world:  # its nemesis is built when it runs, from the spec's names
         return Parts(spec, None, workload, None, nemesis_generator, None)
     faults = list(spec.nemesis) if nemesis is None else [n for n in nemesis if n != "none"]

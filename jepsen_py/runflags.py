@@ -57,10 +57,11 @@ def collect_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def check_names(spec: TestSpec) -> None:
-    """Unknown workload, nemesis or backend: one line naming it and the choices. Outside ones
-    (MODULE:NAME or an entry point) are looked up by jepsen_py.plugins."""
+    """Unknown workload, nemesis or backend: one line naming it and the choices (the workloads the
+    backend serves, when it names its own). Outside ones (MODULE:NAME or an entry point) are looked
+    up by jepsen_py.plugins."""
     check_db_flags(spec)
-    check_workload_name(spec.workload, builtin_workloads())
+    check_workload_name(spec.workload, backend_kind(spec.backend).workloads() or builtin_workloads())
     check_nemesis_names(list(spec.nemesis))
     backend_kind(spec.backend).backend_class()  # an unknown name, or an outside one that will not load
     check_db_bugs(spec)

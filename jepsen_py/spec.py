@@ -236,7 +236,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help=f"number of nodes named n1..nN (default: {DEFAULT_NODE_COUNT})")
     c.add_argument("--backend", default=None,
                    help="where nodes run: docker, ssh, local, none, sim (simulated in this process, "
-                        "in virtual time), or MODULE:CLASS of your own (default: docker when a Docker "
+                        "in virtual time), maelstrom (--bin's processes, any language, through "
+                        "Maelstrom's protocol), or MODULE:CLASS of your own (default: docker when a Docker "
                         "engine answers, else local)")
     c.add_argument("--db", default=DEFAULT_DB, metavar="MODULE:CLASS",
                    help=f"the system under test, constructed as CLASS(spec) (default: {DEFAULT_DB})")

@@ -46,8 +46,7 @@ LAYERS: tuple[Layer, ...] = (
     # what a test is made of
     # (jepsen_py/maelstrom/: Maelstrom's protocol and the network for nodes in any language, core only)
     Layer("parts", ("jepsen_py.nemeses", "jepsen_py.checkers", "jepsen_py.workloads",
-                    "jepsen_py.maelstrom.protocol", "jepsen_py.maelstrom.process",
-                    "jepsen_py.maelstrom.router"),
+                    "jepsen_py.maelstrom"),
           ("node", "core")),
     # running tests and judging their histories
     Layer("run", (
@@ -57,6 +56,8 @@ LAYERS: tuple[Layer, ...] = (
         "jepsen_py.progress", "jepsen_py.observer", "jepsen_py.workers", "jepsen_py.interpreter",
         "jepsen_py.engine", "jepsen_py.runner", "jepsen_py.matrix", "jepsen_py.dbcheck", "jepsen_py.sim",
         "jepsen_py.runflags", "jepsen_py.assembly",
+        # --backend maelstrom: its registry hooks, its world on the runner, its clients and workloads
+        "jepsen_py.maelstrom_world",
     ), ("node", "core", "parts")),
     # beside run: many runs at once; only the top imports it
     Layer("spark", ("jepsen_py.spark",), ("node", "core", "parts")),

@@ -1,4 +1,5 @@
-"""Backends: where a test's nodes come from (docker | ssh | local | none | sim), chosen with --backend.
+"""Backends: where a test's nodes come from (docker | ssh | local | none | sim | maelstrom), chosen
+with --backend.
 
 Each name stands for a `BackendKind`, what the rest of the code asks instead of comparing names:
 whether the backend is simulated (virtual time in this process: a fault acts at once, a schedule
@@ -52,6 +53,8 @@ class BackendKind:
       no other list is given; absent: it makes whatever nodes a test asks for
     - `options_for(options, nodes)`: its options for a test on `nodes` only (a search's trial or a
       schedule on fewer nodes than the hosts named)
+    - `workloads()`: the workloads its world serves, name -> factory(spec), in place of the
+      built-ins (maelstrom: Maelstrom's echo, unique-ids, ...); absent: the built-ins
     - `OPTIONS`: for a backend of your own, the keys `--backend-option KEY=VALUE` may set, each with
       what it sets (ours have flags of their own instead: `add_arguments`)
     """
@@ -108,6 +111,12 @@ class BackendKind:
         if hook is not None:
             hook(spec)
 
+    def workloads(self) -> dict[str, Callable[[TestSpec], Any]] | None:
+        """The workloads --workload names on this backend (its module's `workloads()`), or None for
+        the built-ins."""
+        hook = self._hook("workloads")
+        return dict(hook()) if hook is not None else None
+
     def matrix_runner(self) -> ModuleType | None:
         """The module that runs test-all's matrix in this process on this backend, or None."""
         hook = self._hook("matrix")
@@ -158,6 +167,7 @@ KINDS: dict[str, BackendKind] = {k.name: k for k in (
     BackendKind("local", "jepsen_py.backends.local", "LocalBackend"),
     BackendKind("none", "jepsen_py.backends.none", "NoneBackend", provisions=False),
     BackendKind("sim", "jepsen_py.sim.backend", "SimBackend", simulated=True, provisions=False),
+    BackendKind("maelstrom", "jepsen_py.maelstrom_world.backend", "MaelstromBackend", provisions=False),
 )}
 
 # name -> (module, class); each class is constructed as Cls(spec).

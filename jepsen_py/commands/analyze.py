@@ -16,6 +16,7 @@ from typing import Any
 
 from jepsen_py import store
 from jepsen_py.analysis import count_anomalies, run_post_steps
+from jepsen_py.backends import KINDS
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import check_output_file, path_text
 from jepsen_py.history import Op, load_jsonl, validate
@@ -73,7 +74,8 @@ def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:
         print(f"jepsen-py: warning: {history_path}:{torn}: torn last line skipped "
               "(the writer stopped mid-write)", file=sys.stderr)
     validate(ops, locate=lambda op: f"{history_path}:{lines.get(id(op), '?')}")
-    workloads = builtin_workloads()
+    kind = KINDS.get(spec.backend)  # the workloads of the run's backend (maelstrom's), else the built-ins
+    workloads = (kind.workloads() if kind is not None else None) or builtin_workloads()
 
     if spec.workload not in workloads and not is_reference(spec.workload, "--workload"):
         raise BadInput(f"{run_dir / store.TEST_JSON}: workload {spec.workload!r} is not registered here "
