@@ -26,7 +26,7 @@ from jepsen_py.flags import Parser as _Parser
 # Subcommand modules in the order --help lists them. An issue that adds a subcommand adds it here.
 COMMANDS: tuple[str, ...] = (
     "run", "analyze", "check", "cleanup", "image", "timeline", "serve", "export", "aggregate", "test_all",
-    "explore", "db_check",
+    "explore", "db_check", "maelstrom",
 )
 
 log = logging.getLogger("jepsen_py")

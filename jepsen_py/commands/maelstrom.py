@@ -1,0 +1,105 @@
+"""`jepsen-py maelstrom`: Maelstrom's `test` command, by Maelstrom's flag names, for a node in any
+language. It only translates: the flags become `jepsen-py run --backend maelstrom`'s, and the run is
+that command's (the same spec, assembly, runner, results and exit code)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from jepsen_py import runflags
+from jepsen_py.commands import run as run_command
+from jepsen_py.errors import BadInput
+from jepsen_py.flags import path_text
+from jepsen_py.maelstrom.router import DISTRIBUTIONS
+from jepsen_py.maelstrom_world.backend import MAX_LATENCY_MS
+from jepsen_py.maelstrom_world.workloads import WORKLOADS
+from jepsen_py.numbers import number
+from jepsen_py.spec import NEMESIS_INTERVAL, NODE_COUNT, RATE, SEED, TIME_LIMIT
+
+NAME = "maelstrom"
+HELP = "test a node program in any language through Maelstrom's protocol (Maelstrom's test flags)"
+
+#: Maelstrom's fault names -> ours (Maelstrom's partitions split the nodes into random halves).
+NEMESES = {"partition": "partition-random", "kill": "kill", "pause": "pause"}
+#: Maelstrom's defaults, where they differ from jepsen-py run's.
+DEFAULT_NODE_COUNT = 5
+DEFAULT_RATE = 5.0
+DEFAULT_CONCURRENCY = "1n"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = ("example: jepsen-py maelstrom --bin ./echo.py --workload echo --node-count 1 "
+                     "--time-limit 10. Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments or "
+                     "input (a node that does not answer its init too), 255 framework failure.")
+    parser.add_argument("--bin", required=True, type=path_text, metavar="PATH",
+                        help="the node program: reads Maelstrom messages on stdin, writes them on stdout")
+    parser.add_argument("--bin-arg", action="append", default=None, metavar="ARG",
+                        help="an argument for --bin, repeatable (e.g. --bin python3 --bin-arg node.py)")
+    parser.add_argument("-w", "--workload", required=True, choices=tuple(WORKLOADS),
+                        help="what the clients ask of the nodes")
+    parser.add_argument("--node-count", type=NODE_COUNT.arg(), default=DEFAULT_NODE_COUNT, metavar="N",
+                        help=f"nodes n1..nN (default {DEFAULT_NODE_COUNT})")
+    parser.add_argument("--time-limit", type=TIME_LIMIT.arg(), default=60.0, metavar="S",
+                        help="seconds of client ops (default 60)")
+    parser.add_argument("--rate", type=RATE.arg(), default=DEFAULT_RATE, metavar="OPS",
+                        help=f"ops per second over all clients (default {DEFAULT_RATE:g})")
+    parser.add_argument("--concurrency", default=DEFAULT_CONCURRENCY, metavar="N|Kn",
+                        help=f"clients; Kn means K per node (default {DEFAULT_CONCURRENCY})")
+    parser.add_argument("--latency", type=number(0, MAX_LATENCY_MS), default=0.0, metavar="MS",
+                        help="each message's mean delay in milliseconds (default 0)")
+    parser.add_argument("--latency-dist", choices=DISTRIBUTIONS, default="constant",
+                        help="how delays are drawn around --latency (default constant)")
+    parser.add_argument("--nemesis", action="append", default=None, metavar="NAMES",
+                        help=f"faults, comma separated or repeated: {', '.join(NEMESES)} (default none)")
+    parser.add_argument("--nemesis-interval", type=NEMESIS_INTERVAL.arg(), default=10.0, metavar="S",
+                        help="seconds between faults (default 10)")
+    parser.add_argument("--topology", default=None, metavar="KIND",
+                        help="broadcast's topology: grid, line, total, tree2, tree3, tree4 (default grid)")
+    parser.add_argument("--seed", type=SEED.arg(), default=None,
+                        help="random seed (default: random, recorded)")
+    parser.add_argument("--results-dir", type=path_text, default="results", metavar="DIR",
+                        help="where run directories go (default ./results)")
+    parser.add_argument("--junit-xml", type=path_text, default=None, metavar="FILE",
+                        help="also write the verdict as JUnit XML (for CI)")
+    parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+
+
+def nemeses(given: Sequence[str] | None) -> str:
+    """Maelstrom's fault names as ours, comma separated ("none" for none); BadInput for another."""
+    out: list[str] = []
+    for item in given or ():
+        for name in (n.strip() for n in item.split(",")):
+            if not name or name == "none":
+                continue
+            if name not in NEMESES:
+                raise BadInput(f"--nemesis: unknown fault {name!r} (choose from {', '.join(NEMESES)}; "
+                               "combine with commas)")
+            if NEMESES[name] not in out:
+                out.append(NEMESES[name])
+    return ",".join(out) or "none"
+
+
+def run_argv(args: argparse.Namespace) -> list[str]:
+    """`jepsen-py run`'s flags for the same test."""
+    argv = ["--backend", "maelstrom", "--bin", args.bin, "--workload", args.workload,
+            "--node-count", str(args.node_count), "--time-limit", repr(args.time_limit),
+            "--rate", repr(args.rate), "--concurrency", args.concurrency, "--latency", repr(args.latency),
+            "--latency-dist", args.latency_dist, "--nemesis", nemeses(args.nemesis),
+            "--nemesis-interval", repr(args.nemesis_interval), "--results-dir", args.results_dir]
+    for arg in args.bin_arg or ():
+        argv.append(f"--bin-arg={arg}")  # an argument may itself start with a dash
+    if args.topology is not None:
+        argv += ["--workload-option", f"topology={args.topology}"]
+    if args.seed is not None:
+        argv += ["--seed", str(args.seed)]
+    if args.junit_xml is not None:
+        argv += ["--junit-xml", args.junit_xml]
+    if args.no_progress:
+        argv.append("--no-progress")
+    return argv
+
+
+def run(args: argparse.Namespace) -> int:
+    """The same test as `jepsen-py run --backend maelstrom ...`; the exit code is its verdict."""
+    return run_command.run(runflags.parser().parse_args(run_argv(args)))
