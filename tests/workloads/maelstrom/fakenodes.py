@@ -1,0 +1,69 @@
+"""In-process stand-ins for Maelstrom nodes: one shared state answering every workload's messages
+correctly, and switches for the bugs the checkers must catch. `call` has the client's signature."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class FakeNodes:
+    workload: str = ""  # whose read this is: g-set, broadcast or a counter
+    duplicate_ids: bool = False  # every 5th generate returns the id before it
+    isolated: str | None = None  # this node keeps only what it was sent itself (g-set, broadcast)
+    stale_kv: bool = False  # lin-kv reads answer the key's previous value
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    ids: int = 0
+    elements: list[Any] = field(default_factory=list)
+    own: list[Any] = field(default_factory=list)
+    counter: int = 0
+    kv: dict[Any, Any] = field(default_factory=dict)
+    previous: dict[Any, Any] = field(default_factory=dict)
+    calls: int = 0
+
+    def call(self, client: str, node: str, body: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+        with self.lock:
+            self.calls += 1
+            return self._answer(node, body)
+
+    def _answer(self, node: str, b: dict[str, Any]) -> dict[str, Any] | None:
+        t = b["type"]
+        if t == "echo":
+            return {"type": "echo_ok", "echo": b["echo"]}
+        if t == "generate":
+            self.ids += 1
+            dup = self.duplicate_ids and self.ids % 5 == 0
+            return {"type": "generate_ok", "id": self.ids - 1 if dup else self.ids}
+        if t == "topology":
+            return {"type": "topology_ok"}
+        if t in ("broadcast", "add") and ("message" in b or "element" in b):
+            x = b.get("message", b.get("element"))
+            (self.own if node == self.isolated else self.elements).append(x)
+            return {"type": f"{t}_ok"}
+        if t == "add":
+            self.counter += b["delta"]
+            return {"type": "add_ok"}
+        if t == "read" and "key" in b:
+            if b["key"] not in self.kv:
+                return {"type": "error", "code": 20, "text": "no such key"}
+            return {"type": "read_ok", "value": (self.previous if self.stale_kv else self.kv).get(b["key"])}
+        if t == "write":
+            self.previous[b["key"]] = self.kv.get(b["key"])
+            self.kv[b["key"]] = b["value"]
+            return {"type": "write_ok"}
+        if t == "cas":
+            if b["key"] not in self.kv:
+                return {"type": "error", "code": 20, "text": "no such key"}
+            if self.kv[b["key"]] != b["from"]:
+                return {"type": "error", "code": 22, "text": "mismatch"}
+            self.previous[b["key"]] = self.kv[b["key"]]
+            self.kv[b["key"]] = b["to"]
+            return {"type": "cas_ok"}
+        if t == "read":
+            seen = sorted(self.own if node == self.isolated else self.elements + self.own)
+            if self.workload == "broadcast":
+                return {"type": "read_ok", "messages": seen}
+            return {"type": "read_ok", "value": seen if self.workload == "g-set" else self.counter}
+        return {"type": "error", "code": 10, "text": f"no {t}"}

@@ -1,0 +1,52 @@
+"""Every Maelstrom workload through the real runner, its client calling in-process fake nodes:
+correct nodes pass, each bug is caught by its workload's checker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from jepsen_py.workloads.maelstrom.catalog import WORKLOADS, maelstrom_workload
+
+from jepsen_py.errors import BadInput
+from jepsen_py.runner import run_test
+from tests.jepsen_py.fakes import make_spec
+from tests.workloads.maelstrom.fakenodes import FakeNodes
+from tests.workloads.memstore import StoreDB
+
+CHECKER = {"echo": "echo", "unique-ids": "unique-ids", "g-set": "g-set", "broadcast": "broadcast",
+           "g-counter": "g-counter", "pn-counter": "pn-counter", "lin-kv": "linearizable"}
+
+
+def run(tmp_path: Path, name: str, nodes: FakeNodes):
+    spec = make_spec(tmp_path, name=f"maelstrom-{name}", workload=name, time_limit=0.3, rate=300.0,
+                     options={"final_delay": 0})
+    return run_test(spec, db=StoreDB(spec), workload=maelstrom_workload(name, spec, nodes.call))
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_correct_nodes_pass(tmp_path: Path, name: str) -> None:
+    nodes = FakeNodes(workload=name)
+    out = run(tmp_path, name, nodes)
+    r = out.results["checkers"][CHECKER[name]]
+    assert r["valid"] is True, r
+    assert out.valid is True, out.results
+    assert nodes.calls > 20
+
+
+@pytest.mark.parametrize(("name", "bug", "kind"), [
+    ("unique-ids", {"duplicate_ids": True}, "duplicate"),
+    ("broadcast", {"isolated": "n2"}, "not-converged"),
+    ("g-set", {"isolated": "n3"}, "not-converged"),
+    ("lin-kv", {"stale_kv": True}, "nonlinearizable"),
+])
+def test_buggy_nodes_are_caught(tmp_path: Path, name: str, bug: dict, kind: str) -> None:
+    out = run(tmp_path, name, FakeNodes(workload=name, **bug))
+    r = out.results["checkers"][CHECKER[name]]
+    assert r["valid"] is False and kind in r["failing_kinds"], r
+    assert out.valid is False
+
+
+def test_an_unknown_workload_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="unknown Maelstrom workload"):
+        maelstrom_workload("kafka", make_spec(tmp_path), FakeNodes().call)
