@@ -152,3 +152,21 @@ def test_what_the_backend_cannot_honour_is_one_line_and_254(
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
     assert not (tmp_path / "results").exists()  # refused before a run directory exists
+
+
+def test_kill_and_pause_act_on_the_node_processes(tmp_path: Path) -> None:
+    """The project's kill and pause nemeses, unchanged, through the DB's kill/start/pause/resume: a
+    killed node is started again with a fresh init, and the run ends with a verdict."""
+    code = cli.main(["run", "--backend", "maelstrom", *tiny(tmp_path, "echo_kp"), "--workload", "echo",
+                     "--node-count", "3", "--rate", "30", "--nemesis", "kill,pause", "--nemesis-interval",
+                     "0.5", "--op-timeout", "1", "--time-limit", "3", "--seed", "3", "--results-dir",
+                     str(tmp_path / "results"), "--no-progress"])
+    assert code in (0, 1)
+    history = [json.loads(line) for line in
+               (tmp_path / "results" / "latest" / "history.jsonl").read_text().splitlines()]
+    faults = [op for op in history if op["process"] == "nemesis" and op["type"] == "info"]
+    assert {op["f"] for op in faults} & {"kill", "pause"}
+    for op in faults:
+        if op["f"] in ("kill", "start", "pause", "resume"):
+            assert set(op["value"]["results"].values()) <= {"ok"}, op
+    assert results(tmp_path)["checkers"]["echo"]["valid"] is True
