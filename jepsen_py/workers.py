@@ -4,10 +4,10 @@ is written down, kept once for both engines.
 A worker holds one client per node it used, opened for its current process. As in Jepsen, a worker
 whose op ended info continues as a new process, and a new process gets new clients unless its
 clients say they are reusable (`client_reusable`): a connection left holding an unanswered request
-must not hold the worker's later ops behind it. A client whose invoke raised is reopened. The
-threaded interpreter (jepsen_py.interpreter: one loop owns the generator, a thread per worker
-performs) and the simulator's (jepsen_py.sim.interpreter: coroutines in virtual time) differ in how
-ops reach a worker and how it waits.
+must not hold the worker's later ops behind it. A client whose invoke raised is reopened. In both
+engines one loop owns the generator (jepsen_py.interpreter.InterpreterCore); they differ in how an
+op reaches a worker and how the loop waits: a thread per worker (jepsen_py.interpreter), or a task
+per op in virtual time (jepsen_py.sim.interpreter).
 """
 
 from __future__ import annotations
@@ -58,9 +58,8 @@ class WorkerPool:
     phases, as Jepsen's do: the final reads of a run continue the process numbering of its main
     phase.
 
-    How ops reach them is the interpreter's: the threaded one's loop owns the generator and hands
-    each op to a worker's thread; the simulator's workers are coroutines on one loop that take
-    turns at the generator."""
+    How ops reach them is the interpreter's: its loop owns the generator and hands each op to a
+    worker's thread, or, in the simulator, to a task on the one event loop."""
 
     def __init__(self, test: Test, client: Any, concurrency: int) -> None:
         self.test = test
@@ -161,9 +160,8 @@ class WorkerPool:
 
 class GeneratorPhase:
     """One generator being driven, as both interpreters hand it out: who is busy, whether it is
-    exhausted or stopped. One thread only asks and tells it, as in Jepsen's interpreter: the
-    threaded interpreter's loop, or the simulator's one event loop (a worker coroutine between
-    two awaits)."""
+    exhausted or stopped. Only the interpreter's loop asks and tells it, as in Jepsen's: the
+    threaded interpreter's loop thread, or the simulator's loop coroutine."""
 
     def __init__(self, g: Generator, threads: Sequence[Thread]) -> None:
         self.gen = g

@@ -1,14 +1,15 @@
-"""The simulator's interpreter: the same generator protocol, workers and history as
-jepsen_py.interpreter, but every worker is a coroutine on one event loop in virtual time.
+"""The simulator's interpreter: jepsen_py.interpreter's InterpreterCore driven in virtual time, so
+one interpreter owns the generator in every world.
 
-A free worker asks the generator for its next op, records the invocation, awaits its client (or the
-nemesis) and records the completion, then tells the generator, all without yielding in between, as
-the threaded interpreter does under its lock. A worker the generator keeps waiting (Pending) sleeps
-until the time it names, or, waiting for an event, until some op completes; either re-asks at least
-every POLL_S, as a threaded worker polls. An op not completed within the op
-timeout is recorded info (error "timeout", by the controller) and abandoned; a worker whose op
-ended info continues as a fresh process, process + concurrency, with new clients unless its clients
-say they are reusable (jepsen_py.protocols.client_reusable), as in the threaded interpreter.
+One coroutine owns the generator, as the threaded interpreter's loop thread does, and makes the
+same decisions through the same core: it asks the generator for an op for each free worker (longest
+free first) and records the invocation, starts a task that awaits the worker's async client (within
+the op timeout) or the nemesis, takes the completions the tasks hand back (recorded, oks counted, a
+fresh process after info, the generator told), and otherwise sleeps in virtual time until the
+generator's wake time or a completion, at most POLL_S. The tasks only perform ops. Where coroutines
+differ from threads: a client op past the op timeout can be cancelled, so it completes info (error
+"timeout", by the controller) at its deadline and its worker moves on at once, as a fresh process
+with new clients unless they are reusable (jepsen_py.protocols.client_reusable).
 
 Nothing here reads a real clock, starts a thread or draws from an unseeded source: with the same
 generator, rng and loop, the same history comes out.
@@ -19,19 +20,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-from jepsen_py.generator import Context, Generator, Pending, Template, Thread
-from jepsen_py.history import INFO, INVOKE, NEMESIS, OK, Op
-from jepsen_py.interpreter import normalize
+from jepsen_py.generator import Generator, Thread, TimeLimit
+from jepsen_py.history import INFO, Op
+from jepsen_py.interpreter import (
+    JOIN_GRACE_S,
+    NEMESIS_JOIN_S,
+    POLL_S,
+    Done,
+    InterpreterCore,
+    LoopPhase,
+    normalize,
+)
 from jepsen_py.protocols import Test
-from jepsen_py.workers import GeneratorPhase, Worker, WorkerPool, copy_op
+from jepsen_py.workers import Worker, copy_op
 
 log = logging.getLogger(__name__)
 
-POLL_S = 0.05  # as the threaded interpreter: longest a worker waiting for an event sleeps
-MIN_WAIT_S = 1e-6  # a Pending in the past must still let virtual time move
+MIN_WAIT_S = 1e-6  # a wake time in the past must still let virtual time move
 
 
 class AsyncClient(Protocol):
@@ -50,48 +59,53 @@ class AsyncNemesis(Protocol):
     async def invoke(self, test: Test, op: Op) -> Op: ...
 
 
-class _Phase(GeneratorPhase):
-    """One generator being driven (jepsen_py.workers.GeneratorPhase), and who waits on it."""
+class VirtualClock:
+    """The test's virtual time as the core reads it: `now_ns`, nanoseconds since the test began."""
 
-    def __init__(self, g: Generator, threads: Sequence[Thread]) -> None:
-        super().__init__(g, threads)
-        self.event_waiters: list[asyncio.Future[None]] = []
-        self.timed_waiters: list[asyncio.Future[None]] = []
+    def __init__(self, now_ns: Callable[[], int]) -> None:
+        self.now_ns = now_ns
 
-    def completed(self) -> None:
-        """An op completed: the workers waiting for an event ask again (as the threaded
-        interpreter notifies them); those waiting for a time keep waiting, at most POLL_S."""
-        self._wake(self.event_waiters)
-        self.event_waiters = []
+    def ns(self) -> int:
+        return self.now_ns()
 
-    def wake_all(self) -> None:
-        """The phase is over (or broke): every waiting worker asks again and finds out."""
-        self._wake(self.event_waiters + self.timed_waiters)
-        self.event_waiters, self.timed_waiters = [], []
+    def s(self) -> float:
+        return self.now_ns() / 1e9
 
-    @staticmethod
-    def _wake(waiters: list[asyncio.Future[None]]) -> None:
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(None)
+    def sleep(self, seconds: float) -> None:
+        raise NotImplementedError("nothing blocks in the simulator: its loop awaits")
 
-    async def wait(self, until: float | None, now: float) -> None:
-        """Until woken, or the time `until` (None: an event, or POLL_S), at most POLL_S."""
+
+class _Phase(LoopPhase):
+    """One generator driven by the simulator's loop: the completions the op tasks hand back, the
+    tasks still running, and the loop's wake-up when a completion arrives."""
+
+    def __init__(self, g: Generator, workers: Sequence[Worker]) -> None:
+        super().__init__(g, workers)
+        self.done: deque[Done] = deque()
+        self.tasks: dict[Thread, asyncio.Future[None]] = {}
+        self.arrived: asyncio.Future[None] | None = None
+
+    def take(self) -> Done | None:
+        return self.done.popleft() if self.done else None
+
+    def hand_back(self, d: Done) -> None:
+        """An op task's completion: the loop takes it at once."""
+        self.done.append(d)
+        if self.arrived is not None and not self.arrived.done():
+            self.arrived.set_result(None)
+
+    async def wait(self, seconds: float) -> None:
+        """Until a completion is handed back or `seconds` of virtual time passed."""
+        if self.done:
+            return
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        if until is None:
-            self.event_waiters.append(fut)
-            seconds = POLL_S
-        else:
-            self.timed_waiters.append(fut)
-            if len(self.timed_waiters) > 4 * len(self.threads):  # drop the ones their timers woke
-                self.timed_waiters = [f for f in self.timed_waiters if not f.done()]
-            seconds = min(until - now, POLL_S)
+        self.arrived = fut = loop.create_future()
         timer = loop.call_later(max(seconds, MIN_WAIT_S), _resolve, fut)
         try:
             await fut
         finally:
             timer.cancel()
+            self.arrived = None
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:
@@ -99,109 +113,70 @@ def _resolve(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-class SimInterpreter(WorkerPool):
-    """Runs generators against async clients and an async nemesis, one phase at a time, each
-    worker a coroutine (the workers and their clients: jepsen_py.workers). `now_ns` is the test's
-    virtual time, nanoseconds since the test began (history times and generator time)."""
+class SimInterpreter(InterpreterCore):
+    """Runs generators against async clients and an async nemesis, one phase at a time: the core's
+    loop on one coroutine, each op a task (the workers and their clients: jepsen_py.workers).
+    `now_ns` is the test's virtual time, nanoseconds since the test began (history times and
+    generator time)."""
 
     def __init__(self, test: Test, *, client: AsyncClient, nemesis: AsyncNemesis | None,
                  record: Callable[[Op], Op], concurrency: int, op_timeout: float,
                  rng: random.Random, now_ns: Callable[[], int]) -> None:
-        super().__init__(test, client, concurrency)
-        self.nemesis = nemesis
-        self.record = record
-        self.op_timeout = op_timeout
-        self.rng = rng
-        self.now_ns = now_ns
+        super().__init__(test, client=client, nemesis=nemesis, record=record, concurrency=concurrency,
+                         op_timeout=op_timeout, rng=rng, clock=VirtualClock(now_ns))
+
+    def append(self, op: Op, *, tail: str | None = None) -> Op:
+        """A completion goes through `record` as every op here does (the live status counts it)."""
+        return self.record(op)
 
     async def run(self, g: Generator, *, with_nemesis: bool) -> None:
-        """Drives `g` until it is exhausted and every op in flight has completed; raises
-        FrameworkFailure when a worker broke."""
-        threads: list[Thread] = [w.thread for w in self.workers]
+        """Drives `g` until it is exhausted (or its time limit passed) and the ops in flight have
+        completed; raises FrameworkFailure when a worker broke."""
+        workers = list(self.workers)
         if with_nemesis and self.nemesis is not None:
-            threads.append(NEMESIS)
-        phase = _Phase(g, threads)
-        loops = [self.work(w, phase) for w in self.workers]
-        if NEMESIS in threads:
-            loops.append(self.work(self.nemesis_worker, phase))
-        tasks = [asyncio.ensure_future(c) for c in loops]
+            workers.append(self.nemesis_worker)
+        phase = _Phase(g, workers)
+        if isinstance(g, TimeLimit):
+            phase.stop_at = self.clock.s() + g.dt
         try:
-            await asyncio.gather(*tasks)
+            while (wake := self._step(phase)) is not None:
+                await phase.wait(wake - self.clock.s())
+            await self._finish(phase)
         except BaseException:
             phase.stopped = True
-            for t in tasks:
-                t.cancel()
             raise
+        finally:
+            for t in phase.tasks.values():  # abandoned ones, or all of them when the run broke
+                t.cancel()
         self.raise_failures()
 
-    # ---- one worker -----------------------------------------------------------------------------
+    async def _finish(self, phase: _Phase) -> None:
+        """The generator is done: the ops in flight complete within the threaded interpreter's
+        bounds, in virtual time (a client op never outlasts the op timeout here); what is still
+        running then is abandoned."""
+        start = self.clock.s()
+        client_by, nemesis_by = start + self.op_timeout + JOIN_GRACE_S, start + NEMESIS_JOIN_S
+        while (by := self._finish_by(phase, now := self.clock.s(), client_by, nemesis_by)) is not None:
+            await phase.wait(min(by - now, POLL_S))
+            self._take_completions(phase)
+        self._abandon(phase)
 
-    async def work(self, w: Worker, phase: _Phase) -> None:
-        """One worker's loop until the phase is over for it: finish the previous op and take the
-        next one from the generator (`next_op`), perform it (`perform`), again; a failure outside
-        invoke ends the phase for everyone (`worker_failed`)."""
-        finished: tuple[Op, Op] | None = None
+    def _send(self, phase: _Phase, w: Worker, inv: Op) -> None:
+        phase.tasks[w.thread] = asyncio.ensure_future(self._serve(w, inv, phase))
+
+    # ---- an op's task: performs it, nothing else ------------------------------------------------
+
+    async def _serve(self, w: Worker, inv: Op, phase: _Phase) -> None:
         try:
-            while True:
-                inv = await self.next_op(w, phase, finished)
-                if inv is None:
-                    return
-                finished = (inv, await self.perform(w, inv))
+            d = self._finished(w, inv, await self._perform(w, inv))
         except Exception as e:
-            self.worker_failed(w, phase, e)
+            d = Done(w, inv, None, error=e)
+        phase.hand_back(d)
 
-    def _ctx(self, phase: _Phase, thread: Thread, process: int | str) -> Context:
-        return Context(self.now_ns() / 1e9, thread, process, self.rng, phase.threads, phase.busy,
-                       tuple(self.test.nodes))
-
-    async def _next(self, w: Worker, phase: _Phase) -> Op | None:
-        """The worker's next invocation, recorded; None when the phase is over for it."""
-        while True:
-            if phase.over:
-                return None
-            ctx = self._ctx(phase, w.thread, w.process)
-            step = phase.ask(w.thread, ctx)
-            if step is None:
-                phase.wake_all()
-                return None
-            if isinstance(step, Template):
-                if w is not self.nemesis_worker:
-                    w.invokes += 1
-                return self.record(Op(-1, self.now_ns(), INVOKE, w.process, step.f, step.key,
-                                      step.value, step.node or w.node, None,
-                                      dict(step.meta) if step.meta else {}))
-            assert isinstance(step, Pending)
-            await phase.wait(step.until, ctx.time)
-
-    def _finish(self, w: Worker, phase: _Phase, inv: Op, comp: Op) -> None:
-        """Records the completion, moves a worker whose op ended info to a fresh process, tells
-        the generator and wakes the waiting workers."""
-        comp.time = self.now_ns()
-        self.record(comp)
-        if comp.type == OK and w is not self.nemesis_worker:
-            w.oks += 1
-        process = w.process
-        if comp.type == INFO and isinstance(process, int):
-            w.process = process + self.concurrency
-        phase.tell(w.thread, self._ctx(phase, w.thread, process), inv, comp)
-        phase.completed()
-
-    async def next_op(self, w: Worker, phase: Any, finished: tuple[Op, Op] | None) -> Op | None:
-        """The previous op finished and the next asked for with no await between, as the threaded
-        interpreter does under its lock."""
-        if finished is not None:
-            self._finish(w, phase, *finished)
-        return await self._next(w, phase)
-
-    async def perform(self, w: Worker, inv: Op) -> Op:
+    async def _perform(self, w: Worker, inv: Op) -> Op:
         if w is self.nemesis_worker:
             return await self._nemesis_op(inv)
         return await self._client_op(w, inv)
-
-    def worker_failed(self, w: Worker, phase: Any, e: Exception) -> None:
-        self.note_failure(w, e)
-        phase.stopped = True
-        phase.wake_all()
 
     async def _client_op(self, w: Worker, inv: Op) -> Op:
         try:
@@ -224,3 +199,4 @@ class SimInterpreter(WorkerPool):
             return normalize(await self.nemesis.invoke(self.test, copy_op(inv)), inv, nemesis=True)
         except Exception as e:
             return self.nemesis_failed(inv, e)
+
