@@ -7,6 +7,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from jepsen_py.workloads.maelstrom.codec import Codec, timeout_outcome
+
+from jepsen_py.history import Op
+from jepsen_py.protocols import Test
+
 
 @dataclass
 class FakeNodes:
@@ -67,3 +72,24 @@ class FakeNodes:
                 return {"type": "read_ok", "messages": seen}
             return {"type": "read_ok", "value": seen if self.workload == "g-set" else self.counter}
         return {"type": "error", "code": 10, "text": f"no {t}"}
+
+
+@dataclass
+class FakeClient:
+    """A workload's codec talking to FakeNodes, as the maelstrom backend's client talks to the router
+    (no reply is a timeout, an info)."""
+
+    codec: Codec
+    nodes: FakeNodes
+    node: str | None = None
+
+    def open(self, test: Test, node: str) -> FakeClient:
+        return FakeClient(self.codec, self.nodes, node)
+
+    def invoke(self, test: Test, op: Op) -> Op:
+        node = op.node or self.node
+        assert node is not None
+        reply = self.nodes.call(f"c{op.process}", node, self.codec.request(op), 1.0)
+        return (timeout_outcome() if reply is None else self.codec.outcome(op, reply)).completion(op)
+
+    def close(self, test: Test) -> None: ...

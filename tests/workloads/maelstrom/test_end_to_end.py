@@ -1,17 +1,16 @@
-"""Every Maelstrom workload through the real runner, its client calling in-process fake nodes:
-correct nodes pass, each bug is caught by its workload's checker."""
+"""Every Maelstrom workload the maelstrom backend serves, through the real runner, its codec talking
+to in-process fake nodes: correct nodes pass, each bug is caught by its workload's checker."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from jepsen_py.workloads.maelstrom.catalog import WORKLOADS, maelstrom_workload
 
-from jepsen_py.errors import BadInput
+from jepsen_py.maelstrom_world.workloads import WORKLOADS, codec_for
 from jepsen_py.runner import run_test
 from tests.jepsen_py.fakes import make_spec
-from tests.workloads.maelstrom.fakenodes import FakeNodes
+from tests.workloads.maelstrom.fakenodes import FakeClient, FakeNodes
 from tests.workloads.memstore import StoreDB
 
 CHECKER = {"echo": "echo", "unique-ids": "unique-ids", "g-set": "g-set", "broadcast": "broadcast",
@@ -21,7 +20,9 @@ CHECKER = {"echo": "echo", "unique-ids": "unique-ids", "g-set": "g-set", "broadc
 def run(tmp_path: Path, name: str, nodes: FakeNodes):
     spec = make_spec(tmp_path, name=f"maelstrom-{name}", workload=name, time_limit=0.3, rate=300.0,
                      options={"final_delay": 0})
-    return run_test(spec, db=StoreDB(spec), workload=maelstrom_workload(name, spec, nodes.call))
+    workload = WORKLOADS[name].build(spec)
+    workload.client = FakeClient(codec_for(name), nodes)
+    return run_test(spec, db=StoreDB(spec), workload=workload)
 
 
 @pytest.mark.parametrize("name", list(WORKLOADS))
@@ -46,7 +47,3 @@ def test_buggy_nodes_are_caught(tmp_path: Path, name: str, bug: dict, kind: str)
     assert r["valid"] is False and kind in r["failing_kinds"], r
     assert out.valid is False
 
-
-def test_an_unknown_workload_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(BadInput, match="unknown Maelstrom workload"):
-        maelstrom_workload("kafka", make_spec(tmp_path), FakeNodes().call)
