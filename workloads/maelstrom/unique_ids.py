@@ -3,7 +3,9 @@
   f          invoke value   request body             ok completion value
   generate   None           {"type": "generate"}     the reply's `id` (any JSON value)
 
-Checked by checkers.maelstrom.unique_ids (no id twice).
+After heal every node generates once more, so a run with faults shows each node serving again (the
+availability checker asks for an ok op after the faults). Checked by checkers.maelstrom.unique_ids
+(no id twice).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from jepsen_py.checkers.maelstrom.unique_ids import UniqueIdsChecker
 from jepsen_py.workloads.common import run_checkers
 from jepsen_py.workloads.maelstrom.codec import Outcome, decode, field
 
-from jepsen_py.generator import fn
+from jepsen_py.generator import defer, fn
 from jepsen_py.history import Op
 from jepsen_py.protocols import TestSpec
 from jepsen_py.workload import Workload
@@ -39,7 +41,7 @@ def unique_ids_workload(spec: TestSpec) -> Workload:
         name="unique-ids",
         fs=FS,
         generator=fn(lambda ctx: {"f": "generate"}),
-        final_generator=None,
+        final_generator=defer(lambda ctx: [{"f": "generate", "node": n} for n in (ctx.nodes or (None,))]),
         checkers=[UniqueIdsChecker(), *run_checkers(spec)],
         meta={"maelstrom": "unique-ids"},
     )

@@ -44,7 +44,9 @@ def test_generator_makes_fresh_echo_strings(tmp_path) -> None:
     assert len(ops) == 100
     assert all(t.f == "echo" and isinstance(t.value, str) and len(t.value) == 8 for t in ops)
     assert len({t.value for t in ops}) > 90
-    assert w.fs == frozenset({"echo"}) and w.final_generator is None
+    assert w.fs == frozenset({"echo"})
+    finals = [o.template for o in drive(w.final_generator, 10)]
+    assert sorted(t.node for t in finals) == ["n1", "n2", "n3"] and all(t.f == "echo" for t in finals)
 
 
 def test_checker_passes_matching_echoes_and_catches_a_mismatch() -> None:

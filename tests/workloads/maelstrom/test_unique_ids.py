@@ -29,6 +29,8 @@ def test_generator_asks_for_ids(tmp_path) -> None:
     w = unique_ids_workload(make_spec(tmp_path))
     ops = [o.template for o in drive(w.generator, 50)]
     assert len(ops) == 50 and all(t.f == "generate" and t.value is None for t in ops)
+    finals = [o.template for o in drive(w.final_generator, 10)]
+    assert sorted(t.node for t in finals) == ["n1", "n2", "n3"] and all(t.f == "generate" for t in finals)
 
 
 def generates(ids: list, extra_info: int = 0) -> list[Op]:
