@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from jepsen_py import store
 from jepsen_py.errors import FrameworkFailure
 from jepsen_py.generator import Generator
+from jepsen_py.history import Op
 from jepsen_py.protocols import DB, Nemesis, Test, TestSpec
 from jepsen_py.runner import RunOutcome
 from jepsen_py.sim.interpreter import SimInterpreter
@@ -99,9 +100,15 @@ class SimEngine:
 
     def interpreter(self, test: Test, *, client: Any, nemesis: Any, record: Any, append: Any,
                     concurrency: int, op_timeout: float, rng: random.Random) -> SimInterpreter:
+        saw = self.status.saw
+
+        def append_seen(op: Op, *, tail: str | None = None) -> Op:
+            saw(op)  # as `record` does: the live status counts every op
+            return append(op, tail=tail)  # type: ignore[no-any-return]
+
         interpreter = SimInterpreter(test, client=client, nemesis=nemesis, record=record,
                                      concurrency=concurrency, op_timeout=op_timeout, rng=rng,
-                                     now_ns=self.clock.ns)
+                                     now_ns=self.clock.ns, append=append_seen)
         self.status.simulated_s = self.clock.s
         self.status.counts = interpreter.counts
         return interpreter
