@@ -18,13 +18,12 @@ writes a value new to its key), checked by checkers.linearizable with the cas-re
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from jepsen_py.workloads.common import Linearizable, run_checkers
 from jepsen_py.workloads.maelstrom.codec import Outcome, decode, field
-from jepsen_py.workloads.register import FS, RegisterGen
+from jepsen_py.workloads.register import FS, register_workload
 
-from jepsen_py.generator import defer, fn
 from jepsen_py.history import OK, Op
 from jepsen_py.protocols import TestSpec
 from jepsen_py.workload import Workload
@@ -55,19 +54,6 @@ class LinKvCodec:
 
 
 def linkv_workload(spec: TestSpec) -> Workload:
-    o = spec.options
-    state = RegisterGen(
-        active_keys=int(o.get("active_keys", max(2, spec.concurrency // 3))),
-        ops_per_key=int(o.get("ops_per_key", 150)),
-        read_fraction=float(o.get("read_fraction", 0.5)),
-        cas_fraction=float(o.get("cas_fraction", 0.2)),
-    )
-    return Workload(
-        name="lin-kv",
-        fs=FS,
-        generator=fn(lambda ctx: state.op(ctx)),
-        final_generator=defer(lambda ctx: state.final(ctx)),
-        checkers=[Linearizable("cas-register", FS), *run_checkers(spec)],
-        meta={"maelstrom": "lin-kv", "model": "cas-register", "active_keys": state.keys.active,
-              "ops_per_key": state.keys.ops_per_key},
-    )
+    """The register workload (its ops, keys and checkers), under Maelstrom's name."""
+    w = register_workload(spec)
+    return replace(w, name="lin-kv", meta={"maelstrom": "lin-kv", **w.meta})
