@@ -60,13 +60,16 @@ def assemble(spec: TestSpec, *, db: DB | None = None, workload: Workload | None 
 
 
 def run(parts: Parts, *, post_run: Sequence[Any] = (), show_progress: bool = False,
-        fsync_history: bool | None = None) -> Any:
-    """Runs the assembled test once and returns its outcome (verdict, results, run directory)."""
+        fsync_history: bool | None = None, **world: Any) -> Any:
+    """Runs the assembled test once and returns its outcome (verdict, results, run directory).
+    `world`: what a backend that builds its own world takes besides (the simulator's `status`)."""
     spec = parts.spec
     own_run = backend_kind(spec.backend).run_function()
     if own_run is not None:  # a backend that builds its own cluster (the simulator, in virtual time)
         return own_run(spec, workload=parts.workload, nemesis_generator=parts.nemesis_generator,
-                       post_run=post_run, show_progress=show_progress)
+                       post_run=post_run, show_progress=show_progress, **world)
+    if world:
+        raise TypeError(f"--backend {spec.backend} runs on the runner, which takes none of {sorted(world)}")
     if fsync_history is None:
         fsync_history = bool(spec.options.get("fsync_history", False))
     return run_test(spec, db=parts.db, workload=parts.workload, nemesis=parts.nemesis,

@@ -70,9 +70,8 @@ def run_sim(spec: TestSpec, workload: Workload, nemesis_generator: Generator,
             post_run: Sequence[Any]) -> Outcome:
     """One run in the simulator, with our workload and nemesis schedule (a node caught in an endless
     loop is stopped by the simulator's livelock watchdog instead of hanging the run)."""
-    run = backend_kind(simulator()).run_function()
-    assert run is not None, "the simulated backend kind names its run function"
-    return run(spec, workload=workload, nemesis_generator=nemesis_generator, post_run=post_run)  # type: ignore[no-any-return]
+    parts = assembly.assemble(spec, workload=workload, nemesis_generator=nemesis_generator)
+    return assembly.run(parts, post_run=post_run)  # type: ignore[no-any-return]
 
 
 def run_real(spec: TestSpec, workload: Workload, nemesis_generator: Generator,

@@ -29,15 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from jepsen_py import assembly, runflags
 from jepsen_py import matrix as mx
-from jepsen_py import runflags
 from jepsen_py.errors import BadInput, JepsenError
 from jepsen_py.lifetime import die_with_parent
 from jepsen_py.plugins import build_nemesis
 from jepsen_py.seeds import run_seed
 from jepsen_py.sim.nemesis import SUPPORTED
 from jepsen_py.sim.progress import SimStatus
-from jepsen_py.sim.run import run_sim
 from jepsen_py.workloads import CLUSTER_WORKLOADS
 
 #: the read modes a correct build must be linearizable under (`local` is unsafe by design)
@@ -166,7 +165,7 @@ def run_cell_sim(cell: mx.Cell, iteration: int, results_dir: Path, matrix: str, 
     try:
         spec = spec_for(run_flags(cell, name, results_dir, node_count, seed))
         with wall_limit(wall_limit_s):
-            outcome = run_sim(spec, status=status)
+            outcome = assembly.run(assembly.assemble(spec), status=status)  # as `jepsen-py run` does
     except WallLimit as e:  # it rang after the run itself (in the checkers): the run is lost all the same
         rec.error = str(e)[:300]
         rec.wall_s = round(time.monotonic() - t0, 1)
