@@ -17,6 +17,14 @@ from tests.checkers.linearizable.test_workers_die import _alive, _children
 ROOT = Path(__file__).resolve().parents[3]
 
 
+def _cmdline(pid: int) -> str:
+    """A process's command line; "" for one that ended since it was listed (its /proc entry gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads process trees from /proc")
 def test_parallel_workers_end_when_test_all_is_killed(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "jepsen_py.cli", "test-all", "--backend", "sim",
@@ -28,8 +36,7 @@ def test_parallel_workers_end_when_test_all_is_killed(tmp_path: Path) -> None:
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
-            workers = [c for c in _children(proc.pid)
-                       if "resource_tracker" not in Path(f"/proc/{c}/cmdline").read_text(errors="replace")]
+            workers = [c for c in _children(proc.pid) if "resource_tracker" not in _cmdline(c)]
             if len(workers) >= 2 and list(tmp_path.glob("*/*/history.jsonl")):
                 break
             time.sleep(0.1)
