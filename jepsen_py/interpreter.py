@@ -242,14 +242,14 @@ class InterpreterCore(WorkerPool):
     how a completion comes back (LoopPhase.take) and how the loop waits are its driver's: threads
     and queues (Interpreter), or coroutines in virtual time (jepsen_py.sim.interpreter)."""
 
-    #: records a completion with its JSON tail (`tail=`), encoded by the worker (HistoryWriter.append)
-    append: Callable[..., Op]
-
     def __init__(self, test: Test, *, client: Any, nemesis: Any, record: Callable[[Op], Op],
-                 concurrency: int, op_timeout: float, rng: random.Random, clock: Clock) -> None:
+                 append: Callable[..., Op], concurrency: int, op_timeout: float, rng: random.Random,
+                 clock: Clock) -> None:
         super().__init__(test, client, concurrency)
         self.nemesis = nemesis
         self.record = record
+        #: records a completion with its JSON tail (`tail=`), encoded by the worker (HistoryWriter.append)
+        self.append = append
         self.op_timeout = op_timeout
         self.rng = rng
         self.clock = clock
@@ -435,10 +435,9 @@ class Interpreter(InterpreterCore):
                  record: Callable[[Op], Op], append: Callable[..., Op], concurrency: int,
                  op_timeout: float, rng: random.Random, clock: Clock | None = None,
                  scheduler: Scheduler | None = None) -> None:
-        super().__init__(test, client=client, nemesis=nemesis, record=record, concurrency=concurrency,
-                         op_timeout=op_timeout, rng=rng,
+        super().__init__(test, client=client, nemesis=nemesis, record=record, append=append,
+                         concurrency=concurrency, op_timeout=op_timeout, rng=rng,
                          clock=clock if clock is not None else MonotonicClock())
-        self.append = append
         self.scheduler: Scheduler = scheduler if scheduler is not None else ThreadScheduler()
         self._phase: Phase | None = None
 

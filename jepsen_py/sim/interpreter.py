@@ -120,17 +120,11 @@ class SimInterpreter(InterpreterCore):
     generator time)."""
 
     def __init__(self, test: Test, *, client: AsyncClient, nemesis: AsyncNemesis | None,
-                 record: Callable[[Op], Op], concurrency: int, op_timeout: float,
-                 rng: random.Random, now_ns: Callable[[], int],
-                 append: Callable[..., Op] | None = None) -> None:
-        super().__init__(test, client=client, nemesis=nemesis, record=record, concurrency=concurrency,
-                         op_timeout=op_timeout, rng=rng, clock=VirtualClock(now_ns))
-        self._append = append
-
-    def append(self, op: Op, *, tail: str | None = None) -> Op:
-        """A completion with the JSON its task already encoded (`append`, which must count it for
-        the live status as `record` does); through `record` when no `append` was given."""
-        return self._append(op, tail=tail) if self._append is not None else self.record(op)
+                 record: Callable[[Op], Op], append: Callable[..., Op], concurrency: int,
+                 op_timeout: float, rng: random.Random, now_ns: Callable[[], int]) -> None:
+        super().__init__(test, client=client, nemesis=nemesis, record=record, append=append,
+                         concurrency=concurrency, op_timeout=op_timeout, rng=rng,
+                         clock=VirtualClock(now_ns))
 
     async def run(self, g: Generator, *, with_nemesis: bool) -> None:
         """Drives `g` until it is exhausted (or its time limit passed) and the ops in flight have

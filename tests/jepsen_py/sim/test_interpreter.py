@@ -70,7 +70,8 @@ def drive(tmp_path: Path, g: gen.Generator, *, name: str = "history.jsonl", with
     loop = VirtualLoop()
     t0 = loop.time()
     interp = SimInterpreter(test, client=client or EchoClient(), nemesis=CountingNemesis(),
-                            record=writer.append, concurrency=concurrency, op_timeout=op_timeout,
+                            record=writer.append, append=writer.append, concurrency=concurrency,
+                            op_timeout=op_timeout,
                             rng=random.Random("generator:3"),
                             now_ns=lambda: round((loop.time() - t0) * 1e9))
     try:
