@@ -79,10 +79,14 @@ _PLOTLY = "plotly (checkers/pictures/plotpage.py), for the pictures only"
 _PYARROW = "pyarrow (spark/export.py, spark/schema.py), for the Parquet export only"
 _SIM = ("the simulator (jepsen_py/sim/), loaded when --backend sim is chosen: the command line's "
         "parser imports every backend module")
+_MAELSTROM = ("the maelstrom world and its workloads (the runner, every Maelstrom checker), loaded by a "
+              "run on it, not by every parser that lists its flags")
 LAZY: dict[tuple[str, str], str] = {
     ("jepsen_py.sim.backend", "jepsen_py.sim.run"): _SIM,
     ("jepsen_py.sim.backend", "jepsen_py.sim.matrix"): _SIM,
     ("jepsen_py.sim.backend", "jepsen_py.sim.loop"): _SIM,
+    ("jepsen_py.maelstrom_world.backend", "jepsen_py.maelstrom_world.world"): _MAELSTROM,
+    ("jepsen_py.maelstrom_world.backend", "jepsen_py.maelstrom_world.workloads"): _MAELSTROM,
     ("jepsen_py.workloads.txn", "jepsen_py.checkers.elle"): _ELLE,
     ("jepsen_py.commands.check", "jepsen_py.checkers.elle"): _ELLE,
     ("jepsen_py.commands.check", "jepsen_py.spark.distributed_check"): "pyspark, for --engine spark only",

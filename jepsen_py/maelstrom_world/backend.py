@@ -1,7 +1,8 @@
 """`--backend maelstrom` as the backend registry sees it (jepsen_py.backends.BackendKind): its flags,
 what it refuses, the workloads it serves and its run function. Nothing is provisioned: the nodes
 are processes of the program --bin names, on this machine, and `run` (maelstrom_world/world.py)
-builds them, their network and their clients, and runs them through the runner."""
+builds them, their network and their clients, and runs them through the runner. The world and its
+workloads load when a run asks for them, not whenever a parser lists this backend's flags."""
 
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ from jepsen_py.backends.none import NoneBackend
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import path_text
 from jepsen_py.maelstrom.router import DISTRIBUTIONS
-from jepsen_py.maelstrom_world.workloads import factories
-from jepsen_py.maelstrom_world.world import MAELSTROM_DB, run_maelstrom
 from jepsen_py.numbers import number
 from jepsen_py.protocols import TestSpec
 from jepsen_py.references import canonical_db
@@ -58,6 +57,8 @@ def check_args(args: argparse.Namespace) -> None:
 
 def check_spec(spec: TestSpec) -> None:
     """One line (exit 254) for what this backend cannot honour, before anything is created."""
+    from jepsen_py.maelstrom_world.world import MAELSTROM_DB  # the world loads when it is used
+
     if canonical_db(spec.db) not in (DEFAULT_DB, MAELSTROM_DB):
         raise BadInput(f"--db {spec.db}: --backend maelstrom tests the program --bin names, not a DB class")
     if spec.bugs:
@@ -90,12 +91,16 @@ def check_bin(path: object) -> None:
 
 def workloads() -> dict[str, Callable[[TestSpec], Workload]]:
     """The workloads --workload names on this backend: Maelstrom's (maelstrom_world/workloads.py)."""
+    from jepsen_py.maelstrom_world.workloads import factories
+
     return factories()
 
 
 def run(spec: TestSpec, **kw: Any) -> Any:
-    """Runs `spec` on nodes of the --bin program (jepsen_py.maelstrom_world.world.run_maelstrom)."""
-    check_spec(spec)
+    """Runs `spec` on nodes of the --bin program (jepsen_py.maelstrom_world.world.run_maelstrom);
+    the assembly checked it (check_spec) before building its parts."""
+    from jepsen_py.maelstrom_world.world import run_maelstrom
+
     return run_maelstrom(spec, **kw)
 
 
