@@ -18,7 +18,7 @@ from typing import Any
 from jepsen_py.backends import backend_kind, get_backend
 from jepsen_py.errors import BadInput
 from jepsen_py.generator import Generator
-from jepsen_py.plugins import build_nemesis, build_workload, builtin_workloads, load_db
+from jepsen_py.plugins import build_nemesis, build_workload, load_db, served_workloads
 from jepsen_py.protocols import DB, Backend, Nemesis, TestSpec
 from jepsen_py.runner import run_test
 from jepsen_py.workload import Workload
@@ -49,7 +49,7 @@ def assemble(spec: TestSpec, *, db: DB | None = None, workload: Workload | None 
         if db is not None:
             raise BadInput(f"--backend {spec.backend}: it builds its own DB; a DB object cannot be given")
     if workload is None:
-        workload = build_workload(spec, kind.workloads() or builtin_workloads())
+        workload = build_workload(spec, served_workloads(kind))
     if own_world:  # its nemesis is built when it runs, from the spec's names
         return Parts(spec, None, workload, None, nemesis_generator, None)
     faults = list(spec.nemesis) if nemesis is None else [n for n in nemesis if n != "none"]

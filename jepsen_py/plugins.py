@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
+from jepsen_py.backends import BackendKind
 from jepsen_py.bounded import Escaped, TimedOut, call_bounded, said
 from jepsen_py.errors import BadInput, describe, quote
 from jepsen_py.generator import Template, any_of, checked, is_nemesis_thread, on_threads
@@ -442,6 +443,12 @@ def _construct(ref: str, option: str, what: str, spec: TestSpec) -> Any:
 def builtin_workloads() -> dict[str, Callable[[TestSpec], Workload]]:
     """The workloads shipped with jepsen-py: name -> factory(spec)."""
     return dict(WORKLOADS)
+
+
+def served_workloads(kind: BackendKind | None) -> dict[str, Callable[[TestSpec], Workload]]:
+    """The workloads `--workload` names on a backend of `kind`: the ones its world serves
+    (maelstrom's), else the built-ins (also for None: a backend not known here)."""
+    return (kind.workloads() if kind is not None else None) or builtin_workloads()
 
 
 def builtin_nemeses() -> list[str]:

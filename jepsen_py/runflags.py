@@ -17,11 +17,11 @@ from jepsen_py.bugs import check_bugs
 from jepsen_py.dbversion import db_version
 from jepsen_py.flags import Parser, path_text
 from jepsen_py.plugins import (
-    builtin_workloads,
     check_db_flags,
     check_nemesis_names,
     check_workload_name,
     declared_bugs,
+    served_workloads,
 )
 from jepsen_py.protocols import TestSpec
 from jepsen_py.workloads import add_workload_arguments, workload_options
@@ -61,7 +61,7 @@ def check_names(spec: TestSpec) -> None:
     backend serves, when it names its own). Outside ones (MODULE:NAME or an entry point) are looked
     up by jepsen_py.plugins."""
     check_db_flags(spec)
-    check_workload_name(spec.workload, backend_kind(spec.backend).workloads() or builtin_workloads())
+    check_workload_name(spec.workload, served_workloads(backend_kind(spec.backend)))
     check_nemesis_names(list(spec.nemesis))
     backend_kind(spec.backend).backend_class()  # an unknown name, or an outside one that will not load
     check_db_bugs(spec)

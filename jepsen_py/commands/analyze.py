@@ -21,7 +21,7 @@ from jepsen_py.errors import BadInput
 from jepsen_py.flags import check_output_file, path_text
 from jepsen_py.history import Op, load_jsonl, validate
 from jepsen_py.junit import write_junit
-from jepsen_py.plugins import build_workload, builtin_workloads, is_reference
+from jepsen_py.plugins import build_workload, is_reference, served_workloads
 from jepsen_py.postrun import CLI_POST_RUN
 from jepsen_py.progress import print_summary
 from jepsen_py.protocols import Test
@@ -74,8 +74,7 @@ def analyze(run_dir: Path, *, allow_truncated: bool = False) -> dict[str, Any]:
         print(f"jepsen-py: warning: {history_path}:{torn}: torn last line skipped "
               "(the writer stopped mid-write)", file=sys.stderr)
     validate(ops, locate=lambda op: f"{history_path}:{lines.get(id(op), '?')}")
-    kind = KINDS.get(spec.backend)  # the workloads of the run's backend (maelstrom's), else the built-ins
-    workloads = (kind.workloads() if kind is not None else None) or builtin_workloads()
+    workloads = served_workloads(KINDS.get(spec.backend))  # a stored run's backend may be unknown here
 
     if spec.workload not in workloads and not is_reference(spec.workload, "--workload"):
         raise BadInput(f"{run_dir / store.TEST_JSON}: workload {spec.workload!r} is not registered here "
