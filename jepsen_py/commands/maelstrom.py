@@ -11,7 +11,7 @@ from jepsen_py import runflags
 from jepsen_py.commands import run as run_command
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import path_text
-from jepsen_py.maelstrom.router import DISTRIBUTIONS
+from jepsen_py.maelstrom.latency import DISTRIBUTIONS
 from jepsen_py.maelstrom_world.backend import MAX_LATENCY_MS
 from jepsen_py.numbers import number
 from jepsen_py.spec import NEMESIS_INTERVAL, NODE_COUNT, RATE, SEED, TIME_LIMIT

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from jepsen_py.errors import BadInput
+from jepsen_py.maelstrom.latency import Latency
 from jepsen_py.maelstrom.process import Batch, Exit, NodeProcess, Problem
 from jepsen_py.maelstrom.protocol import ErrorCode, Message, encode, error_code, quote
 
@@ -31,39 +32,10 @@ if TYPE_CHECKING:
 #: The client that sends every node its init, as Maelstrom's does.
 INIT_CLIENT = "c0"
 _CLIENT = re.compile(r"c[0-9]+")
-DISTRIBUTIONS = ("constant", "uniform", "exponential")
-Distribution = Literal["constant", "uniform", "exponential"]
 
 
 class NodeFailed(BadInput):
     """A node did not come up as the protocol says (no init_ok): the user's binary needs fixing."""
-
-
-@dataclass(frozen=True, slots=True)
-class Latency:
-    """Each message's delay, as Maelstrom's --latency and --latency-dist: `mean_ms` constant, or
-    uniform on [0, 2 * mean_ms], or exponential with that mean."""
-
-    mean_ms: float = 0.0
-    distribution: Distribution = "constant"
-
-    def __post_init__(self) -> None:
-        if self.distribution not in DISTRIBUTIONS:
-            raise ValueError(f"latency distribution {self.distribution!r}: one of {', '.join(DISTRIBUTIONS)}")
-        if not self.mean_ms >= 0:
-            raise ValueError(f"latency {self.mean_ms} ms: must be 0 or more")
-
-    def sample(self, rng: random.Random) -> float:
-        """One delay, in seconds."""
-        if self.mean_ms == 0:
-            return 0.0
-        if self.distribution == "constant":
-            ms = self.mean_ms
-        elif self.distribution == "uniform":
-            ms = rng.uniform(0, 2 * self.mean_ms)
-        else:
-            ms = rng.expovariate(1 / self.mean_ms)
-        return ms / 1000
 
 
 @dataclass(slots=True)

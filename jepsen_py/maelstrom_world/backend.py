@@ -16,7 +16,7 @@ from jepsen_py.backends import given_backend_options
 from jepsen_py.backends.none import NoneBackend
 from jepsen_py.errors import BadInput
 from jepsen_py.flags import path_text
-from jepsen_py.maelstrom.router import DISTRIBUTIONS
+from jepsen_py.maelstrom.latency import DISTRIBUTIONS
 from jepsen_py.numbers import number
 from jepsen_py.protocols import TestSpec
 from jepsen_py.references import canonical_db
