@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 #: The client that sends every node its init, as Maelstrom's does.
 INIT_CLIENT = "c0"
 _CLIENT = re.compile(r"c[0-9]+")
+#: How often a waiting client call looks whether its node still runs, and how long the node must
+#: have been down before the call stops waiting (its last replies may still be in the pipe).
+DEAD_POLL_S = 0.05
+DEAD_GRACE_S = 0.2
 
 
 class NodeFailed(BadInput):
@@ -271,16 +275,36 @@ class Router:
             raise ValueError(f"client {client!r}: clients are named c0, c1, ...")
         msg_id, pending = self._request(client, node, body)
         try:
-            pending.event.wait(timeout)
+            gone = self._await_reply(node, pending, timeout)
         finally:
             self._forget(client, msg_id)
         reply = pending.reply
         if reply is None:
-            return RpcResult("timeout", None, error_code(0), f"no reply from {node} within {timeout:g} s")
+            why = f"{node} was not running" if gone else f"no reply from {node} within {timeout:g} s"
+            return RpcResult("timeout", None, error_code(0), why)
         if reply.body["type"] == "error":
             code = error_code(_int(reply.body.get("code"), 13))
             return RpcResult("error", reply.body, code, str(reply.body.get("text", "")))
         return RpcResult("ok", reply.body)
+
+    def _await_reply(self, node: str, pending: _Pending, timeout: float) -> bool:
+        """Waits for the reply; True when it gave up early because the node was not running for
+        `DEAD_GRACE_S` (killed, or crashed): a dead process answers nobody, so waiting out the
+        timeout would only hold up the run. The op stays indefinite (a timeout) either way."""
+        deadline = time.monotonic() + timeout
+        process = self.processes[node]
+        dead_since: float | None = None
+        while not pending.event.wait(min(DEAD_POLL_S, max(0.0, deadline - time.monotonic()))):
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            if process.running:
+                dead_since = None
+            elif dead_since is None:
+                dead_since = now
+            elif now - dead_since >= DEAD_GRACE_S:
+                return True
+        return False
 
     def _request(self, client: str, node: str, body: Mapping[str, Any]) -> tuple[int, _Pending]:
         if self._closed:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -289,6 +290,24 @@ def test_kill_and_restart_through_the_router(tmp_path):
         r.restart("n2")  # a fresh process, initialised again
         assert echo(r, "n2").outcome == "ok"
         assert r.crashes() == [] and r.problems == []
+    balanced(r)
+
+
+def test_a_call_to_a_dead_node_stops_waiting_soon_and_stays_indefinite(tmp_path):
+    """A killed node answers nobody: its callers give up within a fraction of a second, not at the
+    end of their timeout (which held up the end of a run's main phase), and the op stays unknown."""
+    with Router(demo_argv("python", "echo.py"), 2, tmp_path) as r:
+        r.start()
+        r.pause("n2")  # the request is delivered, then the node dies before it answers
+        started = time.monotonic()
+        threading.Timer(0.2, r.kill, args=("n2",)).start()
+        result = echo(r, "n2", timeout=10.0)
+        assert result.outcome == "timeout" and not result.definite and "n2 was not running" in result.text
+        assert time.monotonic() - started < 2.0
+        started = time.monotonic()
+        assert echo(r, "n2", timeout=10.0).outcome == "timeout"  # sent to a dead node: lost
+        assert time.monotonic() - started < 2.0
+        assert echo(r, "n1").outcome == "ok"
     balanced(r)
 
 
