@@ -8,6 +8,7 @@ share is small and what is measured is node -> router -> node. Printed: server-t
 delivered per wall second, and the CPU seconds of this process (the router) and of the nodes.
 
     python3 bench/bench_maelstrom_router.py [--nodes 25] [--tokens 50] [--hops 2000] [--latency-ms 0]
+        [--journal N]  # keep the router's message journal (the first N messages), as a run does
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from jepsen_py.maelstrom.journal import MessageJournal
 from jepsen_py.maelstrom.router import Latency, Router
 
 #: The forwarding node: reads whatever stdin has, answers every message in it, writes once.
@@ -65,7 +67,9 @@ def run(args: argparse.Namespace) -> None:
         node = Path(tmp) / "forwarder.py"
         node.write_text(FORWARDER)
         latency = Latency(args.latency_ms, "constant")
-        with Router([sys.executable, str(node)], args.nodes, Path(tmp) / "logs", latency=latency) as r:
+        journal = MessageJournal(args.journal) if args.journal else None
+        with Router([sys.executable, str(node)], args.nodes, Path(tmp) / "logs", latency=latency,
+                    journal=journal) as r:
             r.start(init_timeout=30)
             before = r.stats().servers.delivered
             cpu0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -88,7 +92,7 @@ def run(args: argparse.Namespace) -> None:
         kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     router_cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
     print(f"{args.nodes} nodes, {args.tokens} tokens x {args.hops} hops, latency {args.latency_ms:g} ms, "
-          f"{os.cpu_count()} cores")
+          f"{os.cpu_count()} cores{f', journal of {args.journal}' if args.journal else ''}")
     print(f"  {forwarded} node-to-node messages in {wall:.2f} s: {forwarded / wall:,.0f} msgs/s "
           f"({outcomes.count('ok')}/{args.tokens} tokens home)")
     print(f"  router CPU {router_cpu:.2f} s ({router_cpu / wall:.0%} of a core), "
@@ -105,6 +109,7 @@ def main() -> int:
     p.add_argument("--hops", type=int, default=2000)
     p.add_argument("--latency-ms", type=float, default=0.0)
     p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--journal", type=int, default=0, help="journal the first N messages (0: no journal)")
     run(p.parse_args())
     return 0
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from jepsen_py.errors import BadInput
+from jepsen_py.maelstrom.journal import MessageJournal
 from jepsen_py.maelstrom.latency import Latency
 from jepsen_py.maelstrom.process import Batch, Exit, NodeProcess, Problem
 from jepsen_py.maelstrom.protocol import ErrorCode, Message, encode, error_code, quote
@@ -109,7 +110,7 @@ class Router:
 
     def __init__(self, argv: Sequence[str], nodes: Sequence[str] | int, log_dir: Path, *,
                  latency: Latency = Latency(), seed: int = 0, cwd: str | Path | None = None,
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None, journal: MessageJournal | None = None) -> None:
         self.nodes = node_names(nodes) if isinstance(nodes, int) else list(nodes)
         if not self.nodes or len(set(self.nodes)) != len(self.nodes):
             raise ValueError(f"nodes {self.nodes}: at least one, each named once")
@@ -127,6 +128,7 @@ class Router:
         self.late_replies = 0  # replies to calls that had already timed out or been answered
         self._lock = threading.Lock()  # problems, exits, stats, clients, pending
         self._stats = NetStats()
+        self.journal = journal  # when given, every message's send and landing (up to its limit)
         self._grudge: dict[str, frozenset[str]] = {}  # replaced whole, read without the lock
         self._ids = itertools.count(1)
         self._pending: dict[tuple[str, int], _Pending] = {}
@@ -390,6 +392,8 @@ class Router:
             s.all.sent += clients + servers
             s.clients.sent += clients
             s.servers.sent += servers
+        if self.journal is not None:
+            self.journal.sent(batch, time.monotonic())
         if self.latency.mean_ms == 0:
             self._deliver(batch)
             return
@@ -428,6 +432,7 @@ class Router:
     def _deliver(self, batch: Batch) -> None:
         """Hands each message to its destination, unless a cut drops it; batched per destination."""
         grudge = self._grudge
+        took_nothing: list[str] = []  # destinations whose process was not running
         out: dict[str, tuple[list[bytes], list[int]]] = {}  # dest -> lines, [from clients, from servers]
         to_clients: list[Message] = []
         counts = {"clients": [0, 0, 0], "servers": [0, 0, 0]}  # delivered, dropped, lost
@@ -447,8 +452,12 @@ class Router:
                 to_clients.append(msg)
         for dest, (lines, (from_clients, from_servers)) in out.items():
             slot = 0 if procs[dest].send(lines) else 2
+            if slot:
+                took_nothing.append(dest)
             counts["clients"][slot] += from_clients
             counts["servers"][slot] += from_servers
+        if self.journal is not None:
+            self.journal.landed(batch, grudge, took_nothing, time.monotonic())
         with self._lock:
             s = self._stats
             for kind, (delivered, dropped, lost) in counts.items():
