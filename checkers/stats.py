@@ -52,7 +52,9 @@ class StatsChecker:
             c = by_f.setdefault(p.invoke.f, {"count": 0, OK: 0, FAIL: 0, INFO: 0})
             c["count"] += 1
             c[p.type] += 1
-            if p.type == FAIL and p.complete is not None and p.complete.error in self.answers:
+            # an error may be a structure (a Maelstrom node's {"code": 22, ...}): only a name is one
+            error = p.complete.error if p.type == FAIL and p.complete is not None else None
+            if isinstance(error, str) and error in self.answers:
                 answered.add(p.invoke.f)
         total = {"count": 0, OK: 0, FAIL: 0, INFO: 0}
         for c in by_f.values():

@@ -50,6 +50,15 @@ def test_a_definite_answer_like_already_exists_shows_the_op_type_works():
     assert StatsChecker(answers=frozenset()).check(None, h.build())["never_ok"] == ["create"]
 
 
+def test_a_fail_whose_error_is_a_structure_is_counted_not_a_crash():
+    """A Maelstrom node's definite error is recorded as its body ({"code": 22, ...})."""
+    h = H()
+    h.op(0, "write", "k", 1, 0, 1)
+    h.op(0, "cas", "k", [2, 3], 2, 3, kind="fail", error={"code": 22, "name": "precondition-failed"})
+    r = StatsChecker().check(None, h.build())
+    assert r["by_f"]["cas"]["fail"] == 1 and r["never_ok"] == ["cas"]
+
+
 def test_an_f_tried_only_while_a_fault_was_in_force_is_not_never_ok():
     # a create tried once, while every node was killed, timing out: unavailable during a fault
     h = H()
