@@ -6,6 +6,9 @@ its destination's writer queue, a delayed one waits in a heap that one delivery 
 thread per message). Clients live in this process: `call` sends a request and waits for the reply
 with the matching in_reply_to. A node that breaks the protocol (garbage on stdout, a reply to a
 request nobody made, a message to nobody) is recorded as a `Problem`, one line naming it.
+Maelstrom's services (services.py: lin-kv, seq-kv, lww-kv, lin-tso) are nodes of this network
+too: a node's request to one is answered by it, request and reply delayed and counted (as
+servers) like any message; partitions cut only the test's nodes, as Maelstrom's do.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from jepsen_py.maelstrom.journal import MessageJournal
 from jepsen_py.maelstrom.latency import Latency
 from jepsen_py.maelstrom.process import Batch, Exit, NodeProcess, Problem
 from jepsen_py.maelstrom.protocol import ErrorCode, Message, encode, error_code, quote
+from jepsen_py.maelstrom.services import start_services
 
 if TYPE_CHECKING:
     from jepsen_py.protocols import Test
@@ -123,6 +127,9 @@ class Router:
                            on_messages=lambda batch, n=n: self._from_node(n, batch),
                            on_problem=self._problem, on_exit=self._exited)
             for n in self.nodes}
+        self.services = start_services(seed)  # Maelstrom's services: nodes of this network too
+        self._services_lock = threading.Lock()
+        self._servers = frozenset(self.processes) | frozenset(self.services)
         self.problems: list[Problem] = []
         self.exits: list[Exit] = []
         self.late_replies = 0  # replies to calls that had already timed out or been answered
@@ -362,7 +369,7 @@ class Router:
             return [e for e in self.exits if not e.expected]
 
     def _known(self, dest: str) -> bool:
-        return dest in self.processes or dest in self._issued
+        return dest in self.processes or dest in self.services or dest in self._issued
 
     def _from_node(self, node: str, batch: Batch) -> None:
         good: Batch = []
@@ -380,10 +387,10 @@ class Router:
 
     def _route(self, batch: Batch, src: str) -> None:
         """Counts each message sent and delivers it now or, delayed, through the heap."""
-        src_client = src not in self.processes
+        src_client = src not in self._servers
         clients = servers = 0
         for msg, _ in batch:
-            if src_client or msg.dest not in self.processes:
+            if src_client or msg.dest not in self._servers:
                 clients += 1
             else:
                 servers += 1
@@ -435,18 +442,22 @@ class Router:
         took_nothing: list[str] = []  # destinations whose process was not running
         out: dict[str, tuple[list[bytes], list[int]]] = {}  # dest -> lines, [from clients, from servers]
         to_clients: list[Message] = []
+        to_services: list[Message] = []
         counts = {"clients": [0, 0, 0], "servers": [0, 0, 0]}  # delivered, dropped, lost
         procs = self.processes
         for msg, raw in batch:
             dest, src = msg.dest, msg.src
             to_server = dest in procs
-            from_server = src in procs
+            from_server = src in self._servers
             if grudge and src in grudge.get(dest, ()):
                 counts["servers" if to_server and from_server else "clients"][1] += 1
             elif to_server:
                 lines, kinds = out.setdefault(dest, ([], [0, 0]))
                 lines.append(raw)
                 kinds[1 if from_server else 0] += 1
+            elif dest in self.services:
+                counts["servers" if from_server else "clients"][0] += 1
+                to_services.append(msg)
             else:
                 counts["clients"][0] += 1
                 to_clients.append(msg)
@@ -470,6 +481,24 @@ class Router:
                 s.all.lost += lost
         for msg in to_clients:
             self._to_client(msg)
+        if to_services:
+            self._serve(to_services)
+
+    def _serve(self, requests: list[Message]) -> None:
+        """Maelstrom's services answer the requests sent to them (in_reply_to: the request's msg_id);
+        each reply goes back through the network, delayed, cut or counted like any message."""
+        replies: dict[str, Batch] = {}
+        with self._services_lock:
+            for msg in requests:
+                body = self.services[msg.dest].handle(msg.src, msg.body)
+                if body is None:
+                    continue  # a reply or an error sent to a service: not a request
+                if msg.msg_id is not None:
+                    body["in_reply_to"] = msg.msg_id
+                reply = Message(msg.dest, msg.src, body)
+                replies.setdefault(msg.dest, []).append((reply, encode(reply)))
+        for service, batch in replies.items():
+            self._route(batch, service)
 
     def stats(self) -> NetStats:
         """A copy of the counts so far."""
