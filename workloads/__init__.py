@@ -14,6 +14,7 @@ module's docstring):
   queue     enqueue / dequeue, drained after heal: lost, duplicated, unexpected elements
   list-append   multi-key transactions of appends and reads (Elle): isolation anomalies by name
   rw-register   multi-key transactions of writes and reads (Elle): isolation anomalies by name
+  kafka     send / poll / commit_offsets / list_committed_offsets on append-only logs (Jepsen's kafka)
 
 `WORKLOADS[name](spec)` builds a Workload; `cluster_client(name, db)` is the client template for OUR
 cluster (jepsen_py/raftdb/db.py's RaftMetadataDB.client delegates here). Workload knobs come from
@@ -32,6 +33,7 @@ from jepsen_py.workloads.append import append_workload
 from jepsen_py.workloads.client import MetadataClient
 from jepsen_py.workloads.common import replication_factor
 from jepsen_py.workloads.describe import describe_workload
+from jepsen_py.workloads.kafka import kafka_workload
 from jepsen_py.workloads.metadata import metadata_workload
 from jepsen_py.workloads.offsets import offsets_workload
 from jepsen_py.workloads.queues import queue_workload
@@ -86,6 +88,10 @@ def _rw_register(spec: TestSpec) -> Workload:
     return rw_register_workload(spec)
 
 
+def _kafka(spec: TestSpec) -> Workload:
+    return kafka_workload(spec)
+
+
 WORKLOADS: dict[str, Callable[[TestSpec], Workload]] = {
     "offsets": _offsets,
     "topics": _topics,
@@ -97,6 +103,7 @@ WORKLOADS: dict[str, Callable[[TestSpec], Workload]] = {
     "queue": _queue,
     "list-append": _list_append,
     "rw-register": _rw_register,
+    "kafka": _kafka,
 }
 # Workloads our own cluster serves (cluster_client); the generic ones need a DB that speaks them.
 CLUSTER_WORKLOADS = ("offsets", "topics", "describe", "metadata")

@@ -16,6 +16,7 @@ from jepsen_py.workloads.maelstrom.codec import Codec
 from jepsen_py.workloads.maelstrom.counters import CounterCodec, g_counter_workload, pn_counter_workload
 from jepsen_py.workloads.maelstrom.echo import EchoCodec, echo_workload
 from jepsen_py.workloads.maelstrom.gset import GSetCodec, gset_workload
+from jepsen_py.workloads.maelstrom.kafka import KafkaCodec, kafka_workload
 from jepsen_py.workloads.maelstrom.linkv import LinKvCodec, linkv_workload
 from jepsen_py.workloads.maelstrom.unique_ids import UniqueIdsCodec, unique_ids_workload
 
@@ -36,6 +37,7 @@ WORKLOADS: dict[str, MaelstromWorkload] = {
     "g-counter": MaelstromWorkload(g_counter_workload, CounterCodec),
     "pn-counter": MaelstromWorkload(pn_counter_workload, CounterCodec),
     "lin-kv": MaelstromWorkload(linkv_workload, LinKvCodec),
+    "kafka": MaelstromWorkload(kafka_workload, KafkaCodec),
 }
 
 

@@ -35,7 +35,7 @@ def run(workload: str, seconds: float = 5.0, seed: int = 7, **options):
 def test_registry_and_checker_names_are_unique():
     assert set(CLUSTER_WORKLOADS) == {"offsets", "topics", "describe", "metadata"}
     assert set(WORKLOADS) == {*CLUSTER_WORKLOADS, "register", "set", "append", "queue", "list-append",
-                              "rw-register"}
+                              "rw-register", "kafka"}
     for name in CLUSTER_WORKLOADS:
         w = WORKLOADS[name](spec(name))
         names = [c.name for c in w.checkers]

@@ -19,6 +19,7 @@ class FakeNodes:
     duplicate_ids: bool = False  # every 5th generate returns the id before it
     isolated: str | None = None  # this node keeps only what it was sent itself (g-set, broadcast)
     stale_kv: bool = False  # lin-kv reads answer the key's previous value
+    local_offsets: bool = False  # kafka: each node keeps logs of its own (an offset given out twice)
     lock: threading.Lock = field(default_factory=threading.Lock)
     ids: int = 0
     elements: list[Any] = field(default_factory=list)
@@ -27,6 +28,8 @@ class FakeNodes:
     kv: dict[Any, Any] = field(default_factory=dict)
     previous: dict[Any, Any] = field(default_factory=dict)
     calls: int = 0
+    kafka_logs: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    committed: dict[str, int] = field(default_factory=dict)
 
     def call(self, client: str, node: str, body: dict[str, Any], timeout: float) -> dict[str, Any] | None:
         with self.lock:
@@ -37,6 +40,8 @@ class FakeNodes:
         t = b["type"]
         if t == "echo":
             return {"type": "echo_ok", "echo": b["echo"]}
+        if t in ("send", "poll", "commit_offsets", "list_committed_offsets"):
+            return self._kafka(node, b)
         if t == "generate":
             self.ids += 1
             dup = self.duplicate_ids and self.ids % 5 == 0
@@ -72,6 +77,24 @@ class FakeNodes:
                 return {"type": "read_ok", "messages": seen}
             return {"type": "read_ok", "value": seen if self.workload == "g-set" else self.counter}
         return {"type": "error", "code": 10, "text": f"no {t}"}
+
+    def _kafka(self, node: str, b: dict[str, Any]) -> dict[str, Any]:
+        """One log per key, dense offsets (or, local_offsets, this node's own logs)."""
+        logs = self.kafka_logs.setdefault(node if self.local_offsets else "", {})
+        t = b["type"]
+        if t == "send":
+            logs.setdefault(b["key"], []).append(b["msg"])
+            return {"type": "send_ok", "offset": len(logs[b["key"]]) - 1}
+        if t == "poll":
+            msgs = {k: [[o, logs[k][o]] for o in range(max(0, start), len(logs[k]))]
+                    for k, start in b["offsets"].items() if start < len(logs.get(k, []))}
+            return {"type": "poll_ok", "msgs": msgs}
+        if t == "commit_offsets":
+            for k, o in b["offsets"].items():
+                self.committed[k] = max(o, self.committed.get(k, o))
+            return {"type": "commit_offsets_ok"}
+        return {"type": "list_committed_offsets_ok",
+                "offsets": {k: self.committed[k] for k in b["keys"] if k in self.committed}}
 
 
 @dataclass

@@ -14,7 +14,8 @@ from tests.workloads.maelstrom.fakenodes import FakeClient, FakeNodes
 from tests.workloads.memstore import StoreDB
 
 CHECKER = {"echo": "echo", "unique-ids": "unique-ids", "g-set": "g-set", "broadcast": "broadcast",
-           "g-counter": "g-counter", "pn-counter": "pn-counter", "lin-kv": "linearizable"}
+           "g-counter": "g-counter", "pn-counter": "pn-counter", "lin-kv": "linearizable",
+           "kafka": "kafka"}
 
 
 def run(tmp_path: Path, name: str, nodes: FakeNodes):
@@ -40,6 +41,7 @@ def test_correct_nodes_pass(tmp_path: Path, name: str) -> None:
     ("broadcast", {"isolated": "n2"}, "not-converged"),
     ("g-set", {"isolated": "n3"}, "not-converged"),
     ("lin-kv", {"stale_kv": True}, "nonlinearizable"),
+    ("kafka", {"local_offsets": True}, "inconsistent-offsets"),
 ])
 def test_buggy_nodes_are_caught(tmp_path: Path, name: str, bug: dict, kind: str) -> None:
     out = run(tmp_path, name, FakeNodes(workload=name, **bug))
