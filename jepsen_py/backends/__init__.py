@@ -55,6 +55,11 @@ class BackendKind:
       schedule on fewer nodes than the hosts named)
     - `workloads()`: the workloads its world serves, name -> factory(spec), in place of the
       built-ins (maelstrom: Maelstrom's echo, unique-ids, ...); absent: the built-ins
+    - `FAULT_FAMILIES`: with `workloads()`, the fault families of our nemeses its world carries out
+      (what `jepsen-py explore` may draw there); absent: none
+    - `EXPLORE_OPTIONS`: its own options a search draws for each trial (TestSpec.options key -> the
+      values it may try; a flag given on the command line fixes its one value), carried by the
+      schedule a finding is written as, so a replay runs under the same ones
     - `OPTIONS`: for a backend of your own, the keys `--backend-option KEY=VALUE` may set, each with
       what it sets (ours have flags of their own instead: `add_arguments`)
     """
@@ -116,6 +121,14 @@ class BackendKind:
         the built-ins."""
         hook = self._hook("workloads")
         return dict(hook()) if hook is not None else None
+
+    def fault_families(self) -> tuple[str, ...]:
+        """The fault families its own world carries out (its module's FAULT_FAMILIES), or ()."""
+        return tuple(self._hook("FAULT_FAMILIES") or ())
+
+    def explore_options(self) -> dict[str, tuple[Any, ...]]:
+        """Its options a search draws per trial, each with the values it may try (EXPLORE_OPTIONS)."""
+        return {str(k): tuple(v) for k, v in (self._hook("EXPLORE_OPTIONS") or {}).items()}
 
     def matrix_runner(self) -> ModuleType | None:
         """The module that runs test-all's matrix in this process on this backend, or None."""
@@ -280,5 +293,11 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
 def given_backend_options(args: argparse.Namespace) -> list[str]:
     """The backend options given a value other than their default, by their flag (for a backend
     that takes none of them to refuse)."""
+    return list(given_backend_dests(args).values())
+
+
+def given_backend_dests(args: argparse.Namespace) -> dict[str, str]:
+    """The backend options given a value other than their default: dest (TestSpec.options key) ->
+    flag."""
     flags: dict[str, tuple[str, Any]] = getattr(args, _OPTION_FLAGS, {})
-    return [flag for dest, (flag, default) in flags.items() if getattr(args, dest, default) != default]
+    return {dest: flag for dest, (flag, default) in flags.items() if getattr(args, dest, default) != default}

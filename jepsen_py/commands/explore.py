@@ -27,7 +27,13 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from jepsen_py.backends import add_backend_arguments, backend_kind, backend_options, simulator
+from jepsen_py.backends import (
+    add_backend_arguments,
+    backend_kind,
+    backend_options,
+    given_backend_dests,
+    simulator,
+)
 from jepsen_py.errors import EXIT_FRAMEWORK, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
 from jepsen_py.explore import corpus as corpusdir
 from jepsen_py.explore import report as report_page
@@ -174,7 +180,8 @@ def request(args: argparse.Namespace) -> PlanRequest:
                        results_dir=args.results_dir, bugs=args.bug, db_options=args.db_option,
                        workloads=args.workload, nemeses=args.nemesis, read_modes=args.read_mode,
                        node_counts=args.node_count, time_limits=args.time_limit, reproduce=args.reproduce,
-                       shrink_budget=args.shrink_budget)
+                       shrink_budget=args.shrink_budget,
+                       given_backend_options=tuple(given_backend_dests(args)))
 
 
 def plan(args: argparse.Namespace) -> Plan:

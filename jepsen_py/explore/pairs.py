@@ -29,7 +29,7 @@ def factors(cfg: Config) -> tuple[str, ...]:
     out.append(f"nodes={cfg.node_count}")
     if {"kill", "pause"} & set(cfg.families):
         out += [f"target={t}" for t in cfg.targets]
-    out += [f"option:{k}={v}" for k, v in cfg.db_options]
+    out += [f"option:{k}={v}" for k, v in (*cfg.db_options, *cfg.backend_options)]
     return tuple(out)
 
 

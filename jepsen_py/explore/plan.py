@@ -20,7 +20,7 @@ from jepsen_py.bugs import check_bugs
 from jepsen_py.errors import BadInput
 from jepsen_py.explore import schedule as sched
 from jepsen_py.explore.realspace import REAL_DRAWS, REAL_NODE_COUNTS, outside_families, real_space
-from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, Space
+from jepsen_py.explore.space import DEFAULT_WORKLOADS, SAFE_READ_MODES, SHAPES, TARGETS, Space
 from jepsen_py.plugins import builtin_workloads, declared_bugs, is_reference, load_object
 from jepsen_py.protocols import TestSpec
 from jepsen_py.spec import DEFAULT_DB, READ_MODES, parse_db_options, parse_list
@@ -33,6 +33,10 @@ SIM_SHRINK_BUDGET_S = 120.0
 REAL_SHRINK_BUDGET_S = 300.0
 
 FAMILY_NAMES = ("partition", "clock", "pause", "kill", "leader-clock")
+# A world of its own in real time (maelstrom) starts in a second and a fault lands at once: main
+# phases as short as a real cluster's are long enough, and faults may come closer together.
+WORLD_TIME_LIMITS: tuple[float, ...] = (5.0, 10.0, 20.0)
+WORLD_INTERVALS: tuple[float, ...] = (0.5, 1.0, 2.0, 3.0)
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ class PlanRequest:
     time_limits: list[float] | None = None
     reproduce: tuple[int, int] | None = None
     shrink_budget: float | None = None
+    # the backend options given on the command line (dests), not left at their defaults
+    given_backend_options: tuple[str, ...] = ()
 
 
 @dataclass
@@ -118,9 +124,12 @@ def plan(req: PlanRequest) -> Plan:
         space = sim_space(req)
         return Plan(kind.name, True, req.db, bugs, space, (1, 1),
                     SIM_SHRINK_BUDGET_S if req.shrink_budget is None else req.shrink_budget)
+    served = kind.workloads()
+    if served is not None:  # a world of its own (maelstrom): its workloads, its faults, real time
+        return world_plan(req, kind, sorted(served), bugs, fixed)
     if not kind.provisions:
         raise BadInput(f"--backend {kind.name}: has no nodes to run a DB on "
-                       "(choose docker, ssh, local or sim)")
+                       "(choose docker, ssh, local, maelstrom or sim)")
     db_cls = load_object(req.db, option="--db")
     check_bugs(bugs, declared_bugs(req.db), db=req.db)
     names = parse_list(req.nemeses)
@@ -137,6 +146,42 @@ def plan(req: PlanRequest) -> Plan:
     return Plan(kind.name, False, req.db, bugs, space, req.reproduce or REAL_REPRODUCE,
                 REAL_SHRINK_BUDGET_S if req.shrink_budget is None else req.shrink_budget, outside, hosts,
                 dict(req.backend_options))
+
+
+def world_plan(req: PlanRequest, kind: BackendKind, served: list[str], bugs: list[str],
+               fixed: dict[str, str]) -> Plan:
+    """The search on a backend that builds its own world in real time (maelstrom: nodes of the
+    program --bin names): the workloads it serves, the fault families it carries out (no leader
+    targets: its nodes name none), its own options drawn per trial (the network's latency) unless
+    the command line fixes them, and short main phases (nothing is provisioned)."""
+    for given, flag in ((req.db != DEFAULT_DB, "--db"), (bugs, "--bug"), (fixed, "--db-option"),
+                        (parse_list(req.read_modes), "--read-mode")):
+        if given:
+            raise BadInput(f"{flag}: not for --backend {kind.name} (the system under test is its own)")
+    workloads = parse_list(req.workloads) or served
+    for w in workloads:
+        if w not in served:
+            raise BadInput(f"--workload: --backend {kind.name} serves {', '.join(served)}, not {w!r}")
+    able = kind.fault_families()
+    families = parse_list(req.nemeses)
+    families = [] if families == ["none"] else (families or list(able))
+    for f in families:
+        if f not in able:
+            raise BadInput(f"--nemesis: {f!r}: --backend {kind.name} carries out "
+                           f"{', '.join(able) or 'no faults'} (or none)")
+    drawn = kind.explore_options()
+    values = {k: (req.backend_options[k],) if k in req.given_backend_options else v
+              for k, v in drawn.items()}
+    space = Space(workloads=tuple(workloads), families=tuple(families), read_modes=(None,),
+                  shapes=tuple(s for s in SHAPES if s != "leader"),
+                  targets=tuple(t for t in TARGETS if t != "leader"), intervals=WORLD_INTERVALS,
+                  node_counts=tuple(sorted(set(req.node_counts or REAL_NODE_COUNTS))),
+                  time_limits=tuple(sorted(set(req.time_limits or WORLD_TIME_LIMITS))),
+                  backend_option_values=tuple(sorted(values.items())))
+    options = {k: v for k, v in req.backend_options.items() if k not in drawn}  # a trial's come drawn
+    return Plan(kind.name, False, req.db, [], space, req.reproduce or REAL_REPRODUCE,
+                REAL_SHRINK_BUDGET_S if req.shrink_budget is None else req.shrink_budget,
+                backend_options=options)
 
 
 def sim_space(req: PlanRequest) -> Space:

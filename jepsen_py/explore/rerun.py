@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from jepsen_py.analysis import PostRun
-from jepsen_py.backends import BackendKind, backend_kind, backend_options, default_backend
+from jepsen_py.backends import (
+    BackendKind,
+    backend_kind,
+    backend_options,
+    default_backend,
+    given_backend_dests,
+)
 from jepsen_py.bugs import check_bugs
 from jepsen_py.errors import EXIT_BAD_INPUT, BadInput
 from jepsen_py.explore import schedule as sched
@@ -30,7 +36,7 @@ from jepsen_py.explore.schedule import Schedule
 from jepsen_py.explore.system import anomaly_kinds, replay_in_kind, replay_run, run_real, run_sim, spec_for
 from jepsen_py.junit import write_junit_outcomes
 from jepsen_py.matrix import DEFAULT_EXPECTATIONS, TUNED, load_expectations
-from jepsen_py.plugins import builtin_workloads, check_db_flags, check_workload_name, declared_bugs
+from jepsen_py.plugins import check_db_flags, check_workload_name, declared_bugs, served_workloads
 from jepsen_py.progress import print_summary
 from jepsen_py.protocols import TestSpec
 from jepsen_py.spec import TIME_LIMIT, check_size
@@ -60,8 +66,15 @@ def run_schedule(args: argparse.Namespace, post_run: Sequence[PostRun] = ()) -> 
     as_recorded = simulated or s.recorded_on is not None
     played = s if as_recorded else for_real_backend(s)
     check_played(s, played, args.schedule, override=bool(getattr(args, "ignore_machine_limits", False)))
+    # the backend settings explore drew (a Maelstrom network's latency) are the schedule's, as its seed is
+    carried = {k for k in s.options if k != "rate"}
+    for dest, flag in given_backend_dests(args).items():
+        if dest in carried:
+            raise BadInput(f"{flag}: the schedule file decides this (drop {flag} or --schedule)")
+    base = {k: v for k, v in schedule_backend_options(kind, backend_options(args), s, args.schedule).items()
+            if k not in carried}
     spec = spec_for(played, backend=backend, results_dir=Path(args.results_dir), name=name, db=args.db,
-                    base=schedule_backend_options(kind, backend_options(args), s, args.schedule))
+                    base=base)
     check_schedule_names(spec, args.schedule)
     if simulated:
         outcome: Any = replay_run(s, spec, run_sim, post_run)
@@ -114,7 +127,7 @@ def check_schedule_names(spec: TestSpec, where: str) -> None:
     does."""
     try:
         check_db_flags(spec)
-        check_workload_name(spec.workload, builtin_workloads())
+        check_workload_name(spec.workload, served_workloads(backend_kind(spec.backend)))
         if spec.bugs:
             check_bugs(spec.bugs, declared_bugs(spec.db), db=spec.db)
     except BadInput as e:

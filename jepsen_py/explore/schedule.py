@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from jepsen_py.backends import KINDS
 from jepsen_py.errors import BadInput, quote
 from jepsen_py.files import make_dirs
 from jepsen_py.history import depth_ok
@@ -43,9 +44,17 @@ MAX_DEPTH = 32
 # Names (workload, bugs, anomaly kind, op names) are words; a bug list is a handful of them.
 MAX_NAME = 200
 MAX_BUGS = 64
-# The options a schedule carries into its replay: the client rate explore ran it at. Anything else
-# (backend settings, --checker and --generator references) comes from the command line, never a file.
+# The options a schedule carries into its replay: the client rate explore ran it at, and the backend
+# settings explore draws per trial (a Maelstrom network's latency: a backend's EXPLORE_OPTIONS).
+# Anything else (the other backend settings, --checker and --generator references) comes from the
+# command line, never a file.
 OPTIONS = ("rate",)
+
+
+def carried_options() -> tuple[str, ...]:
+    """Every option key a schedule may carry: OPTIONS and each backend's drawn ones."""
+    return (*OPTIONS, *sorted({k for kind in KINDS.values() if not kind.simulated and not kind.provisions
+                               for k in kind.explore_options()}))
 
 # Fault families as the nemeses name their ops (nemeses.faults, the one vocabulary): family ->
 # (ops that start it, the op that stops it, the --nemesis name that handles them).
@@ -353,15 +362,19 @@ def from_json(data: Any, *, where: str = "schedule") -> Schedule:
     options = data.get("options", {})
     if not isinstance(options, dict):
         raise BadInput(f"{where}: options must be an object")
-    unknown = sorted(k for k in options if k not in OPTIONS)
+    carried = carried_options() if any(k not in OPTIONS for k in options) else OPTIONS
+    unknown = sorted(k for k in options if k not in carried)
     if unknown:
         named = ", ".join(map(quote, unknown[:3]))
         if len(unknown) > 3:
             named += f" and {len(unknown) - 3} more"
         raise BadInput(f"{where}: options {named} are not a schedule's to set "
-                       f"(a schedule carries {', '.join(OPTIONS)}; the rest comes from the command line)")
+                       f"(a schedule carries {', '.join(carried)}; the rest comes from the command line)")
     if "rate" in options:
         RATE.check(f"{where}: options 'rate'", options["rate"])
+    for k, v in options.items():  # a drawn backend option: its backend checks the value when it runs
+        if k != "rate" and not ((isinstance(v, str) and len(v) <= MAX_NAME) or _finite(v)):
+            raise BadInput(f"{where}: options {quote(k)}: a number or a word")
     interval = 10.0
     if "nemesis_interval" in data:
         interval = NEMESIS_INTERVAL.check(f"{where}: 'nemesis_interval'",

@@ -49,6 +49,8 @@ class Config:
     rate: float | None = None  # client requests per second over all clients; None: the system's own
     # the DB's own settings (--db-option KEY=VALUE), drawn from the values it declares
     db_options: tuple[tuple[str, str], ...] = ()
+    # the backend's own options drawn for this trial (a world's network latency: EXPLORE_OPTIONS)
+    backend_options: tuple[tuple[str, object], ...] = ()
 
     def label(self) -> str:
         faults = "+".join(self.families) or "none"
@@ -57,7 +59,7 @@ class Config:
             + ([f"targets {'/'.join(self.targets)}"] if {"kill", "pause"} & set(self.families) else []))
         rate = f" {self.rate:g}/s" if self.rate is not None else ""
         read = f" {self.read_mode}" if self.read_mode is not None else ""
-        opts = "".join(f" {k}={v}" for k, v in self.db_options)
+        opts = "".join(f" {k}={v}" for k, v in (*self.db_options, *self.backend_options))
         return (f"{self.workload} {faults}{' (' + hit + ')' if hit else ''} every {self.interval:g}s "
                 f"({self.mode}){read}{opts} {self.node_count} nodes {self.time_limit:g}s{rate} "
                 f"seed {self.seed}")
@@ -84,6 +86,8 @@ class Space:
     extra: dict[str, object] = field(default_factory=dict)
     # the values the DB declares for each of its --db-options (db_option_values()): one drawn per key
     db_option_values: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # the values the backend lets a search draw for its own options (BackendKind.explore_options)
+    backend_option_values: tuple[tuple[str, tuple[object, ...]], ...] = ()
 
     def family_count(self, rng: random.Random) -> int:
         top = min(self.max_families, len(self.families))
@@ -112,7 +116,14 @@ class Space:
             rate=rng.choice(self.rates) if self.rates else None,
         )
         # drawn last, and only when there are any, so a space without them draws as it always did
-        return replace(cfg, db_options=self._db_options(rng)) if self.db_option_values else cfg
+        if self.db_option_values:
+            cfg = replace(cfg, db_options=self._db_options(rng))
+        if self.backend_option_values:
+            cfg = replace(cfg, backend_options=self._backend_options(rng))
+        return cfg
+
+    def _backend_options(self, rng: random.Random) -> tuple[tuple[str, object], ...]:
+        return tuple((k, rng.choice(values)) for k, values in self.backend_option_values if values)
 
     def _db_options(self, rng: random.Random) -> tuple[tuple[str, str], ...]:
         return tuple((k, rng.choice(values)) for k, values in self.db_option_values if values)
@@ -139,9 +150,13 @@ class Space:
                 "time_limit", "shapes", "clients", "rate")
         if self.db_option_values:
             dims += ("db_options",)
+        if self.backend_option_values:
+            dims += ("backend_options",)
         for _ in range(rng.choice((0, 1, 1, 2))):
             dim = rng.choice(dims)
-            if dim == "db_options":
+            if dim == "backend_options":
+                out = replace(out, backend_options=self._backend_options(rng))
+            elif dim == "db_options":
                 out = replace(out, db_options=self._db_options(rng))
             elif dim == "workload":
                 out = replace(out, workload=rng.choice(self.workloads))

@@ -47,7 +47,7 @@ from jepsen_py.generator import rate as limit_rate
 from jepsen_py.history import Op
 from jepsen_py.history import read_history as read_ops
 from jepsen_py.matrix import anomaly_kinds
-from jepsen_py.plugins import build_workload, builtin_workloads
+from jepsen_py.plugins import build_workload, served_workloads
 from jepsen_py.protocols import TestSpec
 from jepsen_py.seeds import recorder_rng
 from jepsen_py.spec import DEFAULT_DB, DEFAULT_RATE
@@ -104,7 +104,8 @@ def spec_for(s: Schedule, *, backend: str, results_dir: Path, name: str, db: str
 
 
 def _build_workload(spec: TestSpec) -> Workload:
-    return build_workload(spec, builtin_workloads())
+    """The spec's workload as its backend serves it (maelstrom's world its own, else the built-ins)."""
+    return build_workload(spec, served_workloads(backend_kind(spec.backend)))
 
 
 def replay_run(s: Schedule, spec: TestSpec, run: RunFn, post_run: Sequence[Any] = (), *,
@@ -309,7 +310,8 @@ class BackendSystem:
                             time_limit=config.time_limit,
                             concurrency=config.node_count * config.clients_per_node,
                             events=nemesis_events(config), read_mode=config.read_mode, bugs=list(self.bugs),
-                            nemesis_interval=config.interval, options={**self.options, "rate": rate},
+                            nemesis_interval=config.interval,
+                            options={**self.options, "rate": rate, **dict(config.backend_options)},
                             db_options=dict(config.db_options),
                             recorded_on=None if self.exact else self.backend,
                             outside=[f for f in self.outside if f.name in config.families])

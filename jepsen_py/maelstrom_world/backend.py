@@ -27,6 +27,12 @@ from jepsen_py.workload import Workload
 FLAGS = ("--bin", "--bin-arg", "--latency", "--latency-dist")
 #: The most latency a message may be given, in milliseconds (an hour).
 MAX_LATENCY_MS = 3_600_000.0
+#: The fault families of our nemeses this world carries out (`jepsen-py explore` draws among them):
+#: the router's partitions, and kill and pause of the node processes.
+FAULT_FAMILIES = ("partition", "kill", "pause")
+#: What `jepsen-py explore` draws per trial when --latency or --latency-dist leaves it open: each
+#: message's mean delay (ms) and its distribution; a finding's schedule carries the ones it ran with.
+EXPLORE_OPTIONS = {"maelstrom_latency": (0.0, 5.0, 30.0), "maelstrom_latency_dist": DISTRIBUTIONS}
 
 
 def add_arguments(group: argparse._ArgumentGroup) -> None:
@@ -69,6 +75,16 @@ def check_spec(spec: TestSpec) -> None:
         raise BadInput("--leave-db-running: the nodes of --backend maelstrom are child processes of "
                        "this one and end with the run")
     check_bin(spec.options.get("maelstrom_bin"))
+    check_latency(spec.options.get("maelstrom_latency"), spec.options.get("maelstrom_latency_dist"))
+
+
+def check_latency(mean: object, dist: object) -> None:
+    """The latency a run gets (from --latency and --latency-dist, or a schedule file's options)."""
+    if mean is not None and (isinstance(mean, bool) or not isinstance(mean, int | float)
+                             or not 0 <= mean <= MAX_LATENCY_MS):
+        raise BadInput(f"--latency: {mean!r}: a number of milliseconds from 0 to {MAX_LATENCY_MS:g}")
+    if dist is not None and dist not in DISTRIBUTIONS:
+        raise BadInput(f"--latency-dist: {dist!r}: one of {', '.join(DISTRIBUTIONS)}")
 
 
 def check_bin(path: object) -> None:
