@@ -35,15 +35,16 @@ from jepsen_py.store import read_json
 
 RUN_MARKERS = ("test.json", "history.jsonl")
 # Pages a person opens first, in this order, ahead of the other files of a run.
-PRIMARY = ("timeline.html", "perf.html", "linearizability.html", "isolation.html", "results.json",
+PRIMARY = ("timeline.html", "perf.html", "linearizability.html", "isolation.html", "messages.html",
+           "results.json",
            "jepsen.log")
 TEXT_TYPES = {".jsonl": "text/plain", ".log": "text/plain", ".edn": "text/plain", ".txt": "text/plain",
               ".json": "application/json"}
 # The pages the framework writes (pictures, explore's report, the Spark dashboard): the only files
 # sent as a type a browser runs, and only where the framework writes them (results/A/B/page), not
 # under a run's nodes/ where a DB's log files land with names the DB chose.
-PAGES = frozenset({"timeline.html", "perf.html", "linearizability.html", "isolation.html", "report.html",
-                   "dashboard.html"})
+PAGES = frozenset({"timeline.html", "perf.html", "linearizability.html", "isolation.html", "messages.html",
+                   "report.html", "dashboard.html"})
 ACTIVE_TYPES = ("text/html", "application/xhtml+xml", "image/svg+xml", "text/xml", "application/xml",
                 "text/javascript", "application/javascript")
 # Fields of test.json the index shows.

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from jepsen_py.checkers.pictures.isolation import render_isolation
 from jepsen_py.checkers.pictures.linearizability import render_failures
+from jepsen_py.checkers.pictures.messages import render_messages
 from jepsen_py.checkers.pictures.perf import render_perf
 from jepsen_py.checkers.pictures.runview import RunView, load_run
 from jepsen_py.checkers.pictures.timeline import render_timeline
@@ -22,13 +23,14 @@ log = logging.getLogger(__name__)
 
 def _renderers() -> list[tuple[str, Callable[[RunView], Path | None]]]:
     return [("timeline", render_timeline), ("perf", render_perf), ("linearizability", render_failures),
-            ("isolation", render_isolation)]
+            ("isolation", render_isolation), ("messages", render_messages)]
 
 
 def render_run(run_dir: Path) -> list[Path]:
     """Writes timeline.html, perf.html, (when the linearizable checker found failures)
-    linearizability.html and (when the Elle checker found anomalies) isolation.html into run_dir;
-    returns the files written.
+    linearizability.html, (when the Elle checker found anomalies) isolation.html and (for a
+    --backend maelstrom run, from its messages.json) messages.html into run_dir; returns the files
+    written.
 
     A missing or malformed history raises BadInput (one line naming the file); a renderer that
     breaks on an odd result is logged and skipped.

@@ -12,11 +12,14 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jepsen_py.maelstrom.process import Batch
-from jepsen_py.maelstrom.protocol import Message
+if TYPE_CHECKING:
+    from jepsen_py.maelstrom.process import Batch
+    from jepsen_py.maelstrom.protocol import Message
 
+#: The journal's file in a run directory (MaelstromEngine writes it; messages.html is drawn from it).
+MESSAGES_FILE = "messages.json"
 #: How many messages a journal keeps by default.
 JOURNAL_LIMIT = 20_000
 #: How many characters of a message's body a dumped entry quotes.

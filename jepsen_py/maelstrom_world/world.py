@@ -5,8 +5,8 @@ Only what differs is here: the engine starts the nodes with Maelstrom's init han
 backend and a DB setup, its `net` is the router (so the partition nemeses cut the router's links),
 the DB's kill, start, pause and resume act on the node processes (so the kill and pause nemeses work
 unchanged), and the clients send each op as a message from a client id of their own. Each node's
-stderr lands in the run's nodes/<node>/ and the router's message counts in results.json's
-stats.net, as Maelstrom's net stats.
+stderr lands in the run's nodes/<node>/, the router's message counts in results.json's
+stats.net, as Maelstrom's net stats, and its journal of messages in messages.json (messages.html).
 """
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jepsen_py import store
 from jepsen_py.analysis import PostRun
 from jepsen_py.dbversion import UNVERSIONED, db_version
 from jepsen_py.engine import RealEngine, RunOutcome
 from jepsen_py.generator import Generator
+from jepsen_py.maelstrom.journal import MESSAGES_FILE, MessageJournal
 from jepsen_py.maelstrom.router import Latency, MaelstromNet, Router
 from jepsen_py.maelstrom_world.client import MaelstromClient
 from jepsen_py.maelstrom_world.workloads import codec_for, factories
@@ -114,9 +116,20 @@ class MaelstromEngine(RealEngine):
 
     def collect_logs(self, run: Run) -> None:
         """Stops the nodes first (a node's last stderr lines are written by then), then copies each
-        node's stderr into nodes/<node>/."""
+        node's stderr into nodes/<node>/, and the router's message journal into messages.json."""
         self.router.close()
         super().collect_logs(run)
+        self.write_journal(run.run_dir)
+
+    def write_journal(self, run_dir: Path) -> None:
+        """messages.json (what messages.html draws): the router's journal, its times in seconds on
+        the history's clock (since the engine's clock started)."""
+        journal = self.router.journal
+        if journal is None:
+            return
+        t0 = getattr(self.clock, "t0", None)
+        base = t0 / 1e9 if isinstance(t0, int) else 0.0
+        store.write_json(run_dir / MESSAGES_FILE, {"nodes": list(self.router.nodes), **journal.to_json(base)})
 
     def teardown_db(self, run: Run) -> None:
         self.router.close()
@@ -160,7 +173,8 @@ def run_maelstrom(spec: TestSpec, *, workload: Workload | None = None,
     spec = dataclasses.replace(spec, db=MAELSTROM_DB, read_mode=None,
                                options={**spec.options, "db_version": version})
     log_dir = Path(tempfile.mkdtemp(prefix="jepsen-py-maelstrom-"))
-    router = Router(program.argv, spec.nodes, log_dir, latency=program.latency, seed=spec.seed)
+    router = Router(program.argv, spec.nodes, log_dir, latency=program.latency, seed=spec.seed,
+                    journal=MessageJournal())
     try:
         return run_test(spec, db=MaelstromDB(router, log_dir, client_timeout_s), workload=workload,
                         nemesis=nemesis, nemesis_generator=schedule, engine=MaelstromEngine(router, log_dir),
