@@ -5,7 +5,9 @@ In the simulator (the default) thousands of trials fit in a budget and a replay 
 ssh or local every trial is an ordinary short run of any DB (--db), its space drawn from what the DB
 declares (workloads, read modes, capabilities, the values of its --db-options), and a shrinking step
 is kept only when the failure comes back at the rate --reproduce asks, since a real replay repeats
-the faults, not the answers.
+the faults, not the answers. On maelstrom every trial is a short run of the node program --bin
+names, its space that world's own: Maelstrom's workloads, partitions, kill and pause of the node
+processes, and the network's latency (--latency and --latency-dist fix it, else it is drawn).
 
 Exit codes: 1 at the first finding (or, with --keep-going, when the budget ends with any), 0 when the
 budget ends with none, 2 when no trial reached a verdict, 254 bad arguments, 255 when no trial could
@@ -46,6 +48,7 @@ from jepsen_py.explore.plan import (
     REAL_REPRODUCE,
     REAL_SHRINK_BUDGET_S,
     SIM_SHRINK_BUDGET_S,
+    WORLD_TIME_LIMITS,
     Plan,
     PlanRequest,
 )
@@ -75,8 +78,10 @@ MAX_REPRODUCE_TRIES = 20
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = (
         "example: jepsen-py explore --bug zombie-leader --budget 60; on Docker: jepsen-py explore "
-        "--backend docker --db MODULE:CLASS --budget 900. Exit codes: 1 a finding, 0 none within the "
-        "budget, 2 no trial reached a verdict, 254 bad arguments, 255 no trial could run."
+        "--backend docker --db MODULE:CLASS --budget 900; a Maelstrom node: jepsen-py explore --backend "
+        "maelstrom --bin ./node --workload broadcast --time-limit 5 --budget 120. Exit codes: 1 a "
+        "finding, 0 none within the budget, 2 no trial reached a verdict, 254 bad arguments, 255 no "
+        "trial could run."
     )
     g = parser.add_argument_group("search")
     g.add_argument("--budget", type=number(0, MAX_SECONDS, lo_open=True), default=60.0, metavar="S",
@@ -103,7 +108,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="seed of the search itself (default: random, printed)")
     g.add_argument("--backend", default=simulator(),
                    help="where trials run: sim (default: thousands of trials, exact replays), or docker, "
-                        "ssh, local (ordinary runs of tens of seconds each, of any --db)")
+                        "ssh, local (ordinary runs of tens of seconds each, of any --db), or maelstrom "
+                        "(runs of seconds of the node program --bin names)")
     g.add_argument("--parallel", type=integer(1, 1024), default=None, metavar="N",
                    help="search in N worker processes on this machine, merging their coverage (default: in "
                         "this process); with --master, how many Spark tasks at once (default: its cores)")
@@ -141,7 +147,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "at most the hosts --ssh-host names, which are the nodes)")
     s.add_argument("--time-limit", action="append", type=number(1, 3600), metavar="S",
                    help="main-phase lengths to try, repeatable (default: 8, 15, 25 in simulation; "
-                        f"{', '.join(f'{t:g}' for t in REAL_TIME_LIMITS)} on a real backend)")
+                        f"{', '.join(f'{t:g}' for t in REAL_TIME_LIMITS)} on a real backend; "
+                        f"{', '.join(f'{t:g}' for t in WORLD_TIME_LIMITS)} on maelstrom)")
     add_backend_arguments(parser)
     o = parser.add_argument_group("output")
     o.add_argument("--results-dir", type=path_text, default="results", metavar="DIR",

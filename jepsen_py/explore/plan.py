@@ -179,6 +179,12 @@ def world_plan(req: PlanRequest, kind: BackendKind, served: list[str], bugs: lis
                   time_limits=tuple(sorted(set(req.time_limits or WORLD_TIME_LIMITS))),
                   backend_option_values=tuple(sorted(values.items())))
     options = {k: v for k, v in req.backend_options.items() if k not in drawn}  # a trial's come drawn
+    # what the backend refuses of every trial (no --bin, a latency out of range): one line, before
+    # the search's directory exists
+    probe = _probe_spec(req, kind.name, "none", workloads[0])
+    for k, vs in values.items():
+        for v in vs:
+            kind.check_spec(replace(probe, options={**options, k: v}))
     return Plan(kind.name, False, req.db, [], space, req.reproduce or REAL_REPRODUCE,
                 REAL_SHRINK_BUDGET_S if req.shrink_budget is None else req.shrink_budget,
                 backend_options=options)
@@ -236,7 +242,9 @@ def host_node_counts(kind: BackendKind, options: dict[str, Any],
 
 
 def _probe_spec(req: PlanRequest, backend: str, ref: str, workload: str) -> TestSpec:
-    """A spec to construct an outside nemesis with, to read what it declares (nothing runs)."""
+    """A spec to construct an outside nemesis with, to read what it declares, or to ask a backend
+    whether it can run the search's trials (nothing runs)."""
     return TestSpec(name="explore", workload=workload, nemesis=[ref], nodes=["n1", "n2", "n3"],
                     time_limit=10.0, concurrency=3, rate=0.0, nemesis_interval=5.0, seed=0, backend=backend,
-                    read_mode=None, bugs=[], db=req.db, results_dir=Path(req.results_dir))
+                    read_mode=None, bugs=[], db=req.db, results_dir=Path(req.results_dir),
+                    options=dict(req.backend_options))

@@ -77,17 +77,22 @@ def test_the_space_is_the_worlds_own() -> None:
     assert p.backend_options == {"maelstrom_bin": "node"} and not p.simulated
 
 
+ECHO = ["--bin", str(ROOT / "examples/maelstrom/echo.py")]
+
+
 @pytest.mark.parametrize("flags, says", [
-    (["--nemesis", "clock"], "--nemesis: 'clock': --backend maelstrom carries out partition, kill, pause"),
-    (["--workload", "register"], "--workload: --backend maelstrom serves"),
-    (["--read-mode", "lease"], "--read-mode: not for --backend maelstrom"),
+    ([*ECHO, "--nemesis", "clock"], "--nemesis: 'clock': --backend maelstrom carries out partition, kill"),
+    ([*ECHO, "--workload", "register"], "--workload: --backend maelstrom serves"),
+    ([*ECHO, "--read-mode", "lease"], "--read-mode: not for --backend maelstrom"),
+    (["--workload", "echo"], "--bin: required with --backend maelstrom"),
 ])
-def test_what_the_world_cannot_do_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                              flags: list[str], says: str) -> None:
-    code = cli.main(["explore", "--backend", "maelstrom", "--bin", str(ROOT / "examples/maelstrom/echo.py"),
-                     *flags, "--results-dir", str(tmp_path), "--no-progress"])
+def test_what_the_world_cannot_do_is_one_line_before_anything_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], says: str) -> None:
+    code = cli.main(["explore", "--backend", "maelstrom", *flags, "--results-dir", str(tmp_path / "r"),
+                     "--no-progress"])
     err = capsys.readouterr().err
     assert code == 254 and says in err, err
+    assert not (tmp_path / "r").exists()
 
 
 def test_a_node_that_never_retries_its_gossip_is_found_shrunk_and_replayed(
@@ -119,17 +124,16 @@ def test_the_schedule_decides_the_latency_it_carries(tmp_path: Path,
                        recorded_on="maelstrom")
     path = tmp_path / "s.json"
     sched.save(s, path)
-    code = cli.main(["run", "--backend", "maelstrom", "--bin", str(ROOT / "examples/maelstrom/echo.py"),
-                     "--latency", "3", "--schedule", str(path), "--results-dir", str(tmp_path / "r")])
+    code = cli.main(["run", "--backend", "maelstrom", *ECHO, "--latency", "3", "--schedule", str(path),
+                     "--results-dir", str(tmp_path / "r")])
     err = capsys.readouterr().err
     assert code == 254 and "--latency: the schedule file decides this" in err, err
 
 
 def test_a_correct_echo_node_explores_clean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["explore", "--backend", "maelstrom", "--bin", str(ROOT / "examples/maelstrom/echo.py"),
-                     "--workload", "echo", "--nemesis", "partition,pause", "--node-count", "3",
-                     "--time-limit", "2", "--budget", "8", "--seed", "1", "--results-dir", str(tmp_path),
-                     "--no-progress"])
+    code = cli.main(["explore", "--backend", "maelstrom", *ECHO, "--workload", "echo", "--nemesis",
+                     "partition,pause", "--node-count", "3", "--time-limit", "2", "--budget", "8", "--seed",
+                     "1", "--results-dir", str(tmp_path), "--no-progress"])
     out = capsys.readouterr().out
     assert code == 0, out
     [summary] = [json.loads(p.read_text()) for p in tmp_path.glob("explore/*/explore.json")]
