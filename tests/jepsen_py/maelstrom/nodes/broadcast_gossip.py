@@ -1,6 +1,7 @@
 """A broadcast node for the demo tests: each message is gossiped by the node a client gave it to,
 straight to every other node. `--once` sends that gossip once and forgets it (a partition loses
-it: the bug); without it the gossip is resent every 0.2 s until the peer acknowledges it."""
+it: the bug); with `--retry` (or no flag) the gossip is resent every 0.2 s until the peer
+acknowledges it."""
 
 import json
 import os

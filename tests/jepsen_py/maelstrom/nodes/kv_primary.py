@@ -1,8 +1,9 @@
 """A lin-kv node for the demo tests: n1 holds the store. `--local-reads` (the bug): writes and
 cas go to n1, which applies them, answers, and sends each new value to the other nodes once; every
 node answers reads from its own copy, stale whenever a copy was lost or is still on its way.
-Without it every op is forwarded to n1, which alone answers; a forwarded op with no answer within
-0.5 s is answered with error 0 (timeout: indefinite, the op may have happened)."""
+With `--forward` (or no flag) every op is forwarded to n1, which alone answers; a forwarded op
+with no answer within 0.5 s is answered with error 0 (timeout: indefinite, the op may have
+happened)."""
 
 import json
 import os
