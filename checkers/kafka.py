@@ -334,11 +334,11 @@ class KafkaChecker:
     @staticmethod
     def _committed(ps: list[Pair], logs: dict[str, _Log]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        asked: dict[str, list[tuple[int, int]]] = defaultdict(list)  # key -> (invoke index, offset)
+        asked: dict[str, dict[int, int]] = defaultdict(dict)  # key -> offset -> first invoke asking it
         for p in ps:
             if p.invoke.f == "commit_offsets" and p.type != FAIL:
                 for k, v in offsets_map(p.invoke.value).items():
-                    asked[k].append((p.invoke.index, v))
+                    asked[k].setdefault(v, p.invoke.index)
         # process -> key -> (the offset it may not go below, the op that set it, which op that was)
         floor: dict[Any, dict[str, tuple[int, int, str]]] = defaultdict(dict)
         for p in ps:
@@ -371,7 +371,7 @@ class KafkaChecker:
                     out.append({"kind": "committed-beyond-log", "key": k, "offset": v, "ops": [c.index],
                                 "explanation": f"list (op {c.index}) says key {k!r} is committed up to "
                                                f"offset {v}, above every offset known to exist ({top})"})
-                elif not any(i < c.index and a == v for i, a in asked.get(k, [])):
+                elif asked.get(k, {}).get(v, c.index) >= c.index:
                     out.append({"kind": "unexpected-committed-offset", "key": k, "offset": v,
                                 "ops": [c.index],
                                 "explanation": f"list (op {c.index}) says key {k!r} is committed up to "
