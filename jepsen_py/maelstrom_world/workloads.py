@@ -18,6 +18,12 @@ from jepsen_py.workloads.maelstrom.echo import EchoCodec, echo_workload
 from jepsen_py.workloads.maelstrom.gset import GSetCodec, gset_workload
 from jepsen_py.workloads.maelstrom.kafka import KafkaCodec, kafka_workload
 from jepsen_py.workloads.maelstrom.linkv import LinKvCodec, linkv_workload
+from jepsen_py.workloads.maelstrom.txn import (
+    ListAppendCodec,
+    RwRegisterCodec,
+    txn_list_append_workload,
+    txn_rw_register_workload,
+)
 from jepsen_py.workloads.maelstrom.unique_ids import UniqueIdsCodec, unique_ids_workload
 
 
@@ -38,6 +44,8 @@ WORKLOADS: dict[str, MaelstromWorkload] = {
     "pn-counter": MaelstromWorkload(pn_counter_workload, CounterCodec),
     "lin-kv": MaelstromWorkload(linkv_workload, LinKvCodec),
     "kafka": MaelstromWorkload(kafka_workload, KafkaCodec),
+    "txn-list-append": MaelstromWorkload(txn_list_append_workload, ListAppendCodec),
+    "txn-rw-register": MaelstromWorkload(txn_rw_register_workload, RwRegisterCodec),
 }
 
 

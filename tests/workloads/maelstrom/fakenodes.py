@@ -20,6 +20,7 @@ class FakeNodes:
     isolated: str | None = None  # this node keeps only what it was sent itself (g-set, broadcast)
     stale_kv: bool = False  # lin-kv reads answer the key's previous value
     local_offsets: bool = False  # kafka: each node keeps logs of its own (an offset given out twice)
+    split_txn: bool = False  # each node applies txns to a copy of its own, never shared
     lock: threading.Lock = field(default_factory=threading.Lock)
     ids: int = 0
     elements: list[Any] = field(default_factory=list)
@@ -30,6 +31,7 @@ class FakeNodes:
     calls: int = 0
     kafka_logs: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
     committed: dict[str, int] = field(default_factory=dict)
+    txn_stores: dict[str, dict[Any, Any]] = field(default_factory=dict)
 
     def call(self, client: str, node: str, body: dict[str, Any], timeout: float) -> dict[str, Any] | None:
         with self.lock:
@@ -42,6 +44,8 @@ class FakeNodes:
             return {"type": "echo_ok", "echo": b["echo"]}
         if t in ("send", "poll", "commit_offsets", "list_committed_offsets"):
             return self._kafka(node, b)
+        if t == "txn":
+            return {"type": "txn_ok", "txn": self._txn(node, b["txn"])}
         if t == "generate":
             self.ids += 1
             dup = self.duplicate_ids and self.ids % 5 == 0
@@ -77,6 +81,20 @@ class FakeNodes:
                 return {"type": "read_ok", "messages": seen}
             return {"type": "read_ok", "value": seen if self.workload == "g-set" else self.counter}
         return {"type": "error", "code": 10, "text": f"no {t}"}
+
+    def _txn(self, node: str, txn: list[list[Any]]) -> list[list[Any]]:
+        """A txn applied whole to the one store (or, split, to this node's own)."""
+        store = self.txn_stores.setdefault(node if self.split_txn else "", {})
+        out = []
+        for f, k, v in txn:
+            if f == "r":
+                v = list(store[k]) if isinstance(store.get(k), list) else store.get(k)
+            elif f == "append":
+                store.setdefault(k, []).append(v)
+            else:
+                store[k] = v
+            out.append([f, k, v])
+        return out
 
     def _kafka(self, node: str, b: dict[str, Any]) -> dict[str, Any]:
         """One log per key, dense offsets (or, local_offsets, this node's own logs)."""

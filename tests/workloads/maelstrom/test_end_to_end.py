@@ -14,8 +14,8 @@ from tests.workloads.maelstrom.fakenodes import FakeClient, FakeNodes
 from tests.workloads.memstore import StoreDB
 
 CHECKER = {"echo": "echo", "unique-ids": "unique-ids", "g-set": "g-set", "broadcast": "broadcast",
-           "g-counter": "g-counter", "pn-counter": "pn-counter", "lin-kv": "linearizable",
-           "kafka": "kafka"}
+           "g-counter": "g-counter", "pn-counter": "pn-counter", "lin-kv": "linearizable", "kafka": "kafka",
+           "txn-list-append": "elle", "txn-rw-register": "elle"}
 
 
 def run(tmp_path: Path, name: str, nodes: FakeNodes):
@@ -42,6 +42,7 @@ def test_correct_nodes_pass(tmp_path: Path, name: str) -> None:
     ("g-set", {"isolated": "n3"}, "not-converged"),
     ("lin-kv", {"stale_kv": True}, "nonlinearizable"),
     ("kafka", {"local_offsets": True}, "inconsistent-offsets"),
+    ("txn-list-append", {"split_txn": True}, "incompatible-order"),
 ])
 def test_buggy_nodes_are_caught(tmp_path: Path, name: str, bug: dict, kind: str) -> None:
     out = run(tmp_path, name, FakeNodes(workload=name, **bug))
