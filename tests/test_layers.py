@@ -89,6 +89,7 @@ LAZY: dict[tuple[str, str], str] = {
     ("jepsen_py.maelstrom_world.backend", "jepsen_py.maelstrom_world.workloads"): _MAELSTROM,
     ("jepsen_py.workloads.txn", "jepsen_py.checkers.elle"): _ELLE,
     ("jepsen_py.commands.check", "jepsen_py.checkers.elle"): _ELLE,
+    ("jepsen_py.commands.maelstrom", "jepsen_py.checkers.elle.wanted"): _ELLE,
     ("jepsen_py.commands.check", "jepsen_py.spark.distributed_check"): "pyspark, for --engine spark only",
     ("jepsen_py.commands.check", "jepsen_py.spark.distributed_txn"): f"pyspark, and {_ELLE}",
     ("jepsen_py.postrun", "jepsen_py.checkers.pictures.render"): _PLOTLY,

@@ -5,7 +5,7 @@ that command's (the same spec, assembly, runner, results and exit code)."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from jepsen_py import runflags
 from jepsen_py.commands import run as run_command
@@ -13,8 +13,9 @@ from jepsen_py.errors import BadInput
 from jepsen_py.flags import path_text
 from jepsen_py.maelstrom.latency import DISTRIBUTIONS
 from jepsen_py.maelstrom_world.backend import MAX_LATENCY_MS
-from jepsen_py.numbers import number
+from jepsen_py.numbers import integer, number
 from jepsen_py.spec import NEMESIS_INTERVAL, NODE_COUNT, RATE, SEED, TIME_LIMIT
+from jepsen_py.workloads.knobs import KNOBS
 
 NAME = "maelstrom"
 HELP = "test a node program in any language through Maelstrom's protocol (Maelstrom's test flags)"
@@ -25,6 +26,11 @@ NEMESES = {"partition": "partition-random", "kill": "kill", "pause": "pause"}
 DEFAULT_NODE_COUNT = 5
 DEFAULT_RATE = 5.0
 DEFAULT_CONCURRENCY = "1n"
+#: Maelstrom's transactional knobs -> the workload options txn-list-append and txn-rw-register read
+#: (workloads/maelstrom/txn.py); given only when set, so Maelstrom's defaults (4 micro-ops, 16 writes
+#: a key, strict-serializable) and the workloads' key counts hold otherwise.
+TXN_KNOBS = {"key_count": "--key-count", "max_txn_length": "--max-txn-length",
+             "max_writes_per_key": "--max-writes-per-key"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +62,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds between faults (default 10)")
     parser.add_argument("--topology", default=None, metavar="KIND",
                         help="broadcast's topology: grid, line, total, tree2, tree3, tree4 (default grid)")
+    parser.add_argument("--key-count", type=_count("key_count"), default=None, metavar="N",
+                        help="txn workloads: keys in use at once (default: txn-list-append 3, "
+                             "txn-rw-register 4)")
+    parser.add_argument("--max-txn-length", type=_count("max_txn_length"), default=None, metavar="N",
+                        help="txn workloads: micro-ops in a transaction, at most (default 4)")
+    parser.add_argument("--max-writes-per-key", type=_count("max_writes_per_key"), default=None,
+                        metavar="N", help="txn workloads: writes before a key is retired (default 16)")
+    parser.add_argument("--consistency-models", default=None, metavar="MODELS",
+                        help="txn workloads: the models to check, comma separated, e.g. read-committed, "
+                             "serializable, snapshot-isolation (default strict-serializable)")
     parser.add_argument("--seed", type=SEED.arg(), default=None,
                         help="random seed (default: random, recorded)")
     parser.add_argument("--results-dir", type=path_text, default="results", metavar="DIR",
@@ -63,6 +79,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit-xml", type=path_text, default=None, metavar="FILE",
                         help="also write the verdict as JUnit XML (for CI)")
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+
+
+def _count(knob: str) -> Callable[[str], int]:
+    """An argparse `type=` for a whole number in the range the workload option `knob` allows."""
+    return integer(int(KNOBS[knob].lo), int(KNOBS[knob].hi))
+
+
+def consistency_models(given: str) -> str:
+    """Maelstrom's comma separated models, checked as the txn workloads' check reads them (one line
+    naming --consistency-models for an unknown one), as that option's text."""
+    from jepsen_py.checkers.elle.wanted import parse_wanted
+
+    names = [n.strip() for n in given.split(",")]
+    parse_wanted(names, None, labels=("--consistency-models", "--anomalies"))
+    return ",".join(names)
 
 
 def nemeses(given: Sequence[str] | None) -> str:
@@ -91,6 +122,11 @@ def run_argv(args: argparse.Namespace) -> list[str]:
         argv.append(f"--bin-arg={arg}")  # an argument may itself start with a dash
     if args.topology is not None:
         argv += ["--workload-option", f"topology={args.topology}"]
+    for knob in TXN_KNOBS:
+        if getattr(args, knob) is not None:
+            argv += ["--workload-option", f"{knob}={getattr(args, knob)}"]
+    if args.consistency_models is not None:
+        argv += ["--workload-option", f"consistency_models={consistency_models(args.consistency_models)}"]
     if args.seed is not None:
         argv += ["--seed", str(args.seed)]
     if args.junit_xml is not None:

@@ -5,6 +5,7 @@ node that never answers its init is one line and 254."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from jepsen_py import cli
+from jepsen_py import cli, runflags
+from jepsen_py.commands import maelstrom as maelstrom_command
 from jepsen_py.commands import run as run_command
 from tests.jepsen_py.maelstrom.conftest import demo_argv, write_node
 
@@ -145,6 +147,8 @@ def test_a_node_that_never_answers_init_is_one_line_and_254(tmp_path: Path) -> N
     (["run", "--backend", "maelstrom", "--bin", sys.executable, "--workload", "echo", "--bug",
       "zombie-leader"], "--bug"),
     (["run", "--backend", "sim", "--bin", sys.executable], "--bin: not an option of the simulator"),
+    (["maelstrom", "--bin", sys.executable, "--workload", "txn-rw-register", "--consistency-models",
+      "serializable,serialisable"], "--consistency-models: unknown consistency model(s) serialisable"),
 ])
 def test_what_the_backend_cannot_honour_is_one_line_and_254(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], says: str) -> None:
@@ -152,6 +156,40 @@ def test_what_the_backend_cannot_honour_is_one_line_and_254(
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
     assert not (tmp_path / "results").exists()  # refused before a run directory exists
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--key-count", "0"], "argument --key-count: must be >= 1"),
+    (["--max-txn-length", "x"], "argument --max-txn-length: expected an integer"),
+    (["--max-writes-per-key=-1"], "argument --max-writes-per-key: must be >= 1"),
+])
+def test_a_bad_txn_knob_is_one_line_and_254(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], says: str) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["maelstrom", "--bin", sys.executable, "--workload", "txn-list-append", *flags,
+                  "--results-dir", str(tmp_path / "results")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 254 and says in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "results").exists()
+
+
+def test_maelstrom_txn_knobs_become_the_txn_workloads_options() -> None:
+    """--key-count, --max-txn-length, --max-writes-per-key and --consistency-models (Maelstrom's,
+    spaces around commas allowed) are run's workload options; not given, none is (Maelstrom's
+    defaults are the workloads' own)."""
+    parser = argparse.ArgumentParser()
+    maelstrom_command.add_arguments(parser)
+    base = ["--bin", sys.executable, "--workload", "txn-rw-register"]
+    argv = maelstrom_command.run_argv(parser.parse_args(
+        [*base, "--key-count", "7", "--max-txn-length", "2", "--max-writes-per-key", "9",
+         "--consistency-models", "read-committed, serializable"]))
+    options = runflags.collect_options(runflags.parser().parse_args(argv))
+    assert {k: options[k] for k in ("key_count", "max_txn_length", "max_writes_per_key",
+                                     "consistency_models")} == {
+        "key_count": 7, "max_txn_length": 2, "max_writes_per_key": 9,
+        "consistency_models": "read-committed,serializable"}
+    plain = maelstrom_command.run_argv(parser.parse_args(base))
+    assert "--workload-option" not in plain
 
 
 def test_kill_and_pause_act_on_the_node_processes(tmp_path: Path) -> None:
