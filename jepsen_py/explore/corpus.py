@@ -101,6 +101,15 @@ def config_from_json(data: Any) -> Config:
             raise ValueError(f"config.{name} is not a list of [KEY, VALUE] string pairs")
         return tuple((k, x) for k, x in v)
 
+    def scalars(name: str) -> tuple[tuple[str, object], ...]:
+        v = data.get(name, [])
+        if not isinstance(v, list) or not all(
+                isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and p[0]
+                and (isinstance(p[1], str) or (isinstance(p[1], int | float) and not isinstance(p[1], bool)
+                                               and math.isfinite(p[1]))) for p in v):
+            raise ValueError(f"config.{name} is not a list of [KEY, VALUE] pairs (a word or a number each)")
+        return tuple((k, x) for k, x in v)
+
     rate = data.get("rate")
     # None: the DB declares no read modes (the search draws None then)
     read_mode = None if data.get("read_mode", "") is None else text("read_mode")
@@ -115,6 +124,7 @@ def config_from_json(data: Any) -> Config:
         time_limit=time_limit, seed=whole("seed", 0, 2**63 - 1),
         clients_per_node=whole("clients_per_node", 1, 64) if "clients_per_node" in data else 2,
         rate=None if rate is None else num("rate", 0.001, 1e6), db_options=pairs("db_options"),
+        backend_options=scalars("backend_options"),
     )
 
 
@@ -125,7 +135,8 @@ def in_space(cfg: Config, space: Space) -> bool:
             and cfg.read_mode in space.read_modes and cfg.node_count in space.node_counts
             and set(cfg.shapes) <= set(space.shapes) and set(cfg.targets) <= set(space.targets)
             and cfg.mode in space.modes
-            and all(v in dict(space.db_option_values).get(k, ()) for k, v in cfg.db_options))
+            and all(v in dict(space.db_option_values).get(k, ()) for k, v in cfg.db_options)
+            and all(v in dict(space.backend_option_values).get(k, ()) for k, v in cfg.backend_options))
 
 
 def entry_json(entry: Entry, **meta: Any) -> dict[str, Any]:

@@ -7,6 +7,8 @@ partition drops: the search finds it, shrinks it to a schedule of a few fault op
 from __future__ import annotations
 
 import json
+import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ import pytest
 from jepsen_py import cli
 from jepsen_py.commands import explore as explore_command
 from jepsen_py.commands import run as run_command
+from jepsen_py.explore import corpus
 from jepsen_py.explore import schedule as sched
 from jepsen_py.explore.plan import PlanRequest, plan
 from jepsen_py.maelstrom_world.workloads import WORKLOADS
@@ -138,3 +141,14 @@ def test_a_correct_echo_node_explores_clean(tmp_path: Path, capsys: pytest.Captu
     assert code == 0, out
     [summary] = [json.loads(p.read_text()) for p in tmp_path.glob("explore/*/explore.json")]
     assert summary["schedules_tried"] >= 1 and summary["findings"] == [] and summary["errors"] == 0
+
+
+def test_a_corpus_entry_keeps_the_latency_it_was_drawn_with() -> None:
+    req = PlanRequest(backend="maelstrom", db=DEFAULT_DB, results_dir="results",
+                      backend_options={"maelstrom_bin": "node"}, given_backend_options=("maelstrom_bin",))
+    space = plan(req).space
+    cfg = space.sample(random.Random(3))
+    assert {k for k, _ in cfg.backend_options} == {"maelstrom_latency", "maelstrom_latency_dist"}
+    again = corpus.config_from_json(json.loads(json.dumps(corpus.config_json(cfg))))
+    assert again == cfg and corpus.in_space(again, space)
+    assert not corpus.in_space(replace(cfg, backend_options=(("maelstrom_latency", 7.0),)), space)
