@@ -10,8 +10,8 @@ from jepsen_py.analysis import PostRun
 
 
 def render_pictures(run_dir: Path) -> None:
-    """timeline.html, perf.html, and linearizability.html / isolation.html when a checker found
-    non-linearizable keys / isolation anomalies."""
+    """timeline.html, perf.html, linearizability.html / isolation.html when a checker found
+    non-linearizable keys / isolation anomalies, and messages.html for a --backend maelstrom run."""
     from jepsen_py.checkers.pictures.render import render_run
 
     render_run(run_dir)

@@ -13,8 +13,8 @@ from jepsen_py.errors import BadInput, FrameworkFailure
 from jepsen_py.flags import path_text
 
 NAME = "timeline"
-HELP = ("regenerate a run's timeline.html, perf.html, linearizability.html and isolation.html from its "
-        "directory")
+HELP = ("regenerate a run's timeline.html, perf.html, linearizability.html, isolation.html and (a "
+        "--backend maelstrom run's) messages.html from its directory")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
