@@ -14,6 +14,7 @@ from jepsen_py.checkers.pictures.runview import load_run
 
 from jepsen_py import cli
 from tests.browser import chromium, chromium_available, screenshot, severe_console_errors, wait_rendered
+from tests.checkers.hostile import PAYLOADS, inert
 from tests.checkers.runfixture import make_run
 from tests.conftest import require
 
@@ -73,6 +74,30 @@ def test_a_maelstrom_runs_messages_page_draws_each_message_as_an_arrow(browser: 
     (dropped,) = [t for t in seen["traces"] if t["name"] == "dropped (partition)"]
     assert (dropped["symbol"], dropped["lines"], dropped["points"]) == ("x-thin-open", 1, 2)
     assert "gossip n1 \u2192 n2 msg_id 7" in seen["hover"] and "dropped 0.6000 s (100.00 ms)" in seen["hover"]
+
+
+def test_what_a_node_said_stays_text_on_the_messages_page(browser: Any, tmp_path: Path) -> None:
+    """Names, types, ids and bodies come from the user's nodes: shown as written, never run."""
+    run = make_run(tmp_path, 20)
+    p = PAYLOADS
+    journal = {"nodes": ["n1"], "limit": 20000, "unrecorded": 0, "messages": [
+        {"sent": 0.1, "landed": 0.2, "outcome": "delivered", "src": p[1], "dest": "n1", "type": p[0],
+         "msg_id": p[4], "in_reply_to": 3, "body": json.dumps({"type": p[3]})},
+        {"sent": 0.3, "landed": 0.4, "outcome": "dropped", "src": "n1", "dest": p[2], "type": p[5],
+         "msg_id": 1, "in_reply_to": None, "body": p[7]}]}
+    (run.run_dir / "messages.json").write_text(json.dumps(journal))
+    out = render_messages(load_run(run.run_dir))
+    assert out is not None and inert(out.read_text(encoding="utf-8"), PAYLOADS, scripts=3) == []
+    browser.get(out.as_uri())
+    wait_rendered(browser)
+    seen = browser.execute_script(SEEN, "service")
+    assert severe_console_errors(browser) == []
+    foreign = "img, iframe, object, embed, [onerror], [onload]"
+    assert browser.execute_script(f"return [typeof window.__pwned, document.querySelectorAll('{foreign}')"
+                                  ".length]") == ["undefined", 0]
+    assert p[1] in seen["ticks"] and p[2] in seen["ticks"]
+    for shown in (p[0], p[1], p[4], p[3]):
+        assert shown in seen["hover"], shown
 
 
 def test_a_run_without_a_journal_gets_no_messages_page(tmp_path: Path) -> None:
