@@ -13,7 +13,7 @@ from jepsen_py.errors import BadInput
 from jepsen_py.flags import path_text
 from jepsen_py.maelstrom.latency import DISTRIBUTIONS
 from jepsen_py.maelstrom_world.backend import MAX_LATENCY_MS
-from jepsen_py.numbers import integer, number
+from jepsen_py.numbers import MAX_SECONDS, integer, number
 from jepsen_py.spec import NEMESIS_INTERVAL, NODE_COUNT, RATE, SEED, TIME_LIMIT
 from jepsen_py.workloads.knobs import KNOBS
 
@@ -26,6 +26,11 @@ NEMESES = {"partition": "partition-random", "kill": "kill", "pause": "pause"}
 DEFAULT_NODE_COUNT = 5
 DEFAULT_RATE = 5.0
 DEFAULT_CONCURRENCY = "1n"
+#: Maelstrom heals the faults, then waits this long for the nodes to recover before the final reads
+#: of the workloads that have them (its final-generator: broadcast, g-set, the counters, kafka); the
+#: other workloads end with their main phase. Our own default for `run` is shorter.
+RECOVERY_WAIT_S = 10.0
+FINAL_READ_WORKLOADS = frozenset({"broadcast", "g-set", "g-counter", "pn-counter", "kafka"})
 #: Maelstrom's transactional knobs -> the workload options txn-list-append and txn-rw-register read
 #: (workloads/maelstrom/txn.py); given only when set, so Maelstrom's defaults (4 micro-ops, 16 writes
 #: a key, strict-serializable) and the workloads' key counts hold otherwise.
@@ -60,6 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"faults, comma separated or repeated: {', '.join(NEMESES)} (default none)")
     parser.add_argument("--nemesis-interval", type=NEMESIS_INTERVAL.arg(), default=10.0, metavar="S",
                         help="seconds between faults (default 10)")
+    parser.add_argument("--recovery-wait", type=number(0, MAX_SECONDS), default=RECOVERY_WAIT_S,
+                        metavar="S", help=f"seconds between the heal and the final reads of "
+                        f"{', '.join(sorted(FINAL_READ_WORKLOADS))} (default {RECOVERY_WAIT_S:g}, "
+                        "Maelstrom's)")
     parser.add_argument("--topology", default=None, metavar="KIND",
                         help="broadcast's topology: grid, line, total, tree2, tree3, tree4 (default grid)")
     parser.add_argument("--key-count", type=_count("key_count"), default=None, metavar="N",
@@ -120,6 +129,8 @@ def run_argv(args: argparse.Namespace) -> list[str]:
             "--nemesis-interval", repr(args.nemesis_interval), "--results-dir", args.results_dir]
     for arg in args.bin_arg or ():
         argv.append(f"--bin-arg={arg}")  # an argument may itself start with a dash
+    if args.workload in FINAL_READ_WORKLOADS:
+        argv += ["--workload-option", f"final_delay={args.recovery_wait!r}"]
     if args.topology is not None:
         argv += ["--workload-option", f"topology={args.topology}"]
     for knob in TXN_KNOBS:

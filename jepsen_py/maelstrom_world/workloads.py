@@ -1,7 +1,7 @@
 """The workloads `--backend maelstrom` serves, by Maelstrom's names: each one's Workload factory
 (workloads/maelstrom/) and the codec its clients speak, so a name means one thing in both. The
-services some of Maelstrom's nodes lean on (seq-kv, lin-kv, lww-kv, lin-tso) are not there yet: a
-node of g-counter or lin-kv must keep its state itself."""
+services nodes lean on (lin-kv, seq-kv, lww-kv, lin-tso) are the router's
+(jepsen_py/maelstrom/services.py), whatever the workload."""
 
 from __future__ import annotations
 

@@ -34,8 +34,10 @@ def bin_flags(argv: list[str]) -> list[str]:
 
 
 def maelstrom(tmp_path: Path, argv: list[str], workload: str, *flags: str, time_limit: str = "2") -> int:
-    """`jepsen-py maelstrom`, Maelstrom's flags, a short run with a fixed seed."""
-    return cli.main(["maelstrom", *bin_flags(argv), "--workload", workload, *flags, "--time-limit",
+    """`jepsen-py maelstrom`, Maelstrom's flags, a short run with a fixed seed (and a 2 s wait for
+    recovery before final reads instead of Maelstrom's 10 s, unless `flags` say otherwise)."""
+    return cli.main(["maelstrom", *bin_flags(argv), "--workload", workload, "--recovery-wait", "2", *flags,
+                     "--time-limit",
                      time_limit, "--results-dir", str(tmp_path / "results"), "--no-progress", "--seed", "7"])
 
 
@@ -79,13 +81,11 @@ def test_ruby_broadcast_demo_loses_messages_under_partitions(tmp_path: Path) -> 
 ])
 def test_crdt_demos_pass_under_partitions(tmp_path: Path, lang: str, script: str, workload: str) -> None:
     """The guide (doc/04-crdts): g-set and pn-counter stay valid under partitions. These demos send
-    their whole state every 5 s, so the final reads wait 5.5 s (Maelstrom waits 10 s; ours 2 s by
-    default, which a 5 s period can miss): through `run`, which takes the workload's final_delay."""
-    code = cli.main(["run", "--backend", "maelstrom", *bin_flags(demo_argv(lang, script)), "--workload",
-                     workload, "--node-count", "3", "--rate", "20", "--concurrency", "1n", "--nemesis",
-                     "partition-random", "--nemesis-interval", "0.5", "--workload-option", "final_delay=5.5",
-                     "--time-limit", "1.5", "--results-dir", str(tmp_path / "results"), "--no-progress",
-                     "--seed", "7"])
+    their whole state every 5 s, so the final reads wait 5.5 s (Maelstrom's --recovery-wait is 10 s;
+    a wait under 5 s can miss the last exchange)."""
+    code = maelstrom(tmp_path, demo_argv(lang, script), workload, "--node-count", "3", "--rate", "20",
+                     "--nemesis", "partition", "--nemesis-interval", "0.5", "--recovery-wait", "5.5",
+                     time_limit="1.5")
     assert code == 0
     assert partitioned(tmp_path)
 

@@ -238,7 +238,7 @@ def counter_run(tmp_path: Path, service: str, mode: str, *flags: str) -> tuple[i
     python, path = write_node(tmp_path, f"counter_{mode}", source)
     code = cli.main(["maelstrom", "--bin", python, "--bin-arg", path, "--workload", "g-counter",
                      "--node-count", "3", "--time-limit", "3", "--results-dir", str(tmp_path / "results"),
-                     "--no-progress", *flags])
+                     "--no-progress", "--recovery-wait", "2", *flags])
     return code, json.loads((tmp_path / "results" / "latest" / "results.json").read_text())
 
 

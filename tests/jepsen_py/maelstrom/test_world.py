@@ -192,6 +192,21 @@ def test_maelstrom_txn_knobs_become_the_txn_workloads_options() -> None:
     assert "--workload-option" not in plain
 
 
+@pytest.mark.parametrize("workload, given, final_delay", [
+    ("g-set", [], 10.0), ("kafka", ["--recovery-wait", "2.5"], 2.5), ("echo", [], None),
+    ("txn-list-append", [], None)])
+def test_the_final_reads_wait_for_recovery_as_maelstroms_do(
+        workload: str, given: list[str], final_delay: float | None) -> None:
+    """Maelstrom waits 10 s after the heal before the final reads of the workloads that have them
+    (its final-generator); --recovery-wait changes it; the others get no wait."""
+    parser = argparse.ArgumentParser()
+    maelstrom_command.add_arguments(parser)
+    argv = maelstrom_command.run_argv(parser.parse_args(
+        ["--bin", sys.executable, "--workload", workload, *given]))
+    options = runflags.collect_options(runflags.parser().parse_args(argv))
+    assert options.get("final_delay") == final_delay
+
+
 def test_kill_and_pause_act_on_the_node_processes(tmp_path: Path) -> None:
     """The project's kill and pause nemeses, unchanged, through the DB's kill/start/pause/resume: a
     killed node is started again with a fresh init, and the run ends with a verdict."""

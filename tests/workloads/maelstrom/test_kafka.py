@@ -31,7 +31,7 @@ def no_pictures(monkeypatch: pytest.MonkeyPatch) -> None:
 def maelstrom(tmp_path: Path, node: Path, *flags: str) -> tuple[int, dict]:
     rc = cli.main(["maelstrom", "--bin", sys.executable, "--bin-arg", str(node), "--workload", "kafka",
                    "--node-count", "2", "--time-limit", "3", "--results-dir", str(tmp_path / "results"),
-                   "--no-progress", "--seed", "5", *flags])
+                   "--no-progress", "--seed", "5", "--recovery-wait", "1", *flags])
     return rc, json.loads((tmp_path / "results" / "latest" / "results.json").read_text())
 
 
