@@ -33,11 +33,12 @@ def bin_flags(argv: list[str]) -> list[str]:
     return ["--bin", argv[0], *(f"--bin-arg={a}" for a in argv[1:])]
 
 
-def maelstrom(tmp_path: Path, argv: list[str], workload: str, *flags: str, time_limit: str = "2") -> int:
+def maelstrom(tmp_path: Path, argv: list[str], workload: str, *flags: str, time_limit: str = "2",
+              recovery_wait: str = "2") -> int:
     """`jepsen-py maelstrom`, Maelstrom's flags, a short run with a fixed seed (and a 2 s wait for
-    recovery before final reads instead of Maelstrom's 10 s, unless `flags` say otherwise)."""
-    return cli.main(["maelstrom", *bin_flags(argv), "--workload", workload, "--recovery-wait", "2", *flags,
-                     "--time-limit",
+    recovery before final reads instead of Maelstrom's 10 s)."""
+    return cli.main(["maelstrom", *bin_flags(argv), "--workload", workload, "--recovery-wait", recovery_wait,
+                     *flags, "--time-limit",
                      time_limit, "--results-dir", str(tmp_path / "results"), "--no-progress", "--seed", "7"])
 
 
@@ -84,8 +85,8 @@ def test_crdt_demos_pass_under_partitions(tmp_path: Path, lang: str, script: str
     their whole state every 5 s, so the final reads wait 5.5 s (Maelstrom's --recovery-wait is 10 s;
     a wait under 5 s can miss the last exchange)."""
     code = maelstrom(tmp_path, demo_argv(lang, script), workload, "--node-count", "3", "--rate", "20",
-                     "--nemesis", "partition", "--nemesis-interval", "0.5", "--recovery-wait", "5.5",
-                     time_limit="1.5")
+                     "--nemesis", "partition", "--nemesis-interval", "0.5", time_limit="1.5",
+                     recovery_wait="5.5")
     assert code == 0
     assert partitioned(tmp_path)
 
