@@ -1,6 +1,7 @@
 """`--backend maelstrom` against real node processes under faults: Maelstrom's own demo nodes,
 unchanged, with the verdicts Maelstrom's guide gives them (doc/03-broadcast, doc/04-crdts), and
-small nodes of ours (nodes/) whose one bug a partition exposes, beside their correct variants."""
+small nodes of ours (nodes/) with one bug each (most of them exposed only by a partition), beside
+their correct variants."""
 
 from __future__ import annotations
 
@@ -113,3 +114,31 @@ def test_our_lin_kv_node_is_nonlinearizable_under_partitions_when_it_reads_local
     assert checked["failing_kinds"] == (["nonlinearizable"] if code else [])
     if code == 0:
         assert any(op["type"] == "info" and op["process"] != "nemesis" for op in history(tmp_path))
+
+
+@pytest.mark.parametrize("flag, code", [("--periodic", 0), ("--once", 1)])
+def test_our_g_set_node_does_not_converge_under_partitions_unless_it_gossips_its_set(
+        tmp_path: Path, flag: str, code: int) -> None:
+    """An element sent to the other nodes once, when added, is never seen by a node a partition cut
+    off then; sending the whole set every 0.1 s converges once the partition heals."""
+    assert maelstrom(tmp_path, ours("g_set.py", flag), "g-set", "--node-count", "3", "--rate", "20",
+                     *PARTITIONS, recovery_wait="1") == code
+    assert partitioned(tmp_path)
+    checked = results(tmp_path)["checkers"]["g-set"]
+    assert ("not-converged" in checked["failing_kinds"]) == (code == 1)  # set-full's "lost" too
+    assert bool(checked["failing_kinds"]) == (code == 1)
+    assert checked["final_reads"] == 3
+
+
+@pytest.mark.parametrize("flag, code", [("--pn", 0), ("--net-max", 1)])
+def test_our_pn_counter_node_reads_wrong_finals_when_it_merges_net_counts_by_max(
+        tmp_path: Path, flag: str, code: int) -> None:
+    """Per-node net counts merged by max (a g-counter's merge) lose the decrements, partition or not
+    (a partition only delays the counts); per-node P and N counts (a PN-counter) converge on the sum
+    once the partition heals."""
+    assert maelstrom(tmp_path, ours("pn_counter.py", flag), "pn-counter", "--node-count", "3",
+                     "--rate", "20", *PARTITIONS, recovery_wait="1") == code
+    assert partitioned(tmp_path)
+    checked = results(tmp_path)["checkers"]["pn-counter"]
+    assert checked["failing_kinds"] == (["wrong-final-read"] if code else [])
+    assert checked["final_reads"] == 3
