@@ -65,6 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"faults, comma separated or repeated: {', '.join(NEMESES)} (default none)")
     parser.add_argument("--nemesis-interval", type=NEMESIS_INTERVAL.arg(), default=10.0, metavar="S",
                         help="seconds between faults (default 10)")
+    parser.add_argument("--availability", type=availability, default=None, metavar="total|F",
+                        help="fail unless this fraction of client requests succeeded (total: all of them; "
+                             "default: not judged), as Maelstrom's")
     parser.add_argument("--recovery-wait", type=number(0, MAX_SECONDS), default=RECOVERY_WAIT_S,
                         metavar="S", help=f"seconds between the heal and the final reads of "
                         f"{', '.join(sorted(FINAL_READ_WORKLOADS))} (default {RECOVERY_WAIT_S:g}, "
@@ -88,6 +91,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit-xml", type=path_text, default=None, metavar="FILE",
                         help="also write the verdict as JUnit XML (for CI)")
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+
+
+def availability(given: str) -> float:
+    """Maelstrom's --availability: `total` (every client request must succeed) or a fraction 0..1."""
+    if given.strip() == "total":
+        return 1.0
+    try:
+        value = float(given)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 1:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"{given!r}: must be 'total' or a number from 0 to 1")
+    return value
 
 
 def _count(knob: str) -> Callable[[str], int]:
@@ -138,6 +154,8 @@ def run_argv(args: argparse.Namespace) -> list[str]:
             argv += ["--workload-option", f"{knob}={getattr(args, knob)}"]
     if args.consistency_models is not None:
         argv += ["--workload-option", f"consistency_models={consistency_models(args.consistency_models)}"]
+    if args.availability is not None:
+        argv += ["--availability-min-ok-fraction", repr(args.availability)]
     if args.seed is not None:
         argv += ["--seed", str(args.seed)]
     if args.junit_xml is not None:

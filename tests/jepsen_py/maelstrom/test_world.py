@@ -162,6 +162,7 @@ def test_what_the_backend_cannot_honour_is_one_line_and_254(
     (["--key-count", "0"], "argument --key-count: must be >= 1"),
     (["--max-txn-length", "x"], "argument --max-txn-length: expected an integer"),
     (["--max-writes-per-key=-1"], "argument --max-writes-per-key: must be >= 1"),
+    (["--availability", "most"], "argument --availability: 'most': must be 'total' or a number from 0 to 1"),
 ])
 def test_a_bad_txn_knob_is_one_line_and_254(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], says: str) -> None:
@@ -205,6 +206,47 @@ def test_the_final_reads_wait_for_recovery_as_maelstroms_do(
         ["--bin", sys.executable, "--workload", workload, *given]))
     options = runflags.collect_options(runflags.parser().parse_args(argv))
     assert options.get("final_delay") == final_delay
+
+
+#: An echo node that refuses every third echo with error 11 (temporarily-unavailable, definite).
+REFUSING_NODE = """
+import json, sys
+
+me, n = None, 0
+for line in sys.stdin:
+    msg = json.loads(line)
+    body = msg["body"]
+    reply = {"in_reply_to": body["msg_id"], "type": "echo_ok", "echo": body.get("echo")}
+    if body["type"] == "init":
+        me = body["node_id"]
+        reply = {"in_reply_to": body["msg_id"], "type": "init_ok"}
+    else:
+        n += 1
+        if n % 3 == 0:
+            reply = {"in_reply_to": body["msg_id"], "type": "error", "code": 11, "text": "busy"}
+    print(json.dumps({"src": me, "dest": msg["src"], "body": reply}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("given, fraction", [(["--availability", "total"], 1.0),
+                                             (["--availability", "0.99"], 0.99), ([], None)])
+def test_maelstroms_availability_is_the_ok_fraction_the_run_needs(
+        given: list[str], fraction: float | None) -> None:
+    parser = argparse.ArgumentParser()
+    maelstrom_command.add_arguments(parser)
+    argv = maelstrom_command.run_argv(parser.parse_args(["--bin", sys.executable, "--workload", "echo",
+                                                         *given]))
+    assert runflags.parser().parse_args(argv).availability_min_ok_fraction == fraction
+
+
+def test_an_echo_node_that_refuses_some_requests_fails_total_availability(tmp_path: Path) -> None:
+    """Maelstrom's --availability total: a node answering one echo in three with a definite error
+    is safe (the echo checker passes) but not available enough."""
+    python, path = write_node(tmp_path, "refusing", REFUSING_NODE)
+    code = maelstrom(tmp_path, "--bin", python, "--bin-arg", path, "--workload", "echo",
+                     "--node-count", "1", "--rate", "50", "--availability", "total", time_limit="1")
+    r = json.loads((tmp_path / "results" / "latest" / "results.json").read_text())
+    assert code == 1 and r["checkers"]["availability"]["valid"] is False, r["checkers"]["availability"]
 
 
 def test_kill_and_pause_act_on_the_node_processes(tmp_path: Path) -> None:
