@@ -84,7 +84,8 @@ def test_maelstrom_python_echo_demo_passes_and_its_run_is_analyzed_again(
     assert cli.main(["analyze", str(run_dir)]) == 0  # the workload found again by the run's backend
 
 
-@pytest.mark.parametrize("lang, script", [("ruby", "echo.rb"), ("js", "echo.js")])
+@pytest.mark.parametrize("lang, script", [("ruby", "echo.rb"), ("ruby", "echo_full.rb"), ("js", "echo.js"),
+                                          ("js", "echo_minimal.js")])
 def test_ruby_and_js_echo_demos_pass_on_three_nodes(tmp_path: Path, lang: str, script: str) -> None:
     argv = demo_argv(lang, script)
     assert maelstrom(tmp_path, *bin_flags(argv), "--workload", "echo", "--node-count", "3",
