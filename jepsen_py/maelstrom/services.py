@@ -29,6 +29,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from jepsen_py.seeds import derive
+
 Body = dict[str, Any]
 
 #: How many past states seq-kv keeps to serve stale reads from (Maelstrom keeps 32).
@@ -247,4 +249,4 @@ SERVICES: dict[str, Callable[[random.Random], LinKV | SeqKV | LwwKV | LinTSO]] =
 
 def start_services(seed: int) -> dict[str, LinKV | SeqKV | LwwKV | LinTSO]:
     """A fresh instance of every service, each with its own random.Random derived from `seed`."""
-    return {name: make(random.Random(f"{seed}:{name}")) for name, make in SERVICES.items()}
+    return {name: make(derive(seed, f"maelstrom-service-{name}")) for name, make in SERVICES.items()}
