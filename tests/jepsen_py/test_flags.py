@@ -33,7 +33,16 @@ def _value(action: argparse.Action) -> str:
     if action.choices:
         return str(next(iter(action.choices)))
     kind = getattr(action.type, "__name__", "")
-    return "1" if kind in ("number", "integer") else "1/2" if kind == "fraction" else "x"
+    guess = "1" if kind in ("number", "integer") else "1/2" if kind == "fraction" else "x"
+    if action.type is None:
+        return guess
+    for value in (guess, "1", "1/2", "x"):  # the first the flag's own type accepts
+        try:
+            action.type(value)
+        except (argparse.ArgumentTypeError, ValueError, TypeError, SystemExit):
+            continue
+        return value
+    return guess
 
 
 def _needed(command: str, but: argparse.Action | None = None) -> list[str]:
