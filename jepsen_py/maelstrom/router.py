@@ -37,10 +37,6 @@ if TYPE_CHECKING:
 #: The client that sends every node its init, as Maelstrom's does.
 INIT_CLIENT = "c0"
 _CLIENT = re.compile(r"c[0-9]+")
-#: How often a waiting client call looks whether its node still runs, and how long the node must
-#: have been down before the call stops waiting (its last replies may still be in the pipe).
-DEAD_POLL_S = 0.05
-DEAD_GRACE_S = 0.2
 
 
 class NodeFailed(BadInput):
@@ -96,12 +92,13 @@ class RpcResult:
 
 
 class _Pending:
-    __slots__ = ("event", "node", "reply")
+    __slots__ = ("event", "gone", "node", "reply")
 
     def __init__(self, node: str) -> None:
         self.node = node
         self.event = threading.Event()
         self.reply: Message | None = None
+        self.gone = False  # woken because its node's process ended or took nothing: no reply will come
 
 
 def node_names(count: int) -> list[str]:
@@ -284,36 +281,17 @@ class Router:
             raise ValueError(f"client {client!r}: clients are named c0, c1, ...")
         msg_id, pending = self._request(client, node, body)
         try:
-            gone = self._await_reply(node, pending, timeout)
+            pending.event.wait(timeout)
         finally:
             self._forget(client, msg_id)
         reply = pending.reply
         if reply is None:
-            why = f"{node} was not running" if gone else f"no reply from {node} within {timeout:g} s"
+            why = f"{node} was not running" if pending.gone else f"no reply from {node} within {timeout:g} s"
             return RpcResult("timeout", None, error_code(0), why)
         if reply.body["type"] == "error":
             code = error_code(_int(reply.body.get("code"), 13))
             return RpcResult("error", reply.body, code, str(reply.body.get("text", "")))
         return RpcResult("ok", reply.body)
-
-    def _await_reply(self, node: str, pending: _Pending, timeout: float) -> bool:
-        """Waits for the reply; True when it gave up early because the node was not running for
-        `DEAD_GRACE_S` (killed, or crashed): a dead process answers nobody, so waiting out the
-        timeout would only hold up the run. The op stays indefinite (a timeout) either way."""
-        deadline = time.monotonic() + timeout
-        process = self.processes[node]
-        dead_since: float | None = None
-        while not pending.event.wait(min(DEAD_POLL_S, max(0.0, deadline - time.monotonic()))):
-            now = time.monotonic()
-            if now >= deadline:
-                return False
-            if process.running:
-                dead_since = None
-            elif dead_since is None:
-                dead_since = now
-            elif now - dead_since >= DEAD_GRACE_S:
-                return True
-        return False
 
     def _request(self, client: str, node: str, body: Mapping[str, Any]) -> tuple[int, _Pending]:
         if self._closed:
@@ -362,6 +340,17 @@ class Router:
     def _exited(self, exit_: Exit) -> None:
         with self._lock:
             self.exits.append(exit_)
+        self._give_up_on(exit_.node)  # its reader has handed on every line it printed
+
+    def _give_up_on(self, node: str) -> None:
+        """Wakes every call waiting on `node`, whose process ended or took nothing: a dead process
+        answers nobody, so waiting out the timeout would only hold up the run. The op stays
+        indefinite (a timeout) either way."""
+        with self._lock:
+            waiting = [p for p in self._pending.values() if p.node == node and p.reply is None]
+        for pending in waiting:
+            pending.gone = True
+            pending.event.set()
 
     def crashes(self) -> list[Exit]:
         """Exits we did not cause: the node died on its own."""
@@ -465,6 +454,7 @@ class Router:
             slot = 0 if procs[dest].send(lines) else 2
             if slot:
                 took_nothing.append(dest)
+                self._give_up_on(dest)
             counts["clients"][slot] += from_clients
             counts["servers"][slot] += from_servers
         if self.journal is not None:
