@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from jepsen_py.checkers.kafka import FS, is_offset
+from jepsen_py.checkers.kafka import FS
 from jepsen_py.workloads.kafka import kafka_workload as generic_kafka_workload
-from jepsen_py.workloads.maelstrom.codec import Outcome, decode, field
+from jepsen_py.workloads.maelstrom.codec import Outcome, decode, field, is_int
 
 from jepsen_py.history import Op
 from jepsen_py.protocols import TestSpec
@@ -31,12 +31,12 @@ def _msgs(v: Any) -> bool:
     """poll_ok's msgs: {key: [[offset, message], ...]}."""
     return isinstance(v, dict) and all(
         isinstance(prs, list)
-        and all(isinstance(pr, list) and len(pr) == 2 and is_offset(pr[0]) for pr in prs)
+        and all(isinstance(pr, list) and len(pr) == 2 and is_int(pr[0]) for pr in prs)
         for prs in v.values())
 
 
 def _offsets(v: Any) -> bool:
-    return isinstance(v, dict) and all(is_offset(o) for o in v.values())
+    return isinstance(v, dict) and all(is_int(o) for o in v.values())
 
 
 class KafkaCodec:
@@ -55,7 +55,7 @@ class KafkaCodec:
 
     def outcome(self, op: Op, reply: dict[str, Any]) -> Outcome:
         if op.f == "send":
-            return decode(reply, "send_ok", lambda r: field(r, "offset", is_offset))
+            return decode(reply, "send_ok", lambda r: field(r, "offset", is_int))
         if op.f == "poll":
             return decode(reply, "poll_ok", lambda r: field(r, "msgs", _msgs))
         if op.f == "commit_offsets":
