@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -49,12 +49,13 @@ class MessageJournal:
                 self._entries.append(entry)
                 self._open[id(msg)] = entry
 
-    def landed(self, batch: Batch, grudge: Mapping[str, Iterable[str]], lost: Iterable[str],
-               now: float) -> None:
-        """`batch` reached the router's delivery at `now`: dropped where `grudge` cut src from dest,
-        lost where dest is one of `lost` (its process took nothing), otherwise delivered."""
+    def landed(self, batch: Batch, dropped: Iterable[Message], lost: Iterable[str], now: float) -> None:
+        """`batch` reached the router's delivery at `now`: the `dropped` ones were cut by a
+        partition, those to a dest in `lost` found its process taking nothing, the rest delivered
+        (the router's own decisions, not made again here)."""
         if not self._open:
             return
+        cut = {id(m) for m in dropped}
         lost = set(lost)
         with self._lock:
             for msg, _ in batch:
@@ -62,7 +63,7 @@ class MessageJournal:
                 if entry is None:
                     continue
                 entry[2] = now
-                if grudge and msg.src in grudge.get(msg.dest, ()):
+                if id(msg) in cut:
                     entry[3] = DROPPED
                 elif msg.dest in lost:
                     entry[3] = LOST

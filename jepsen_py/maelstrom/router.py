@@ -429,6 +429,7 @@ class Router:
         """Hands each message to its destination, unless a cut drops it; batched per destination."""
         grudge = self._grudge
         took_nothing: list[str] = []  # destinations whose process was not running
+        dropped: list[Message] = []  # cut by a partition
         out: dict[str, tuple[list[bytes], list[int]]] = {}  # dest -> lines, [from clients, from servers]
         to_clients: list[Message] = []
         to_services: list[Message] = []
@@ -440,6 +441,7 @@ class Router:
             from_server = src in self._servers
             if grudge and src in grudge.get(dest, ()):
                 counts["servers" if to_server and from_server else "clients"][1] += 1
+                dropped.append(msg)
             elif to_server:
                 lines, kinds = out.setdefault(dest, ([], [0, 0]))
                 lines.append(raw)
@@ -458,7 +460,7 @@ class Router:
             counts["clients"][slot] += from_clients
             counts["servers"][slot] += from_servers
         if self.journal is not None:
-            self.journal.landed(batch, grudge, took_nothing, time.monotonic())
+            self.journal.landed(batch, dropped, took_nothing, time.monotonic())
         with self._lock:
             s = self._stats
             for kind, (delivered, dropped, lost) in counts.items():

@@ -42,7 +42,7 @@ def test_a_long_body_is_cut_and_times_are_relative():
     journal = MessageJournal(limit=2)
     msg = Message("c1", "n1", {"type": "write", "value": "x" * 1000, "msg_id": 1})
     journal.sent([(msg, b"")], now=10.0)
-    journal.landed([(msg, b"")], {}, [], now=10.5)
+    journal.landed([(msg, b"")], [], [], now=10.5)
     (row,) = journal.to_json(t0=9.0)["messages"]
     assert (row["sent"], row["landed"], row["outcome"]) == (1.0, 1.5, "delivered")
     assert len(row["body"]) == 301 and row["body"].endswith("…")
