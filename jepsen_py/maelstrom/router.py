@@ -345,9 +345,11 @@ class Router:
     def _give_up_on(self, node: str) -> None:
         """Wakes every call waiting on `node`, whose process ended or took nothing: a dead process
         answers nobody, so waiting out the timeout would only hold up the run. The op stays
-        indefinite (a timeout) either way."""
+        indefinite (a timeout) either way. The init handshake waits on its own (`_await_init`),
+        until the node's exit is on record, so it can say how the node ended."""
         with self._lock:
-            waiting = [p for p in self._pending.values() if p.node == node and p.reply is None]
+            waiting = [p for (client, _), p in self._pending.items()
+                       if p.node == node and p.reply is None and client != INIT_CLIENT]
         for pending in waiting:
             pending.gone = True
             pending.event.set()
